@@ -1,0 +1,26 @@
+import { Elysia } from 'elysia'
+import type { Core } from '../../core'
+import type { Credentials } from '../../core/auth/authenticator'
+
+/** Credentials of a REST or SSE request: Authorization header or key / accessToken / access_token query. */
+export function credentialsOf(request: Request, query: Record<string, string | undefined>): Credentials {
+  const h = request.headers
+  const proto = h.get('x-forwarded-proto')
+  return {
+    authorization: h.get('authorization'),
+    key: query.key,
+    accessToken: query.accessToken ?? query.access_token,
+    clientIdHeader: h.get('x-ably-clientid'),
+    secure: request.url.startsWith('https:') || proto === 'https',
+  }
+}
+
+/** `auth: true` on a route resolves `principal` (Basic, token or JWT) or fails with 401. */
+export const authPlugin = (core: Core) =>
+  new Elysia({ name: 'auth' }).macro({
+    auth: {
+      async resolve({ request, query }) {
+        return { principal: await core.auth.authenticate(credentialsOf(request, query as Record<string, string | undefined>)) }
+      },
+    },
+  })

@@ -1,0 +1,34 @@
+import { Elysia } from 'elysia'
+import { GatewayError } from '../../errors'
+import type { Logger } from '../../lib/logger'
+import { respondError, type Query } from './codec'
+
+const queryOf = (request: Request): Query => Object.fromEntries(new URL(request.url).searchParams)
+
+/** Maps anything thrown to the spec's error shape. The only global plugin and the only writer of error bodies. */
+export function toGatewayError(code: string | number, error: unknown, log?: Logger): GatewayError {
+  if (error instanceof GatewayError) return error
+  switch (code) {
+    case 'VALIDATION': {
+      const e = error as { type?: string; valueError?: { path?: string; message?: string } }
+      const where = e.type ?? 'request'
+      const detail = e.valueError ? `${e.valueError.path || '/'}: ${e.valueError.message}` : 'invalid value'
+      return new GatewayError(where === 'body' ? 40001 : 40003, `Invalid request ${where}: ${detail}`)
+    }
+    case 'PARSE':
+      return new GatewayError(40001, 'Invalid request body: could not be parsed')
+    case 'NOT_FOUND':
+      return new GatewayError(40400, 'Not found: no such route')
+    case 'INVALID_COOKIE_SIGNATURE':
+    case 'INVALID_FILE_TYPE':
+      return new GatewayError(40000, 'Bad request')
+    default:
+      log?.error('unhandled error', { code: String(code), error: error instanceof Error ? error.stack ?? error.message : String(error) })
+      return new GatewayError(50000, 'Internal error')
+  }
+}
+
+export const errorsPlugin = (log: Logger) =>
+  new Elysia({ name: 'errors' })
+    .error({ GatewayError })
+    .onError({ as: 'global' }, ({ code, error, request }) => respondError(request, queryOf(request), toGatewayError(code, error, log)))

@@ -1,0 +1,131 @@
+import { formatSerial, nextSerial, parseSerial } from '../../core/channels/serial'
+import { Ring } from '../../core/channels/ring'
+import type { Broker, BrokerListener, Clock, PublishOptions, PublishResult } from '../../core/ports'
+import type { HistoryQuery, Message, MessageDraft } from '../../core/types'
+import type { SqliteMessageLog } from './message-log'
+
+export interface MemoryBrokerSettings {
+  ringSize: number
+  historyTtlMs: number
+  persistedHistoryTtlMs: number
+  idempotencyWindowMs: number
+  channelIdleMs: number
+}
+
+interface ChannelState {
+  ring: Ring
+  lastMs: number
+  lastSeq: number
+  /** Client-supplied ids seen within the idempotency window, insertion-ordered (oldest first). */
+  seen: Map<string, { serial: string; at: number }>
+  listeners: Set<BrokerListener>
+  lastActivity: number
+}
+
+/**
+ * Single-node broker: serials, idempotency and delivery in memory; persisted channels are also
+ * written to SQLite before the publish resolves. Delivery to listeners is synchronous, in order.
+ */
+export class MemoryBroker implements Broker {
+  private channelMap = new Map<string, ChannelState>()
+  private sweeper: ReturnType<typeof setInterval>
+
+  constructor(private readonly log: SqliteMessageLog, private readonly clock: Clock, private readonly s: MemoryBrokerSettings) {
+    this.sweeper = setInterval(() => this.sweep(), Math.min(10_000, s.channelIdleMs))
+    this.sweeper.unref?.()
+  }
+
+  private static key(appId: string, channel: string) { return appId + '\u0000' + channel }
+
+  private state(appId: string, channel: string, persisted: boolean): ChannelState {
+    const k = MemoryBroker.key(appId, channel)
+    let c = this.channelMap.get(k)
+    if (!c) {
+      c = { ring: new Ring(this.s.ringSize), lastMs: 0, lastSeq: -1, seen: new Map(), listeners: new Set(), lastActivity: this.clock.now() }
+      const last = persisted ? this.log.lastSerial(appId, channel) : undefined
+      const parsed = last ? parseSerial(last) : undefined
+      if (parsed) { c.lastMs = parsed.ms; c.lastSeq = parsed.seq }
+      this.channelMap.set(k, c)
+    }
+    return c
+  }
+
+  async publish(appId: string, channel: string, drafts: MessageDraft[], opts: PublishOptions): Promise<PublishResult> {
+    const c = this.state(appId, channel, opts.persisted)
+    const now = this.clock.now()
+    c.lastActivity = now
+    const windowStart = now - this.s.idempotencyWindowMs
+    for (const [id, v] of c.seen) {
+      if (v.at >= windowStart) break
+      c.seen.delete(id)
+    }
+    const serials: string[] = []
+    const appended: Message[] = []
+    for (const d of drafts) {
+      const dup = d.id ? c.seen.get(d.id) : undefined
+      if (dup) { serials.push(dup.serial); continue }
+      const next = nextSerial(now, c.lastMs, c.lastSeq)
+      c.lastMs = next.ms
+      c.lastSeq = next.seq
+      const m = d as Message
+      m.serial = formatSerial(next.ms, next.seq)
+      m.timestamp = now
+      serials.push(m.serial)
+      appended.push(m)
+      c.seen.set(m.id, { serial: m.serial, at: now })
+    }
+    if (appended.length === 0) return { serials, appended: 0 }
+    if (opts.persisted) this.log.append(appId, channel, appended)
+    for (const m of appended) c.ring.push(m)
+    for (const l of c.listeners) l(appId, channel, appended)
+    return { serials, appended: appended.length }
+  }
+
+  async history(appId: string, channel: string, q: HistoryQuery, opts: PublishOptions): Promise<Message[]> {
+    const now = this.clock.now()
+    if (opts.persisted) return this.log.query(appId, channel, q, now - this.s.persistedHistoryTtlMs)
+    const c = this.channelMap.get(MemoryBroker.key(appId, channel))
+    return c ? c.ring.query(q, now - this.s.historyTtlMs) : []
+  }
+
+  async channels(appId: string, prefix: string, after: string | undefined, limit: number): Promise<string[]> {
+    const now = this.clock.now()
+    const names = new Set<string>()
+    const head = appId + '\u0000'
+    for (const [k, c] of this.channelMap) {
+      if (!k.startsWith(head)) continue
+      const name = k.slice(head.length)
+      const newest = c.ring.newest()
+      const live = c.listeners.size > 0 || (newest !== undefined && newest.timestamp >= now - this.s.historyTtlMs)
+      if (live && name.startsWith(prefix) && (after === undefined || name > after)) names.add(name)
+    }
+    for (const name of this.log.channels(appId, after ?? prefix, now - this.s.persistedHistoryTtlMs, limit + 1)) {
+      if (name.startsWith(prefix) && (after === undefined || name > after)) names.add(name)
+    }
+    return [...names].sort().slice(0, limit)
+  }
+
+  subscribe(appId: string, channel: string, listener: BrokerListener): () => void {
+    const c = this.state(appId, channel, false)
+    c.listeners.add(listener)
+    return () => {
+      c.listeners.delete(listener)
+      c.lastActivity = this.clock.now()
+    }
+  }
+
+  /** Evicts idle channels and expired history from memory and SQLite. */
+  sweep(): void {
+    const now = this.clock.now()
+    const keepFor = Math.max(this.s.channelIdleMs, this.s.historyTtlMs, this.s.idempotencyWindowMs)
+    for (const [k, c] of this.channelMap) {
+      c.ring.expire(now - this.s.historyTtlMs)
+      if (c.listeners.size === 0 && c.lastActivity < now - keepFor) this.channelMap.delete(k)
+    }
+    this.log.prune(now - this.s.persistedHistoryTtlMs)
+  }
+
+  async ready() { return true }
+
+  async close() { clearInterval(this.sweeper) }
+}

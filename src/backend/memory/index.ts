@@ -1,0 +1,27 @@
+import type { Backend, Clock } from '../../core/ports'
+import { MemoryBroker, type MemoryBrokerSettings } from './broker'
+import { SqliteControlStore } from './control-store'
+import { SqliteMessageLog } from './message-log'
+import { MemoryNonceStore } from './nonce-store'
+import { MemoryPresenceStore } from './presence-store'
+import { openDatabase } from './sqlite'
+import { MemoryStatsStore } from './stats-store'
+
+/** The embedded single-node backend: memory plus one SQLite file in `dataDir`. */
+export function createMemoryBackend(s: MemoryBrokerSettings & { dataDir: string }, clock: Clock): Backend {
+  const db = openDatabase(s.dataDir)
+  const broker = new MemoryBroker(new SqliteMessageLog(db), clock, s)
+  const control = new SqliteControlStore(db)
+  return {
+    kind: 'memory',
+    broker,
+    control,
+    presence: new MemoryPresenceStore(),
+    stats: new MemoryStatsStore(clock),
+    nonces: new MemoryNonceStore(clock),
+    async close() {
+      await broker.close()
+      db.close()
+    },
+  }
+}

@@ -1,0 +1,24 @@
+import { Database } from 'bun:sqlite'
+import { mkdirSync } from 'node:fs'
+import { join } from 'node:path'
+
+/** Opens (and creates) the embedded store in `dataDir`; `:memory:` keeps it in memory (tests). */
+export function openDatabase(dataDir: string): Database {
+  let path = ':memory:'
+  if (dataDir !== ':memory:') {
+    mkdirSync(dataDir, { recursive: true })
+    path = join(dataDir, 'gateway.sqlite')
+  }
+  const db = new Database(path, { create: true, strict: true })
+  db.exec('PRAGMA journal_mode = WAL')
+  db.exec('PRAGMA synchronous = NORMAL')
+  db.exec('PRAGMA busy_timeout = 5000')
+  db.exec(`CREATE TABLE IF NOT EXISTS records (
+    kind TEXT NOT NULL, id TEXT NOT NULL, parent TEXT NOT NULL, body TEXT NOT NULL,
+    PRIMARY KEY (kind, id)) WITHOUT ROWID`)
+  db.exec(`CREATE TABLE IF NOT EXISTS messages (
+    app TEXT NOT NULL, channel TEXT NOT NULL, serial TEXT NOT NULL, ts INTEGER NOT NULL, body BLOB NOT NULL,
+    PRIMARY KEY (app, channel, serial)) WITHOUT ROWID`)
+  db.exec('CREATE INDEX IF NOT EXISTS messages_ts ON messages (ts)')
+  return db
+}

@@ -1,0 +1,25 @@
+import { SETTINGS, type Config, type SettingName } from './schema'
+export { SETTINGS, type Config } from './schema'
+
+/**
+ * Reads the environment once and validates every setting; all problems are reported together.
+ * `overrides` (by setting name) take precedence, which is how tests build configs.
+ */
+export function loadConfig(env: Record<string, string | undefined> = process.env, overrides: Partial<Config> = {}): Config {
+  const out: Record<string, unknown> = {}
+  const problems: string[] = []
+  for (const name of Object.keys(SETTINGS) as SettingName[]) {
+    if (name in overrides) { out[name] = overrides[name]; continue }
+    const s = SETTINGS[name]
+    const raw = env[s.env] ?? s.default
+    try { out[name] = s.parse(raw) } catch (e) { problems.push(`${s.env}: ${(e as Error).message}`) }
+  }
+  if (problems.length) throw new Error(`invalid configuration:\n  ${problems.join('\n  ')}`)
+  return out as Config
+}
+
+/** The settings listing (README table and --help), generated from the schema. */
+export function settingsTable(): string {
+  const rows = Object.values(SETTINGS).map((s) => `| \`${s.env}\` | \`${s.default}\` | ${s.description} |`)
+  return ['| Variable | Default | Meaning |', '|---|---|---|', ...rows].join('\n')
+}

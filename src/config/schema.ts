@@ -1,0 +1,52 @@
+/**
+ * Every setting of the gateway: environment name, default, meaning and parser. The README's
+ * settings table and the binary's --help are generated from this list, so it is the only place
+ * a setting is declared.
+ */
+export type Parser<T> = (raw: string) => T
+
+const int = (min: number, max = Number.MAX_SAFE_INTEGER): Parser<number> => (raw) => {
+  const n = Number(raw)
+  if (!Number.isInteger(n) || n < min || n > max) throw new Error(`must be an integer in [${min}, ${max}]`)
+  return n
+}
+const str: Parser<string> = (raw) => raw
+const bool: Parser<boolean> = (raw) => {
+  const v = raw.toLowerCase()
+  if (['1', 'true', 'yes', 'on'].includes(v)) return true
+  if (['0', 'false', 'no', 'off'].includes(v)) return false
+  throw new Error('must be true or false')
+}
+const oneOf = <T extends string>(...values: T[]): Parser<T> => (raw) => {
+  if (!(values as string[]).includes(raw)) throw new Error(`must be one of ${values.join(', ')}`)
+  return raw as T
+}
+
+interface Setting<T> { env: string; default: string; description: string; parse: Parser<T>; secret?: boolean }
+const setting = <T>(env: string, def: string, description: string, parse: Parser<T>, secret = false): Setting<T> =>
+  ({ env, default: def, description, parse, secret })
+
+export const SETTINGS = {
+  port: setting('PORT', '8080', 'TCP port the server listens on (all five interfaces share it).', int(0, 65535)),
+  host: setting('HOST', '0.0.0.0', 'Address the server binds to.', str),
+  dataDir: setting('DATA_DIR', './data', 'Directory of the embedded SQLite store (accounts, apps, keys, persisted history).', str),
+  redisUrl: setting('REDIS_URL', '', 'Redis URL; empty runs the embedded single-node backend.', str, true),
+  bootstrapKey: setting('BOOTSTRAP_KEY', '', 'Root API key `appId.keyId:secret` created on a fresh data dir (random when empty).', str, true),
+  bootstrapAccessToken: setting('BOOTSTRAP_ACCESS_TOKEN', '', 'Management access token created on a fresh data dir (random when empty).', str, true),
+  bootstrapAccountId: setting('BOOTSTRAP_ACCOUNT_ID', '', 'Account id created on a fresh data dir (random when empty).', str),
+  logLevel: setting('LOG_LEVEL', 'info', 'Log level: debug, info, warn, error or silent.', oneOf('debug', 'info', 'warn', 'error', 'silent')),
+  historyTtlMs: setting('HISTORY_TTL_MS', '120000', 'History retention of channels outside persisted namespaces (ms).', int(1000)),
+  persistedHistoryTtlMs: setting('PERSISTED_HISTORY_TTL_MS', '86400000', 'History retention of channels in `persisted` namespaces (ms).', int(1000)),
+  ringSize: setting('RING_SIZE', '2000', 'Messages kept in memory per channel for history, rewind and resume.', int(16, 1_000_000)),
+  channelIdleMs: setting('CHANNEL_IDLE_MS', '300000', 'A channel with no subscriber and no message for this long is evicted from memory (ms).', int(1000)),
+  maxMessageSize: setting('MAX_MESSAGE_SIZE', '65536', 'Maximum size of the messages of one publish (bytes, as the hosted service counts it).', int(1)),
+  maxBodySize: setting('MAX_BODY_SIZE', '2097152', 'Maximum HTTP request body (bytes); larger bodies get 413.', int(1024)),
+  idempotencyWindowMs: setting('IDEMPOTENCY_WINDOW_MS', '120000', 'Window in which a repeated client-supplied message id is not published again (ms).', int(1000)),
+  tokenDefaultTtlMs: setting('TOKEN_DEFAULT_TTL_MS', '3600000', 'Lifetime of a token when the request names none (ms).', int(1000)),
+  tokenMaxTtlMs: setting('TOKEN_MAX_TTL_MS', '86400000', 'Longest token lifetime a request may ask for (ms).', int(1000)),
+  tokenRequestWindowMs: setting('TOKEN_REQUEST_WINDOW_MS', '120000', 'Allowed clock skew of a signed token request timestamp (ms).', int(1000)),
+  basicAuthRequiresTls: setting('BASIC_AUTH_REQUIRES_TLS', 'false', 'Refuse Basic auth over plain HTTP with 40103, as the hosted service does.', bool),
+}
+
+export type SettingName = keyof typeof SETTINGS
+export type Config = { [K in SettingName]: ReturnType<(typeof SETTINGS)[K]['parse']> }

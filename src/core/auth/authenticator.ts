@@ -1,0 +1,144 @@
+import { GatewayError } from '../../errors'
+import { safeEqual } from '../../lib/crypto'
+import { fromBase64, utf8Decode } from '../../lib/encoding'
+import type { Clock, ControlStore } from '../ports'
+import type { ApiKey } from '../types'
+import { CapabilityMatcher, intersectCapability, parseCapability } from './capability'
+import type { Principal } from './principal'
+import { parseJwt, parseTokenKeyName, verifyJwt, verifyToken } from './tokens'
+
+export interface Credentials {
+  /** Raw Authorization header. */
+  authorization?: string | null
+  /** `key` query parameter (full key string). */
+  key?: string
+  /** `accessToken` / `access_token` query parameter. */
+  accessToken?: string
+  /** Raw X-Ably-ClientId header (base64 of the clientId). */
+  clientIdHeader?: string | null
+  /** The request arrived over TLS (directly or per a trusted proxy header). */
+  secure: boolean
+}
+
+const CACHE_MAX = 20_000
+
+/**
+ * Turns credentials into a Principal. Verified credentials are cached (Basic until a control
+ * change, tokens until expiry) so the hot path costs one map lookup.
+ */
+export class Authenticator {
+  private cache = new Map<string, Principal>()
+  private matchers = new Map<string, CapabilityMatcher>()
+
+  constructor(
+    private readonly control: ControlStore,
+    private readonly clock: Clock,
+    private readonly opts: { basicAuthRequiresTls: boolean },
+  ) {
+    control.onChange(() => { this.cache.clear(); this.matchers.clear() })
+  }
+
+  async authenticate(c: Credentials): Promise<Principal> {
+    const cred = this.credentialString(c)
+    let p = this.cache.get(cred)
+    if (p && p.expires !== undefined && p.expires <= this.clock.now()) {
+      this.cache.delete(cred)
+      throw new GatewayError(40142, 'Token expired')
+    }
+    if (!p) {
+      p = await this.verify(cred, c.secure)
+      if (this.cache.size >= CACHE_MAX) this.cache.clear()
+      this.cache.set(cred, p)
+    }
+    if (p.kind === 'basic' && this.opts.basicAuthRequiresTls && !c.secure) throw new GatewayError(40103)
+    return c.clientIdHeader ? this.withClientId(p, c.clientIdHeader) : p
+  }
+
+  /** Resolves the API key named `keyName` or throws 40101 / 40131. */
+  async key(keyName: string): Promise<ApiKey> {
+    const key = await this.control.getKey(keyName)
+    if (!key) throw new GatewayError(40101, 'Invalid credentials: key not found')
+    if (key.status !== 0) throw new GatewayError(40131, 'Key has been revoked')
+    const app = await this.control.getApp(key.appId)
+    if (!app || app.status !== 'enabled') throw new GatewayError(40300, 'Application disabled')
+    return key
+  }
+
+  matcher(canonicalJson: string, parsed?: Record<string, string[]>): CapabilityMatcher {
+    let m = this.matchers.get(canonicalJson)
+    if (!m) {
+      m = new CapabilityMatcher(parsed ?? JSON.parse(canonicalJson))
+      this.matchers.set(canonicalJson, m)
+    }
+    return m
+  }
+
+  /** One string identifying the credential: `B:<keystring>` or `T:<token>`. */
+  private credentialString(c: Credentials): string {
+    const h = c.authorization
+    if (h) {
+      const sp = h.indexOf(' ')
+      const scheme = h.slice(0, sp).toLowerCase()
+      const value = h.slice(sp + 1).trim()
+      if (scheme === 'basic') return 'B:' + utf8Decode(fromBase64(value))
+      if (scheme === 'bearer') return 'T:' + (value.includes('.') ? value : utf8Decode(fromBase64(value)))
+      throw new GatewayError(40101, 'Invalid credentials: unsupported Authorization scheme')
+    }
+    if (c.key) return 'B:' + c.key
+    if (c.accessToken) return 'T:' + c.accessToken
+    throw new GatewayError(40101, 'Invalid credentials: no key or token provided')
+  }
+
+  private async verify(cred: string, _secure: boolean): Promise<Principal> {
+    return cred.startsWith('B:') ? this.verifyBasic(cred.slice(2)) : this.verifyToken(cred.slice(2))
+  }
+
+  private async verifyBasic(keyString: string): Promise<Principal> {
+    const colon = keyString.indexOf(':')
+    if (colon < 0) throw new GatewayError(40101, 'Invalid credentials: malformed key')
+    const key = await this.key(keyString.slice(0, colon))
+    if (!safeEqual(keyString.slice(colon + 1), key.secret)) throw new GatewayError(40101, 'Invalid credentials')
+    const app = (await this.control.getApp(key.appId))!
+    return {
+      kind: 'basic', appId: key.appId, accountId: app.accountId, keyName: `${key.appId}.${key.id}`,
+      capability: this.matcher(JSON.stringify(key.capability), key.capability),
+    }
+  }
+
+  private async verifyToken(token: string): Promise<Principal> {
+    const keyName = parseTokenKeyName(token)
+    if (keyName) {
+      const key = await this.key(keyName)
+      const claims = verifyToken(token, key)
+      return this.tokenPrincipal('token', key, claims.capability, claims.clientId, claims.expires)
+    }
+    const jwt = parseJwt(token)
+    if (jwt) {
+      if (!jwt.header.kid) throw new GatewayError(40144, 'Invalid JWT: kid (key name) missing')
+      const key = await this.key(jwt.header.kid)
+      const claims = verifyJwt(jwt, key)
+      if (!claims.capability) throw new GatewayError(40144, 'Invalid JWT: x-ably-capability must be specified')
+      const cap = intersectCapability(key.capability, parseCapability(claims.capability))
+      if (!cap) throw new GatewayError(40160, 'JWT capability has no intersection with the key', { status: 401 })
+      return this.tokenPrincipal('jwt', key, JSON.stringify(cap), claims.clientId, claims.expires)
+    }
+    throw new GatewayError(40143, 'Token not recognised')
+  }
+
+  private async tokenPrincipal(kind: 'token' | 'jwt', key: ApiKey, capJson: string, clientId: string | undefined, expires: number): Promise<Principal> {
+    if (expires <= this.clock.now()) throw new GatewayError(40142, 'Token expired')
+    const app = (await this.control.getApp(key.appId))!
+    return {
+      kind, appId: key.appId, accountId: app.accountId, keyName: `${key.appId}.${key.id}`, clientId, expires,
+      capability: this.matcher(capJson),
+    }
+  }
+
+  private withClientId(p: Principal, header: string): Principal {
+    const clientId = utf8Decode(fromBase64(header))
+    if (!clientId) throw new GatewayError(40012, 'Invalid X-Ably-ClientId header')
+    if (p.clientId === clientId) return p
+    if (p.kind === 'basic' || p.clientId === '*') return { ...p, clientId }
+    throw new GatewayError(40102, 'X-Ably-ClientId does not match the clientId of the credentials')
+  }
+}

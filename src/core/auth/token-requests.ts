@@ -1,0 +1,74 @@
+import { GatewayError } from '../../errors'
+import { hmacSha256, randomId, safeEqual } from '../../lib/crypto'
+import type { Clock, NonceStore } from '../ports'
+import type { Authenticator } from './authenticator'
+import { canonicalCapability, intersectCapability, parseCapability } from './capability'
+import type { Principal } from './principal'
+import { signToken } from './tokens'
+
+export interface TokenDetails {
+  token: string
+  keyName: string
+  issued: number
+  expires: number
+  capability: string
+  clientId?: string
+}
+
+export interface TokenRequestSettings {
+  tokenDefaultTtlMs: number
+  tokenMaxTtlMs: number
+  tokenRequestWindowMs: number
+}
+
+const str = (v: unknown): string | undefined => (v === undefined || v === null ? undefined : String(v))
+
+/**
+ * `POST /keys/{keyName}/requestToken`: a signed TokenRequest (keyName, timestamp, nonce, mac)
+ * needs no other credentials; an unsigned one needs Basic auth with that key.
+ */
+export class TokenRequests {
+  constructor(
+    private readonly auth: Authenticator,
+    private readonly nonces: NonceStore,
+    private readonly clock: Clock,
+    private readonly s: TokenRequestSettings,
+  ) {}
+
+  async request(keyName: string, body: Record<string, unknown>, principal: () => Promise<Principal>): Promise<TokenDetails> {
+    const key = await this.auth.key(keyName)
+    if (body.mac !== undefined) {
+      if (str(body.keyName) !== keyName) throw new GatewayError(40101, 'Token request keyName does not match the path')
+      const timestamp = Number(body.timestamp)
+      const nonce = str(body.nonce) ?? ''
+      if (!Number.isFinite(timestamp) || Math.abs(this.clock.now() - timestamp) > this.s.tokenRequestWindowMs) throw new GatewayError(40104)
+      if (nonce.length < 16) throw new GatewayError(40003, 'Token request nonce must be at least 16 characters')
+      const signed = [keyName, str(body.ttl) ?? '', str(body.capability) ?? '', str(body.clientId) ?? '', str(body.timestamp) ?? '', nonce].join('\n') + '\n'
+      if (!safeEqual(String(body.mac), hmacSha256(key.secret, signed, 'base64'))) throw new GatewayError(40101, 'Invalid token request: mac mismatch')
+      if (!(await this.nonces.claim(`${keyName}:${nonce}:${timestamp}`, this.s.tokenRequestWindowMs * 2))) throw new GatewayError(40105)
+    } else {
+      const p = await principal()
+      if (p.kind !== 'basic') throw new GatewayError(40162, 'An unsigned token request requires Basic authentication')
+      if (p.keyName !== keyName) throw new GatewayError(40101, 'Credentials do not belong to the requested key')
+    }
+
+    const ttl = body.ttl === undefined || body.ttl === null || body.ttl === '' ? this.s.tokenDefaultTtlMs : Number(body.ttl)
+    if (!Number.isInteger(ttl) || ttl <= 0) throw new GatewayError(40003, 'Invalid ttl: must be a positive integer (ms)')
+    if (ttl > this.s.tokenMaxTtlMs) throw new GatewayError(40003, `Invalid ttl: exceeds maximum of ${this.s.tokenMaxTtlMs} ms`)
+
+    const clientId = str(body.clientId)
+    if (clientId === '') throw new GatewayError(40012, 'clientId must not be an empty string')
+
+    const wanted = body.capability === undefined || body.capability === null || body.capability === ''
+      ? key.capability
+      : parseCapability(body.capability)
+    const cap = intersectCapability(key.capability, wanted)
+    if (!cap) throw new GatewayError(40160, 'Requested capability has no intersection with the key', { status: 401 })
+
+    const issued = this.clock.now()
+    const details: TokenDetails = { token: '', keyName, issued, expires: issued + ttl, capability: canonicalCapability(cap) }
+    if (clientId !== undefined) details.clientId = clientId
+    details.token = signToken(key, details, randomId(8))
+    return details
+  }
+}

@@ -1,0 +1,73 @@
+import { GatewayError } from '../../errors'
+import { base64url, fromBase64url } from '../../lib/encoding'
+import { hmacSha256, safeEqual } from '../../lib/crypto'
+import type { ApiKey } from '../types'
+
+/**
+ * Service tokens are self-contained and signed with the issuing key's secret, so any node can
+ * verify one with nothing but the key record: `<appId>.<keyId>.<payload>.<mac>`, payload being
+ * base64url JSON. Four dot-separated parts keep them distinct from JWTs (three parts).
+ */
+export interface TokenClaims {
+  issued: number
+  expires: number
+  /** Canonical capability JSON. */
+  capability: string
+  clientId?: string
+}
+
+interface WirePayload { i: number; x: number; c: string; ci?: string; n: string }
+
+export function signToken(key: ApiKey, claims: TokenClaims, nonce: string): string {
+  const payload: WirePayload = { i: claims.issued, x: claims.expires, c: claims.capability, n: nonce }
+  if (claims.clientId !== undefined) payload.ci = claims.clientId
+  const head = `${key.appId}.${key.id}.${base64url(JSON.stringify(payload))}`
+  return `${head}.${hmacSha256(key.secret, head, 'base64url')}`
+}
+
+/** Splits a service token into its key name and parts without verifying it; undefined if not one. */
+export function parseTokenKeyName(token: string): string | undefined {
+  const parts = token.split('.')
+  return parts.length === 4 ? `${parts[0]}.${parts[1]}` : undefined
+}
+
+export function verifyToken(token: string, key: ApiKey): TokenClaims {
+  const last = token.lastIndexOf('.')
+  const head = token.slice(0, last)
+  if (!safeEqual(token.slice(last + 1), hmacSha256(key.secret, head, 'base64url'))) throw new GatewayError(40101, 'Invalid token: signature mismatch')
+  let p: WirePayload
+  try { p = JSON.parse(fromBase64url(head.split('.')[2]!)) } catch { throw new GatewayError(40143, 'Token not recognised') }
+  return { issued: p.i, expires: p.x, capability: p.c, clientId: p.ci }
+}
+
+interface JwtHeader { alg?: string; typ?: string; kid?: string }
+
+export function parseJwt(token: string): { header: JwtHeader; claims: Record<string, unknown>; signed: string; sig: string } | undefined {
+  const parts = token.split('.')
+  if (parts.length !== 3) return undefined
+  try {
+    const header = JSON.parse(fromBase64url(parts[0]!)) as JwtHeader
+    const claims = JSON.parse(fromBase64url(parts[1]!)) as Record<string, unknown>
+    if (typeof header !== 'object' || typeof claims !== 'object' || !header || !claims) return undefined
+    return { header, claims, signed: `${parts[0]}.${parts[1]}`, sig: parts[2]! }
+  } catch {
+    return undefined
+  }
+}
+
+/** Verifies an HS256 JWT signed with the key named by `kid`; returns its claims in our terms. */
+export function verifyJwt(jwt: NonNullable<ReturnType<typeof parseJwt>>, key: ApiKey): TokenClaims & { rawCapability?: string } {
+  if (jwt.header.alg !== 'HS256') throw new GatewayError(40144, 'Invalid JWT: only HS256 is supported')
+  if (!safeEqual(jwt.sig, hmacSha256(key.secret, jwt.signed, 'base64url'))) throw new GatewayError(40144, 'Invalid JWT: signature mismatch')
+  const { iat, exp } = jwt.claims
+  if (typeof iat !== 'number') throw new GatewayError(40144, 'Invalid JWT: iat must be specified')
+  if (typeof exp !== 'number') throw new GatewayError(40144, 'Invalid JWT: exp must be specified')
+  const cap = jwt.claims['x-ably-capability']
+  const clientId = jwt.claims['x-ably-clientId']
+  return {
+    issued: iat * 1000,
+    expires: exp * 1000,
+    capability: typeof cap === 'string' ? cap : cap === undefined ? '' : JSON.stringify(cap),
+    clientId: typeof clientId === 'string' ? clientId : undefined,
+  }
+}

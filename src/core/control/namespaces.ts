@@ -1,0 +1,36 @@
+import type { ControlStore } from '../ports'
+import type { Namespace } from '../types'
+import { namespaceOf } from '../channels/names'
+
+/** Namespace rules per app, cached until the control store reports a change. */
+export class Namespaces {
+  private cache = new Map<string, Map<string, Namespace>>()
+
+  constructor(private readonly control: ControlStore) {
+    control.onChange((e) => {
+      if (e.appId) this.cache.delete(e.appId)
+      else this.cache.clear()
+    })
+  }
+
+  async forApp(appId: string): Promise<Map<string, Namespace>> {
+    let m = this.cache.get(appId)
+    if (!m) {
+      m = new Map((await this.control.listNamespaces(appId)).map((ns) => [ns.id, ns]))
+      this.cache.set(appId, m)
+    }
+    return m
+  }
+
+  /** The namespace rule that applies to `channel`, if any. */
+  async of(appId: string, channel: string): Promise<Namespace | undefined> {
+    const id = namespaceOf(channel)
+    if (id === undefined) return undefined
+    const m = this.cache.get(appId) ?? (await this.forApp(appId))
+    return m.get(id)
+  }
+
+  async isPersisted(appId: string, channel: string): Promise<boolean> {
+    return (await this.of(appId, channel))?.persisted === true
+  }
+}

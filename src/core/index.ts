@@ -1,0 +1,38 @@
+import { Authenticator } from './auth/authenticator'
+import { TokenRequests, type TokenRequestSettings } from './auth/token-requests'
+import { ChannelService, type ChannelSettings } from './channels/channel-service'
+import { Namespaces } from './control/namespaces'
+import { Hub } from './fanout/hub'
+import type { Backend, Clock } from './ports'
+import { StatsService } from './stats/stats-service'
+
+export type CoreSettings = TokenRequestSettings & ChannelSettings & { basicAuthRequiresTls: boolean }
+
+/** The domain services of one node, built on a backend's ports. */
+export interface Core {
+  clock: Clock
+  backend: Backend
+  auth: Authenticator
+  tokens: TokenRequests
+  namespaces: Namespaces
+  hub: Hub
+  stats: StatsService
+  channels: ChannelService
+}
+
+export function createCore(backend: Backend, clock: Clock, s: CoreSettings): Core {
+  const auth = new Authenticator(backend.control, clock, s)
+  const namespaces = new Namespaces(backend.control)
+  const hub = new Hub(backend.broker)
+  const stats = new StatsService(backend.stats, clock)
+  return {
+    clock,
+    backend,
+    auth,
+    tokens: new TokenRequests(auth, backend.nonces, clock, s),
+    namespaces,
+    hub,
+    stats,
+    channels: new ChannelService(backend.broker, backend.presence, namespaces, hub, stats, s),
+  }
+}

@@ -1,0 +1,103 @@
+/**
+ * The ports of the core. Every backend (memory + SQLite, Redis) implements these; the core and
+ * the API know nothing else about storage. Contracts are stated per method; the shared contract
+ * test suite (test/contract) holds every backend to them.
+ */
+import type { AccessToken, Account, ApiKey, App, HistoryQuery, Message, MessageDraft, Namespace, PresenceMessage } from './types'
+
+export interface Clock { now(): number }
+export const systemClock: Clock = { now: () => Date.now() }
+
+export interface PublishOptions {
+  /** Channel belongs to a `persisted` namespace: keep for the long retention, durably. */
+  persisted: boolean
+}
+
+export interface PublishResult {
+  /** One serial per message, in order. A duplicate (id seen within the window) gets the original's serial. */
+  serials: string[]
+  /** Count of messages that were new (not duplicates). */
+  appended: number
+}
+
+export type BrokerListener = (appId: string, channel: string, messages: Message[]) => void
+
+/**
+ * Channel message log and delivery. Publish appends; delivery to local subscribers comes only
+ * from what the broker hands to listeners, so one node and many nodes run the same path.
+ */
+export interface Broker {
+  /**
+   * Appends `messages` to the channel in one atomic step and resolves once they are durable
+   * (acknowledged). Serials are strictly increasing per channel and comparable as strings.
+   * A message whose `id` was published on the channel within the idempotency window is not
+   * appended again. Rejects (never hangs) when the backend is unreachable.
+   */
+  publish(appId: string, channel: string, messages: MessageDraft[], opts: PublishOptions): Promise<PublishResult>
+  /** Messages of the channel in the query's order, honouring start/end (timestamps), cursor and limit. */
+  history(appId: string, channel: string, query: HistoryQuery, opts: PublishOptions): Promise<Message[]>
+  /** Names of channels that have retained messages or subscribers, sorted, after `after`, with `prefix`. */
+  channels(appId: string, prefix: string, after: string | undefined, limit: number): Promise<string[]>
+  /** Registers the node-wide delivery listener for a channel; returns the unsubscribe function. */
+  subscribe(appId: string, channel: string, listener: BrokerListener): () => void
+  ready(): Promise<boolean>
+  close(): Promise<void>
+}
+
+export type ControlEvent = { kind: 'key' | 'app' | 'namespace' | 'account'; appId?: string }
+
+/** Accounts, apps, keys, namespaces and management access tokens. */
+export interface ControlStore {
+  listAccounts(): Promise<Account[]>
+  getAccount(id: string): Promise<Account | undefined>
+  createAccount(account: Account): Promise<void>
+  getApp(id: string): Promise<App | undefined>
+  listApps(accountId: string): Promise<App[]>
+  createApp(app: App): Promise<void>
+  /** Key by its full name `appId.keyId`. */
+  getKey(keyName: string): Promise<ApiKey | undefined>
+  listKeys(appId: string): Promise<ApiKey[]>
+  createKey(key: ApiKey): Promise<void>
+  listNamespaces(appId: string): Promise<Namespace[]>
+  putNamespace(ns: Namespace): Promise<void>
+  getAccessTokenByHash(hash: string): Promise<AccessToken | undefined>
+  createAccessToken(token: AccessToken): Promise<void>
+  /** Called after any change, on every node, so caches can be dropped. */
+  onChange(listener: (e: ControlEvent) => void): () => void
+  ready(): Promise<boolean>
+  close(): Promise<void>
+}
+
+/** Current presence sets and presence history per channel. */
+export interface PresenceStore {
+  members(appId: string, channel: string): Promise<PresenceMessage[]>
+  /** Applies enter (2) / present (1) / update (4) / leave (3) events in order. */
+  apply(appId: string, channel: string, events: PresenceMessage[]): Promise<void>
+  history(appId: string, channel: string, query: HistoryQuery): Promise<PresenceMessage[]>
+}
+
+export type StatsUnit = 'minute' | 'hour' | 'day' | 'month'
+
+export interface StatsRecord { intervalId: string; unit: StatsUnit; start: number; entries: Record<string, number> }
+
+/** Counters aggregated per interval; scope is an app id or `account:<id>`. */
+export interface StatsStore {
+  add(scopes: string[], at: number, entries: Record<string, number>): void
+  query(scope: string, unit: StatsUnit, start: number, end: number, limit: number, direction: 'forwards' | 'backwards'): Promise<StatsRecord[]>
+}
+
+/** Short-lived set of seen values (token-request nonces) shared by all nodes. */
+export interface NonceStore {
+  /** True when `key` was not seen in the last `ttlMs`; records it. */
+  claim(key: string, ttlMs: number): Promise<boolean>
+}
+
+export interface Backend {
+  kind: 'memory' | 'redis'
+  broker: Broker
+  control: ControlStore
+  presence: PresenceStore
+  stats: StatsStore
+  nonces: NonceStore
+  close(): Promise<void>
+}

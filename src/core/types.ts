@@ -1,0 +1,86 @@
+/** Domain records shared by the core and the backends. Plain data; no behaviour. */
+
+/** A channel message as stored and delivered. `data` is a string or bytes, never an object. */
+export interface Message {
+  id: string
+  serial: string
+  timestamp: number
+  name?: string
+  data?: string | Uint8Array
+  encoding?: string
+  clientId?: string
+  connectionId?: string
+  extras?: Record<string, unknown>
+  /** Pub/Sub action on the wire: 0 create, 1 update, 2 delete. Absent means 0. */
+  action?: number
+}
+
+/** A message before the broker has given it a serial and timestamp. */
+export type MessageDraft = Omit<Message, 'serial' | 'timestamp'> & { timestamp?: number }
+
+export interface PresenceMessage {
+  id: string
+  action: number
+  clientId: string
+  connectionId: string
+  timestamp: number
+  data?: string | Uint8Array
+  encoding?: string
+  extras?: Record<string, unknown>
+}
+
+export type Capability = Record<string, string[]>
+
+export interface Account { id: string; name: string; created: number }
+
+export interface App {
+  id: string
+  accountId: string
+  name: string
+  status: 'enabled' | 'disabled'
+  tlsOnly: boolean
+  created: number
+  modified: number
+}
+
+export interface ApiKey {
+  appId: string
+  id: string
+  name: string
+  secret: string
+  capability: Capability
+  status: 0 | 1
+  revocableTokens: boolean
+  created: number
+  modified: number
+}
+
+export interface Namespace {
+  appId: string
+  id: string
+  persisted: boolean
+  pushEnabled: boolean
+  mutableMessages: boolean
+  [flag: string]: unknown
+}
+
+export interface AccessToken {
+  id: string
+  accountId: string
+  name: string
+  /** sha256 of the token string; the token itself is never stored. */
+  hash: string
+  capabilities: string[]
+  created: number
+}
+
+export type Direction = 'forwards' | 'backwards'
+
+export interface HistoryQuery {
+  start?: number
+  end?: number
+  limit: number
+  direction: Direction
+  /** Serial of the last item of the previous page: the next page starts strictly after it. */
+  cursor?: string
+}

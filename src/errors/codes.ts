@@ -1,0 +1,39 @@
+/**
+ * The one code table: every error code the gateway emits, with its HTTP status and default
+ * message. Codes follow the hosted service's numbering (see shared/reference/ably-wire.md §3.5);
+ * statuses follow the interface spec and the architecture decisions where those differ.
+ */
+export const ERROR_CODES = {
+  40000: { status: 400, message: 'Bad request' },
+  40001: { status: 400, message: 'Invalid request body' },
+  40003: { status: 400, message: 'Invalid request parameter value' },
+  40009: { status: 413, message: 'Maximum message length exceeded' },
+  40010: { status: 400, message: 'Invalid channel name' },
+  40012: { status: 400, message: 'Invalid client ID' },
+  40013: { status: 400, message: 'Invalid message data or encoding' },
+  40031: { status: 400, message: 'Invalid publish request (invalid client-specified id)' },
+  40101: { status: 401, message: 'Invalid credentials' },
+  40102: { status: 401, message: 'Invalid clientId for credentials' },
+  40103: { status: 401, message: 'Invalid use of Basic authentication over non-TLS transport' },
+  40104: { status: 401, message: 'Timestamp not current' },
+  40105: { status: 401, message: 'Nonce value replayed' },
+  40106: { status: 401, message: 'No authentication method provided' },
+  40131: { status: 401, message: 'API key has been revoked' },
+  40140: { status: 401, message: 'Token error' },
+  40142: { status: 401, message: 'Token expired' },
+  40143: { status: 401, message: 'Token not recognised' },
+  40144: { status: 401, message: 'Invalid JWT' },
+  40160: { status: 403, message: 'Operation not permitted with provided capability' },
+  40162: { status: 401, message: 'Operation requires Basic authentication' },
+  40300: { status: 403, message: 'Forbidden' },
+  40400: { status: 404, message: 'Not found' },
+  40500: { status: 405, message: 'Method not allowed' },
+  40900: { status: 409, message: 'Conflict' },
+  42910: { status: 429, message: 'Rate limit exceeded' },
+  50000: { status: 500, message: 'Internal error' },
+  50003: { status: 503, message: 'Service unavailable' },
+} as const satisfies Record<number, { status: number; message: string }>
+
+export type ErrorCode = keyof typeof ERROR_CODES
+
+export const HELP_URL = 'https://help.ably.io/error/'

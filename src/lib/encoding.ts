@@ -1,0 +1,16 @@
+/** Small, dependency-free encoding helpers. */
+const enc = new TextEncoder()
+const dec = new TextDecoder()
+
+export const utf8Encode = (s: string): Uint8Array => enc.encode(s)
+export const utf8Decode = (b: Uint8Array): string => dec.decode(b)
+export const utf8Length = (s: string): number => Buffer.byteLength(s, 'utf8')
+
+export const toBase64 = (b: Uint8Array): string => Buffer.from(b.buffer, b.byteOffset, b.byteLength).toString('base64')
+export const fromBase64 = (s: string): Uint8Array => new Uint8Array(Buffer.from(s, 'base64'))
+export const base64url = (s: string | Uint8Array): string =>
+  (typeof s === 'string' ? Buffer.from(s, 'utf8') : Buffer.from(s)).toString('base64url')
+export const fromBase64url = (s: string): string => Buffer.from(s, 'base64url').toString('utf8')
+
+/** Standard base64 alphabet only (no padding errors tolerated beyond what Buffer accepts). */
+export const looksBase64 = (s: string): boolean => /^[A-Za-z0-9+/]+={0,2}$/.test(s) && s.length % 4 === 0

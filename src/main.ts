@@ -1,0 +1,48 @@
+import { createBackend } from './backend'
+import { loadConfig, settingsTable } from './config'
+import { createCore } from './core'
+import { bootstrap } from './core/control/bootstrap'
+import { systemClock } from './core/ports'
+import { createLogger } from './lib/logger'
+import { buildApp } from './server'
+
+/** Composition root: config -> backend -> core -> server -> listen. */
+async function main() {
+  if (process.argv.includes('--help') || process.argv.includes('-h')) {
+    process.stdout.write(`Messaging gateway. Settings (environment variables):\n\n${settingsTable()}\n`)
+    return
+  }
+  const config = loadConfig()
+  const log = createLogger(config.logLevel)
+  const backend = await createBackend(config, systemClock)
+  const core = createCore(backend, systemClock, config)
+  const boot = await bootstrap(backend.control, systemClock, config)
+  if (boot.created) {
+    // printed once, on creation only: the operator's only chance to see generated secrets
+    process.stdout.write(
+      `\nBootstrap credentials (shown once):\n  account: ${boot.accountId}\n  app:     ${boot.appId}\n` +
+      (boot.created.key ? `  key:     ${boot.created.key}\n` : '') +
+      (boot.created.accessToken ? `  management access token: ${boot.created.accessToken}\n` : '') + '\n',
+    )
+  }
+  const app = buildApp(core, config, log)
+  app.listen({ port: config.port, hostname: config.host, idleTimeout: 0, maxRequestBodySize: config.maxBodySize + 1024 })
+  log.info('listening', { port: app.server?.port, host: config.host, backend: backend.kind, app: boot.appId })
+
+  let stopping = false
+  const stop = async (signal: string) => {
+    if (stopping) return
+    stopping = true
+    log.info('shutting down', { signal })
+    await app.stop()
+    await backend.close()
+    process.exit(0)
+  }
+  process.on('SIGTERM', () => void stop('SIGTERM'))
+  process.on('SIGINT', () => void stop('SIGINT'))
+}
+
+main().catch((e) => {
+  process.stderr.write(`fatal: ${e instanceof Error ? e.message : String(e)}\n`)
+  process.exit(1)
+})
