@@ -20,6 +20,6 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
 
 /** The settings listing (README table and --help), generated from the schema. */
 export function settingsTable(): string {
-  const rows = Object.values(SETTINGS).map((s) => `| \`${s.env}\` | \`${s.default}\` | ${s.description} |`)
+  const rows = Object.values(SETTINGS).map((s) => `| \`${s.env}\` | ${s.default ? `\`${s.default}\`` : '(unset)'} | ${s.description} |`)
   return ['| Variable | Default | Meaning |', '|---|---|---|', ...rows].join('\n')
 }

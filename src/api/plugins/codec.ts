@@ -117,7 +117,9 @@ export async function parseBody(request: Request, contentType: string): Promise<
   if (type === MSGPACK_TYPE) {
     const buf = new Uint8Array(await request.arrayBuffer())
     if (buf.length === 0) return undefined
-    try { return unpack(buf) } catch { throw new GatewayError(40001, 'Invalid request body: malformed msgpack') }
+    let value: unknown
+    try { value = unpack(buf) } catch { throw new GatewayError(40001, 'Invalid request body: malformed msgpack') }
+    return structured(value)
   }
   if (type === 'application/x-www-form-urlencoded') {
     return Object.fromEntries(new URLSearchParams(await request.text()))
@@ -125,7 +127,16 @@ export async function parseBody(request: Request, contentType: string): Promise<
   if (type === 'text/plain' || type === JSON_TYPE || type === '') {
     const text = await request.text()
     if (!text) return undefined
-    try { return JSON.parse(text) } catch { throw new GatewayError(40001, 'Invalid request body: malformed JSON') }
+    let value: unknown
+    try { value = JSON.parse(text) } catch { throw new GatewayError(40001, 'Invalid request body: malformed JSON') }
+    return structured(value)
   }
   return undefined
+}
+
+/** Every body of this API is an object or an array; a bare string or number is refused here. */
+function structured(value: unknown): unknown {
+  const plain = Array.isArray(value) || (value !== null && typeof value === 'object' && Object.getPrototypeOf(value) === Object.prototype)
+  if (!plain) throw new GatewayError(40001, 'Invalid request body: must be an object or an array')
+  return value
 }

@@ -16,6 +16,7 @@ export function toGatewayError(code: string | number, error: unknown, log?: Logg
       return new GatewayError(where === 'body' ? 40001 : 40003, `Invalid request ${where}: ${detail}`)
     }
     case 'PARSE':
+      if ((error as { cause?: unknown }).cause instanceof GatewayError) return (error as { cause: GatewayError }).cause
       return new GatewayError(40001, 'Invalid request body: could not be parsed')
     case 'NOT_FOUND':
       return new GatewayError(40400, 'Not found: no such route')
@@ -31,4 +32,8 @@ export function toGatewayError(code: string | number, error: unknown, log?: Logg
 export const errorsPlugin = (log: Logger) =>
   new Elysia({ name: 'errors' })
     .error({ GatewayError })
-    .onError({ as: 'global' }, ({ code, error, request }) => respondError(request, queryOf(request), toGatewayError(code, error, log)))
+    .onError({ as: 'global' }, ({ code, error, request, set }) => {
+      const res = respondError(request, queryOf(request), toGatewayError(code, error, log))
+      set.status = res.status // Elysia would otherwise re-stamp an enveloped (200) error with the error's status
+      return res
+    })

@@ -16,6 +16,6 @@ export interface Principal {
 /** The clientId a message or connection is attributed to, checking it against the credentials. */
 export function effectiveClientId(p: Principal, requested: string | undefined): string | undefined | null {
   if (requested === undefined || requested === null) return p.clientId === '*' ? undefined : p.clientId
-  if (p.kind === 'basic' || p.clientId === '*' || p.clientId === requested) return requested
+  if ((p.kind === 'basic' && p.clientId === undefined) || p.clientId === '*' || p.clientId === requested) return requested
   return null
 }
