@@ -103,7 +103,7 @@ describe('publish', () => {
   test('msgpack in and out, binary data round-trips and is base64 in JSON', async () => {
     const bytes = new Uint8Array([0xde, 0xad, 0xbe, 0xef])
     const r = await gw.request('/channels/p8/messages', {
-      method: 'POST', body: pack({ name: 'bin', data: Buffer.from(bytes) }),
+      method: 'POST', body: new Uint8Array(pack({ name: 'bin', data: Buffer.from(bytes) })),
       headers: { 'content-type': 'application/x-msgpack', accept: 'application/x-msgpack' },
     })
     expect(r.status).toBe(201)
