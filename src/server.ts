@@ -6,8 +6,9 @@ import { channelRoutes } from './api/channels'
 import { healthRoutes } from './api/health'
 import { parseBody, preflight } from './api/plugins/codec'
 import { errorsPlugin } from './api/plugins/errors'
+import { sseRoutes, type SseSettings } from './api/sse'
 
-export interface ServerSettings { maxBodySize: number }
+export interface ServerSettings extends SseSettings { maxBodySize: number }
 
 /** Builds the Elysia app of one node from the core. Never listens: tests call `app.handle`. */
 export function buildApp(core: Core, s: ServerSettings, log: Logger) {
@@ -23,6 +24,7 @@ export function buildApp(core: Core, s: ServerSettings, log: Logger) {
     .onParse({ as: 'global' }, ({ request, contentType }) => parseBody(request, contentType))
     .use(healthRoutes(core))
     .use(channelRoutes(core))
+    .use(sseRoutes(core, s))
 }
 
 export type App = ReturnType<typeof buildApp>

@@ -45,6 +45,9 @@ export const SETTINGS = {
   tokenDefaultTtlMs: setting('TOKEN_DEFAULT_TTL_MS', '3600000', 'Lifetime of a token when the request names none (ms).', int(1000)),
   tokenMaxTtlMs: setting('TOKEN_MAX_TTL_MS', '86400000', 'Longest token lifetime a request may ask for (ms).', int(1000)),
   tokenRequestWindowMs: setting('TOKEN_REQUEST_WINDOW_MS', '120000', 'Allowed clock skew of a signed token request timestamp (ms).', int(1000)),
+  sseKeepaliveMs: setting('SSE_KEEPALIVE_MS', '15000', 'Interval of keepalives (newline or heartbeat event) on idle event streams (ms).', int(100)),
+  sseMaxChannels: setting('SSE_MAX_CHANNELS', '100', 'Most channels one event-stream connection may subscribe to.', int(1, 10_000)),
+  sseBufferBytes: setting('SSE_BUFFER_BYTES', '524288', 'Unsent bytes allowed per event-stream client before it is cut as too slow.', int(4096)),
   basicAuthRequiresTls: setting('BASIC_AUTH_REQUIRES_TLS', 'false', 'Refuse Basic auth over plain HTTP with 40103, as the hosted service does.', bool),
 }
 

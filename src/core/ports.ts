@@ -36,6 +36,16 @@ export interface Broker {
   publish(appId: string, channel: string, messages: MessageDraft[], opts: PublishOptions): Promise<PublishResult>
   /** Messages of the channel in the query's order, honouring start/end (timestamps), cursor and limit. */
   history(appId: string, channel: string, query: HistoryQuery, opts: PublishOptions): Promise<Message[]>
+  /**
+   * The channel's current position: its newest serial, or, when it has none, a serial below any
+   * future one. A subscriber registers first, then asks, and skips deliveries at or below it.
+   */
+  position(appId: string, channel: string): Promise<string>
+  /**
+   * Retained messages with serial > `after`, oldest first, at most `limit`; `gap` is true when
+   * some message after `after` is no longer retained (resume cannot be exact).
+   */
+  readAfter(appId: string, channel: string, after: string, limit: number): Promise<{ messages: Message[]; gap: boolean }>
   /** Names of channels that have retained messages or subscribers, sorted, after `after`, with `prefix`. */
   channels(appId: string, prefix: string, after: string | undefined, limit: number): Promise<string[]>
   /** Registers the node-wide delivery listener for a channel; returns the unsubscribe function. */

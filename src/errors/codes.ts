@@ -31,6 +31,8 @@ export const ERROR_CODES = {
   40900: { status: 409, message: 'Conflict' },
   42910: { status: 429, message: 'Rate limit exceeded' },
   50000: { status: 500, message: 'Internal error' },
+  80008: { status: 400, message: 'Unable to resume: messages no longer retained' },
+  80020: { status: 429, message: 'Subscriber too slow: buffered data limit exceeded' },
   50003: { status: 503, message: 'Service unavailable' },
 } as const satisfies Record<number, { status: number; message: string }>
 

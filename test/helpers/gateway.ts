@@ -55,7 +55,7 @@ export async function createTestGateway(overrides: Partial<Config> = {}, clock: 
       return app.handle(new Request('http://localhost' + path, { ...init, headers, body }))
     },
     async close() {
-      if (app.server) await app.stop()
+      if (app.server) await app.stop(true)
       await backend.close()
       if (ownDir) rmSync(dataDir, { recursive: true, force: true })
     },

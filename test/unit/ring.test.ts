@@ -19,19 +19,19 @@ describe('serials', () => {
 
 describe('Ring', () => {
   test('keeps the newest `capacity` messages in order', () => {
-    const r = new Ring(4)
+    const r = new Ring(4, '0')
     for (let i = 0; i < 10; i++) r.push(msg(i))
     expect(r.size).toBe(4)
     expect([0, 1, 2, 3].map((i) => r.at(i).id)).toEqual(['m6', 'm7', 'm8', 'm9'])
   })
   test('after() returns messages strictly after a serial', () => {
-    const r = new Ring(8)
+    const r = new Ring(8, '0')
     for (let i = 0; i < 6; i++) r.push(msg(i))
     expect(r.after(msg(2).serial).map((m) => m.id)).toEqual(['m3', 'm4', 'm5'])
     expect(r.after(msg(5).serial)).toEqual([])
   })
   test('query pages backwards and forwards with cursors and time bounds', () => {
-    const r = new Ring(16)
+    const r = new Ring(16, '0')
     for (let i = 0; i < 10; i++) r.push(msg(i))
     const back1 = r.query({ limit: 3, direction: 'backwards' }, 0)
     expect(back1.map((m) => m.id)).toEqual(['m9', 'm8', 'm7'])
@@ -43,10 +43,25 @@ describe('Ring', () => {
     expect(r.query({ limit: 100, direction: 'forwards' }, 1008).map((m) => m.id)).toEqual(['m8', 'm9'])
   })
   test('expire drops old messages', () => {
-    const r = new Ring(8)
+    const r = new Ring(8, '0')
     for (let i = 0; i < 5; i++) r.push(msg(i))
     r.expire(1003)
     expect(r.oldest()!.id).toBe('m3')
     expect(r.size).toBe(2)
+  })
+})
+
+describe('Ring floor', () => {
+  test('rises to the newest serial dropped by overflow or expiry', () => {
+    const r = new Ring(3, 'start')
+    for (let i = 0; i < 3; i++) r.push(msg(i))
+    expect(r.floor).toBe('start')
+    r.push(msg(3))
+    expect(r.floor).toBe(msg(0).serial)
+    r.push(msg(4))
+    expect(r.floor).toBe(msg(1).serial)
+    r.expire(1004)
+    expect(r.floor).toBe(msg(3).serial)
+    expect(r.after(r.floor).map((m) => m.id)).toEqual(['m4'])
   })
 })

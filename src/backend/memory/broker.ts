@@ -37,21 +37,23 @@ export class MemoryBroker implements Broker {
 
   private static key(appId: string, channel: string) { return appId + '\u0000' + channel }
 
-  private state(appId: string, channel: string, persisted: boolean): ChannelState {
+  private state(appId: string, channel: string): ChannelState {
     const k = MemoryBroker.key(appId, channel)
     let c = this.channelMap.get(k)
     if (!c) {
-      c = { ring: new Ring(this.s.ringSize), lastMs: 0, lastSeq: -1, seen: new Map(), listeners: new Set(), lastActivity: this.clock.now() }
-      const last = persisted ? this.log.lastSerial(appId, channel) : undefined
+      const now = this.clock.now()
+      // serials continue after what SQLite holds (persisted channels), so they never repeat
+      const last = this.log.lastSerial(appId, channel)
       const parsed = last ? parseSerial(last) : undefined
-      if (parsed) { c.lastMs = parsed.ms; c.lastSeq = parsed.seq }
+      const floor = last ?? formatSerial(now - 1, 999_999)
+      c = { ring: new Ring(this.s.ringSize, floor), lastMs: parsed?.ms ?? 0, lastSeq: parsed?.seq ?? -1, seen: new Map(), listeners: new Set(), lastActivity: now }
       this.channelMap.set(k, c)
     }
     return c
   }
 
   async publish(appId: string, channel: string, drafts: MessageDraft[], opts: PublishOptions): Promise<PublishResult> {
-    const c = this.state(appId, channel, opts.persisted)
+    const c = this.state(appId, channel)
     const now = this.clock.now()
     c.lastActivity = now
     const windowStart = now - this.s.idempotencyWindowMs
@@ -88,6 +90,17 @@ export class MemoryBroker implements Broker {
     return c ? c.ring.query(q, now - this.s.historyTtlMs) : []
   }
 
+  async position(appId: string, channel: string): Promise<string> {
+    const ring = this.state(appId, channel).ring
+    return ring.newest()?.serial ?? ring.floor
+  }
+
+  async readAfter(appId: string, channel: string, after: string, limit: number): Promise<{ messages: Message[]; gap: boolean }> {
+    const ring = this.state(appId, channel).ring
+    ring.expire(this.clock.now() - this.s.historyTtlMs)
+    return { messages: ring.after(after, limit), gap: after < ring.floor }
+  }
+
   async channels(appId: string, prefix: string, after: string | undefined, limit: number): Promise<string[]> {
     const now = this.clock.now()
     const names = new Set<string>()
@@ -106,7 +119,7 @@ export class MemoryBroker implements Broker {
   }
 
   subscribe(appId: string, channel: string, listener: BrokerListener): () => void {
-    const c = this.state(appId, channel, false)
+    const c = this.state(appId, channel)
     c.listeners.add(listener)
     return () => {
       c.listeners.delete(listener)

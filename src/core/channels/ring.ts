@@ -9,17 +9,30 @@ export class Ring {
   private head = 0
   private len = 0
 
-  constructor(readonly capacity: number) {
+  /**
+   * Every message with a serial above `floor` is in the ring or was never published: the floor
+   * rises as messages are dropped (overflow, expiry). Starts at the ring's creation time, since
+   * nothing is known of what came before.
+   */
+  floor: string
+
+  constructor(readonly capacity: number, floor: string) {
     this.buf = new Array(capacity)
+    this.floor = floor
   }
 
   get size() { return this.len }
 
   push(m: Message): void {
-    const i = (this.head + this.len) % this.capacity
-    this.buf[i] = m
-    if (this.len < this.capacity) this.len++
-    else this.head = (this.head + 1) % this.capacity
+    if (this.len === this.capacity) {
+      // full: the oldest slot (head) is overwritten
+      this.floor = this.buf[this.head]!.serial
+      this.buf[this.head] = m
+      this.head = (this.head + 1) % this.capacity
+      return
+    }
+    this.buf[(this.head + this.len) % this.capacity] = m
+    this.len++
   }
 
   /** i-th message, 0 = oldest. */
@@ -52,6 +65,7 @@ export class Ring {
   /** Drops messages older than `minTimestamp` from the old end. */
   expire(minTimestamp: number): void {
     while (this.len && this.at(0).timestamp < minTimestamp) {
+      this.floor = this.at(0).serial
       this.buf[this.head] = undefined
       this.head = (this.head + 1) % this.capacity
       this.len--

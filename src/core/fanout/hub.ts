@@ -1,25 +1,37 @@
 import type { Broker } from '../ports'
 import type { Message } from '../types'
 
-/** A local consumer of channel messages (an event-stream connection). */
+/** A local consumer of channel messages (one channel of an event-stream connection). */
 export interface Subscriber {
   connectionId: string
   clientId?: string
-  deliver(channel: string, messages: Message[]): void
+  /**
+   * Messages of `channel` in order, once per event-loop turn. `batch` is shared by every
+   * subscriber of the channel: read it, never change it.
+   */
+  deliver(channel: string, batch: Message[]): void
 }
 
 interface ChannelSubs {
+  name: string
   subs: Set<Subscriber>
   unsubscribe: () => void
+  /** Messages received from the broker during the current turn, not yet handed out. */
+  pending: Message[] | undefined
+  /** `pending` is the broker's own array (not yet copied). */
+  borrowed: boolean
 }
 
 /**
  * Local subscriptions of this node. The hub subscribes to the broker for a channel while it has
- * at least one local subscriber, and hands what the broker delivers to each of them; it never
- * receives publishes directly.
+ * a local subscriber, and hands what the broker delivers to each of them; it never receives
+ * publishes directly. Deliveries of one event-loop turn are coalesced per channel, so each
+ * subscriber gets one batch per channel per turn and serialization can be shared.
  */
 export class Hub {
   private channels = new Map<string, ChannelSubs>()
+  private dirty: ChannelSubs[] = []
+  private scheduled = false
 
   constructor(private readonly broker: Broker) {}
 
@@ -29,11 +41,9 @@ export class Hub {
     const k = Hub.key(appId, channel)
     let c = this.channels.get(k)
     if (!c) {
-      const subs = new Set<Subscriber>()
-      const unsubscribe = this.broker.subscribe(appId, channel, (_a, ch, msgs) => {
-        for (const s of subs) s.deliver(ch, msgs)
-      })
-      c = { subs, unsubscribe }
+      const entry: ChannelSubs = { name: channel, subs: new Set(), unsubscribe: () => {}, pending: undefined, borrowed: false }
+      entry.unsubscribe = this.broker.subscribe(appId, channel, (_a, _ch, msgs) => this.receive(entry, msgs))
+      c = entry
       this.channels.set(k, c)
     }
     c.subs.add(sub)
@@ -50,12 +60,45 @@ export class Hub {
     }
   }
 
-  subscribers(appId: string, channel: string): Subscriber[] {
-    return [...(this.channels.get(Hub.key(appId, channel))?.subs ?? [])]
+  private receive(c: ChannelSubs, msgs: Message[]) {
+    if (c.pending === undefined) {
+      c.pending = msgs
+      c.borrowed = true
+      this.dirty.push(c)
+      if (!this.scheduled) {
+        this.scheduled = true
+        setImmediate(() => this.flush())
+      }
+    } else {
+      if (c.borrowed) { c.pending = c.pending.slice(); c.borrowed = false }
+      for (const m of msgs) c.pending.push(m)
+    }
   }
 
-  /** Live subscribers of a channel on this node. */
+  private flush() {
+    this.scheduled = false
+    const dirty = this.dirty
+    this.dirty = []
+    for (const c of dirty) {
+      const batch = c.pending!
+      c.pending = undefined
+      for (const s of c.subs) s.deliver(c.name, batch)
+    }
+  }
+
+  /** Live subscriptions of a channel on this node (each is one connection). */
+  subscribers(appId: string, channel: string): Array<{ connectionId: string; clientId?: string }> {
+    return [...(this.channels.get(Hub.key(appId, channel))?.subs ?? [])].map((s) => ({ connectionId: s.connectionId, clientId: s.clientId }))
+  }
+
   count(appId: string, channel: string): number {
     return this.channels.get(Hub.key(appId, channel))?.subs.size ?? 0
+  }
+
+  /** Channels with local subscribers and their total subscriptions (metrics). */
+  size(): { channels: number; subscriptions: number } {
+    let subscriptions = 0
+    for (const c of this.channels.values()) subscriptions += c.subs.size
+    return { channels: this.channels.size, subscriptions }
   }
 }

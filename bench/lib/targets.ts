@@ -1,0 +1,60 @@
+/**
+ * Servers under test, each started as a tracked child process on a free port and stopped by
+ * `stop()` (and by the cleanup hooks of processes.ts if the run dies first).
+ */
+import { mkdtempSync, rmSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join, resolve } from 'node:path'
+import { BUN, freePort, onExit, spawnTracked, stopProcess, waitForOk } from './processes'
+
+export interface Target {
+  name: string
+  /** http://127.0.0.1:<port> */
+  base: string
+  pid: number
+  stop(): Promise<void>
+}
+
+const ROOT = resolve(import.meta.dir, '../..')
+
+/** The bare Bun.serve hello world (bench/baseline-server.ts). */
+export async function startBaseline(logDir: string): Promise<Target> {
+  const port = freePort()
+  const proc = spawnTracked([BUN, join(ROOT, 'bench/baseline-server.ts')], {
+    env: { PORT: String(port), HOST: '127.0.0.1' }, stdout: join(logDir, 'baseline.log'), stderr: join(logDir, 'baseline.err.log'),
+  })
+  const base = `http://127.0.0.1:${port}`
+  try { await waitForOk(`${base}/`, proc) } catch (e) { await stopProcess(proc); throw e }
+  return { name: 'baseline', base, pid: proc.pid, stop: () => stopProcess(proc) }
+}
+
+export const BENCH_KEY = 'bench.benchkey:bench-secret-not-for-production'
+
+export interface GatewayOptions {
+  logDir: string
+  /** Extra settings (env) on top of the bench defaults, e.g. RING_SIZE or REDIS_URL. */
+  env?: Record<string, string>
+}
+
+/** `bun src/main.ts` on a fresh temporary DATA_DIR with BENCH_KEY as its root key. */
+export async function startGateway(o: GatewayOptions): Promise<Target & { key: string }> {
+  const port = freePort()
+  const dataDir = mkdtempSync(join(tmpdir(), 'gateway-bench-'))
+  const proc = spawnTracked([BUN, join(ROOT, 'src/main.ts')], {
+    env: { PORT: String(port), HOST: '127.0.0.1', DATA_DIR: dataDir, BOOTSTRAP_KEY: BENCH_KEY, LOG_LEVEL: 'warn', REDIS_URL: '', ...o.env },
+    stdout: join(o.logDir, 'gateway.log'), stderr: join(o.logDir, 'gateway.err.log'),
+  })
+  const removeDataDir = () => rmSync(dataDir, { recursive: true, force: true })
+  const unregister = onExit(removeDataDir)
+  const stop = async () => {
+    await stopProcess(proc)
+    removeDataDir()
+    unregister()
+  }
+  const base = `http://127.0.0.1:${port}`
+  try { await waitForOk(`${base}/ready`, proc) } catch (e) {
+    await stop()
+    throw new Error(`gateway did not start (logs in ${o.logDir}/gateway*.log): ${(e as Error).message}`)
+  }
+  return { name: 'gateway', base, pid: proc.pid, key: BENCH_KEY, stop }
+}

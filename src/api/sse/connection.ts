@@ -1,0 +1,121 @@
+import { GatewayError } from '../../errors'
+import { utf8Encode } from '../../lib/encoding'
+import type { SessionSink, StreamSession } from '../../core/fanout/session'
+import type { Message } from '../../core/types'
+import { compactSerial, encodeEventId } from './event-id'
+import { errorRecord, keepaliveBytes, messageRecord, type StreamMode } from './format'
+
+export interface ConnectionOptions {
+  mode: StreamMode
+  enveloped: boolean
+  heartbeats: boolean
+  channels: string[]
+  hash: string
+  /** Bytes that may wait unsent for this client; beyond it the client is cut (slow consumer). */
+  budget: number
+  onClose: (c: EventStreamConnection) => void
+}
+
+/**
+ * Bytes of a whole batch for single-channel streams, keyed by the shared batch array: every
+ * connection of that channel and variant writes the very same bytes.
+ */
+const shared = new WeakMap<Message[], Map<string, Uint8Array>>()
+
+/** One event-stream response: turns session output into records and watches the byte budget. */
+export class EventStreamConnection implements SessionSink {
+  readonly stream: ReadableStream<Uint8Array>
+  session?: StreamSession
+  private controller!: ReadableStreamDefaultController<Uint8Array>
+  private closed = false
+  private readonly parts: string[]
+
+  constructor(private readonly o: ConnectionOptions) {
+    this.parts = o.channels.map(() => '0')
+    this.stream = new ReadableStream<Uint8Array>(
+      {
+        start: (c) => {
+          this.controller = c
+          // Bun sends the response head only with the first body bytes: open with a keepalive
+          c.enqueue(keepaliveBytes(o.mode, false))
+        },
+        cancel: () => this.shutdown(),
+      },
+      { highWaterMark: o.budget, size: (chunk) => chunk?.byteLength ?? 0 },
+    )
+  }
+
+  begin(positions: string[]): void {
+    positions.forEach((p, i) => { this.parts[i] = compactSerial(p) })
+  }
+
+  deliver(index: number, batch: Message[]): void {
+    if (this.closed) return
+    const { mode, enveloped, channels, hash } = this.o
+    const channel = channels[index]!
+    if (channels.length === 1) {
+      const variant = `${mode}${enveloped ? 1 : 0}${hash}`
+      let byVariant = shared.get(batch)
+      if (!byVariant) shared.set(batch, (byVariant = new Map()))
+      let bytes = byVariant.get(variant)
+      if (!bytes) {
+        let text = ''
+        for (const m of batch) text += messageRecord(mode, enveloped, `${hash}:${compactSerial(m.serial)}`, m, channel)
+        byVariant.set(variant, (bytes = utf8Encode(text)))
+      }
+      this.parts[0] = compactSerial(batch[batch.length - 1]!.serial)
+      this.write(bytes)
+      return
+    }
+    let text = ''
+    for (const m of batch) {
+      this.parts[index] = compactSerial(m.serial)
+      text += messageRecord(mode, enveloped, encodeEventId(hash, this.parts), m, channel)
+    }
+    this.write(utf8Encode(text))
+  }
+
+  notice(err: GatewayError): void {
+    this.write(utf8Encode(errorRecord(this.o.mode, err.toBody())))
+  }
+
+  end(err: GatewayError): void {
+    if (this.closed) return
+    this.notice(err)
+    this.close()
+  }
+
+  keepalive(): void {
+    this.write(keepaliveBytes(this.o.mode, this.o.heartbeats))
+  }
+
+  /** Server-side close (token expiry, shutdown, slow consumer). */
+  close(): void {
+    if (this.closed) return
+    try { this.controller.close() } catch { /* already closed by the client */ }
+    this.shutdown()
+  }
+
+  private write(bytes: Uint8Array) {
+    if (this.closed) return
+    try {
+      this.controller.enqueue(bytes)
+    } catch {
+      this.shutdown()
+      return
+    }
+    if ((this.controller.desiredSize ?? 0) < 0) {
+      // the client does not read fast enough: tell it (the record is queued behind the backlog) and cut it
+      const err = new GatewayError(80020, `Subscriber too slow: more than ${this.o.budget} bytes waiting`)
+      try { this.controller.enqueue(utf8Encode(errorRecord(this.o.mode, err.toBody()))) } catch { /* closed */ }
+      this.close()
+    }
+  }
+
+  private shutdown() {
+    if (this.closed) return
+    this.closed = true
+    this.session?.close()
+    this.o.onClose(this)
+  }
+}

@@ -1,0 +1,20 @@
+import { t } from 'elysia'
+
+const opt = (description: string) => t.Optional(t.String({ description }))
+
+/** Query of the event-stream endpoints (validation + OpenAPI). */
+export const StreamQuery = t.Object(
+  {
+    channels: opt('channel names, comma-separated (or by `separator`), URL-encoded'),
+    channel: opt('alias of channels'),
+    v: opt('protocol version (required): 1.2 is current'),
+    key: opt('API key (Basic authentication)'),
+    accessToken: opt('token (token authentication)'),
+    lastEvent: opt('event id to resume after (the Last-Event-ID header works too)'),
+    rewind: opt('deliver up to this many recent messages per channel first (max 100)'),
+    enveloped: opt('true (default): message objects; false: raw payloads'),
+    heartbeats: opt('true: heartbeat events; false (default): newline keepalives'),
+    separator: opt('channel separator, for names that contain commas'),
+  },
+  { additionalProperties: true },
+)
