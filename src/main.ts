@@ -4,7 +4,7 @@ import { createCore } from './core'
 import { bootstrap } from './core/control/bootstrap'
 import { systemClock } from './core/ports'
 import { createLogger } from './lib/logger'
-import { buildApp } from './server'
+import { buildApp, serve } from './server'
 
 /** Composition root: config -> backend -> core -> server -> listen. */
 async function main() {
@@ -26,15 +26,15 @@ async function main() {
     )
   }
   const app = buildApp(core, config, log)
-  app.listen({ port: config.port, hostname: config.host, idleTimeout: 0, maxRequestBodySize: config.maxBodySize + 1024 })
-  log.info('listening', { port: app.server?.port, host: config.host, backend: backend.kind, app: boot.appId })
+  const server = serve(app, core, config, log, { port: config.port, hostname: config.host })
+  log.info('listening', { port: server.port, host: config.host, backend: backend.kind, app: boot.appId })
 
   let stopping = false
   const stop = async (signal: string) => {
     if (stopping) return
     stopping = true
     log.info('shutting down', { signal })
-    await app.stop()
+    await server.stop(true)
     await backend.close()
     process.exit(0)
   }

@@ -3,6 +3,7 @@ import type { Core } from './core'
 import { GatewayError } from './errors'
 import type { Logger } from './lib/logger'
 import { channelRoutes } from './api/channels'
+import { fastPublish } from './api/channels/fast-publish'
 import { healthRoutes } from './api/health'
 import { parseBody, preflight } from './api/plugins/codec'
 import { errorsPlugin } from './api/plugins/errors'
@@ -28,3 +29,25 @@ export function buildApp(core: Core, s: ServerSettings, log: Logger) {
 }
 
 export type App = ReturnType<typeof buildApp>
+
+export interface ListenOptions { port: number; hostname: string }
+
+/**
+ * Serves the app: Bun's native router takes the publish hot path, everything else goes through
+ * Elysia. Idle timeout is off (event streams are long-lived and send their own keepalives).
+ */
+export function serve(app: App, core: Core, s: ServerSettings, log: Logger, o: ListenOptions) {
+  const fetch = (req: Request) => {
+    // Elysia finds the path at index >= 11 of the URL: a very short Host (`Host: gw`) would lose it
+    const slash = req.url.indexOf('/', req.url.indexOf('//') + 2)
+    return app.fetch(slash >= 11 ? req : new Request('http://localhost' + req.url.slice(slash), req))
+  }
+  return Bun.serve({
+    port: o.port,
+    hostname: o.hostname,
+    idleTimeout: 0,
+    maxRequestBodySize: s.maxBodySize + 1024,
+    routes: { '/channels/:channel/messages': { POST: fastPublish(core, s.maxBodySize, log, fetch) } },
+    fetch,
+  })
+}

@@ -11,6 +11,11 @@ export const systemClock: Clock = { now: () => Date.now() }
 export interface PublishOptions {
   /** Channel belongs to a `persisted` namespace: keep for the long retention, durably. */
   persisted: boolean
+  /**
+   * The ids were supplied by the client, so they are checked against (and recorded in) the
+   * idempotency window. Server-generated ids are unique by construction and skip it.
+   */
+  clientIds?: boolean
 }
 
 export interface PublishResult {
@@ -30,8 +35,8 @@ export interface Broker {
   /**
    * Appends `messages` to the channel in one atomic step and resolves once they are durable
    * (acknowledged). Serials are strictly increasing per channel and comparable as strings.
-   * A message whose `id` was published on the channel within the idempotency window is not
-   * appended again. Rejects (never hangs) when the backend is unreachable.
+   * With `clientIds`, a message whose `id` was published on the channel within the idempotency
+   * window is not appended again. Rejects (never hangs) when the backend is unreachable.
    */
   publish(appId: string, channel: string, messages: MessageDraft[], opts: PublishOptions): Promise<PublishResult>
   /** Messages of the channel in the query's order, honouring start/end (timestamps), cursor and limit. */

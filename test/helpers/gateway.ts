@@ -7,7 +7,7 @@ import { createCore, type Core } from '../../src/core'
 import { bootstrap } from '../../src/core/control/bootstrap'
 import { systemClock, type Clock } from '../../src/core/ports'
 import { createLogger } from '../../src/lib/logger'
-import { buildApp, type App } from '../../src/server'
+import { buildApp, serve, type App } from '../../src/server'
 
 export const ROOT_KEY = 'testapp.rootkey:s3cr3t-root-secret'
 export const ACCESS_TOKEN = 'test-management-access-token'
@@ -15,11 +15,14 @@ export const APP_ID = 'testapp'
 
 export interface TestGateway {
   app: App
+  /** Set by `listen()`. */
+  server?: ReturnType<typeof serve>
   core: Core
   config: Config
   key: string
   /** Sends a request to the app in-process (no port). `path` is relative to the root. */
   request(path: string, init?: RequestInit & { key?: string | null; json?: unknown }): Promise<Response>
+  listen(): string
   close(): Promise<void>
 }
 
@@ -40,9 +43,14 @@ export async function createTestGateway(overrides: Partial<Config> = {}, clock: 
   const backend = await createBackend(config, clock)
   const core = createCore(backend, clock, config)
   await bootstrap(backend.control, clock, config)
-  const app = buildApp(core, config, createLogger(config.logLevel))
-  return {
+  const log = createLogger(config.logLevel)
+  const app = buildApp(core, config, log)
+  const gw: TestGateway = {
     app, core, config, key: ROOT_KEY,
+    listen: () => {
+      gw.server = serve(app, core, config, log, { port: 0, hostname: '127.0.0.1' })
+      return `http://127.0.0.1:${gw.server.port}`
+    },
     async request(path, init = {}) {
       const headers = new Headers(init.headers)
       const key = init.key === undefined ? ROOT_KEY : init.key
@@ -55,15 +63,13 @@ export async function createTestGateway(overrides: Partial<Config> = {}, clock: 
       return app.handle(new Request('http://localhost' + path, { ...init, headers, body }))
     },
     async close() {
-      if (app.server) await app.stop(true)
+      if (gw.server) await gw.server.stop(true)
       await backend.close()
       if (ownDir) rmSync(dataDir, { recursive: true, force: true })
     },
   }
+  return gw
 }
 
-/** Starts the gateway on a free port of 127.0.0.1; returns its base URL. */
-export function listen(gw: TestGateway): string {
-  gw.app.listen({ port: 0, hostname: '127.0.0.1', idleTimeout: 0, maxRequestBodySize: gw.config.maxBodySize + 1024 })
-  return `http://127.0.0.1:${gw.app.server!.port}`
-}
+/** Starts the gateway on a free port of 127.0.0.1 (as main.ts serves it); returns its base URL. */
+export const listen = (gw: TestGateway): string => gw.listen()

@@ -56,15 +56,17 @@ export class MemoryBroker implements Broker {
     const c = this.state(appId, channel)
     const now = this.clock.now()
     c.lastActivity = now
-    const windowStart = now - this.s.idempotencyWindowMs
-    for (const [id, v] of c.seen) {
-      if (v.at >= windowStart) break
-      c.seen.delete(id)
+    if (c.seen.size) {
+      const windowStart = now - this.s.idempotencyWindowMs
+      for (const [id, v] of c.seen) {
+        if (v.at >= windowStart) break
+        c.seen.delete(id)
+      }
     }
     const serials: string[] = []
     const appended: Message[] = []
     for (const d of drafts) {
-      const dup = d.id ? c.seen.get(d.id) : undefined
+      const dup = opts.clientIds ? c.seen.get(d.id) : undefined
       if (dup) { serials.push(dup.serial); continue }
       const next = nextSerial(now, c.lastMs, c.lastSeq)
       c.lastMs = next.ms
@@ -74,7 +76,7 @@ export class MemoryBroker implements Broker {
       m.timestamp = now
       serials.push(m.serial)
       appended.push(m)
-      c.seen.set(m.id, { serial: m.serial, at: now })
+      if (opts.clientIds) c.seen.set(m.id, { serial: m.serial, at: now })
     }
     if (appended.length === 0) return { serials, appended: 0 }
     if (opts.persisted) this.log.append(appId, channel, appended)

@@ -39,16 +39,17 @@ export class Authenticator {
   }
 
   async authenticate(c: Credentials): Promise<Principal> {
-    const cred = this.credentialString(c)
-    let p = this.cache.get(cred)
+    // cached by the credential exactly as it arrived, so a hit decodes nothing
+    const raw = c.authorization ? 'H' + c.authorization : c.key ? 'K' + c.key : c.accessToken ? 'T' + c.accessToken : ''
+    let p = this.cache.get(raw)
     if (p && p.expires !== undefined && p.expires <= this.clock.now()) {
-      this.cache.delete(cred)
+      this.cache.delete(raw)
       throw new GatewayError(40142, 'Token expired')
     }
     if (!p) {
-      p = await this.verify(cred, c.secure)
+      p = await this.verify(this.credentialString(c))
       if (this.cache.size >= CACHE_MAX) this.cache.clear()
-      this.cache.set(cred, p)
+      this.cache.set(raw, p)
     }
     if (p.kind === 'basic' && this.opts.basicAuthRequiresTls && !c.secure) throw new GatewayError(40103)
     return c.clientIdHeader ? this.withClientId(p, c.clientIdHeader) : p
@@ -89,7 +90,7 @@ export class Authenticator {
     throw new GatewayError(40101, 'Invalid credentials: no key or token provided')
   }
 
-  private async verify(cred: string, _secure: boolean): Promise<Principal> {
+  private async verify(cred: string): Promise<Principal> {
     return cred.startsWith('B:') ? this.verifyBasic(cred.slice(2)) : this.verifyToken(cred.slice(2))
   }
 

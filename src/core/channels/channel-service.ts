@@ -55,7 +55,8 @@ export class ChannelService {
       throw new GatewayError(40009, `Maximum message length exceeded (size was ${size} bytes, limit is ${this.s.maxMessageSize} bytes)`)
     }
     let messageId: string
-    if (checkClientIds(drafts)) {
+    const clientIds = checkClientIds(drafts)
+    if (clientIds) {
       const first = drafts[0]!.id
       const i = first.lastIndexOf(':')
       messageId = i > 0 ? first.slice(0, i) : first
@@ -64,7 +65,7 @@ export class ChannelService {
       for (let i = 0; i < drafts.length; i++) drafts[i]!.id = `${messageId}:${i}`
     }
     const persisted = await this.namespaces.isPersisted(p.appId, channel)
-    const res = await this.broker.publish(p.appId, channel, drafts, { persisted })
+    const res = await this.broker.publish(p.appId, channel, drafts, { persisted, clientIds })
     if (res.appended > 0) this.stats.messagesPublished(p.appId, p.accountId, res.appended, size, persisted)
     return { channel, messageId, serials: res.serials }
   }

@@ -62,7 +62,8 @@ export function messageSize(m: MessageDraft): number {
  * (`base:0`, `base:1`, ...) when there are several; anything else is 40031.
  */
 export function checkClientIds(drafts: MessageDraft[]): boolean {
-  const withId = drafts.filter((d) => d.id).length
+  let withId = 0
+  for (const d of drafts) if (d.id) withId++
   if (withId === 0) return false
   if (withId !== drafts.length) throw new GatewayError(40031, 'Invalid publish request (invalid client-specified id): either all messages or none must have an id')
   if (drafts.length > 1) {

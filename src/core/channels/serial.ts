@@ -2,8 +2,15 @@
  * Channel serials: `<ms>-<seq>` zero-padded so that string order is numeric order, mirroring a
  * Redis stream id. Strictly increasing per channel; the broker assigns them.
  */
-export const formatSerial = (ms: number, seq: number): string =>
-  `${String(ms).padStart(14, '0')}-${String(seq).padStart(6, '0')}`
+let lastMs = -1
+let lastMsText = ''
+export function formatSerial(ms: number, seq: number): string {
+  if (ms !== lastMs) {
+    lastMs = ms
+    lastMsText = String(ms).padStart(14, '0') + '-'
+  }
+  return lastMsText + (seq < 10 ? '00000' + seq : String(seq).padStart(6, '0'))
+}
 
 export function parseSerial(s: string): { ms: number; seq: number } | undefined {
   const m = /^(\d{1,16})-(\d{1,10})$/.exec(s)

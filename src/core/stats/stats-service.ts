@@ -12,30 +12,53 @@ export interface StatsView {
   entries: Record<string, number>
 }
 
-/** Counts real traffic into the flattened `entries` of the hosted service's stats schema. */
+interface PendingPublishes { accountId: string; minute: number; count: number; bytes: number; pcount: number; pbytes: number }
+
+/**
+ * Counts real traffic into the flattened `entries` of the hosted service's stats schema.
+ * Publishes are summed per app and minute in a few numbers and written to the store when the
+ * minute changes or stats are read, so the publish path does no map work per entry.
+ */
 export class StatsService {
+  private pending = new Map<string, PendingPublishes>()
+
   constructor(private readonly store: StatsStore, private readonly clock: Clock) {}
 
-  private add(appId: string, accountId: string, entries: Record<string, number>) {
-    this.store.add([appId, `account:${accountId}`], this.clock.now(), entries)
+  private add(appId: string, accountId: string, entries: Record<string, number>, at = this.clock.now()) {
+    this.store.add([appId, `account:${accountId}`], at, entries)
   }
 
   messagesPublished(appId: string, accountId: string, count: number, bytes: number, persisted: boolean) {
-    const e: Record<string, number> = {
-      'messages.all.all.count': count, 'messages.all.all.data': bytes,
-      'messages.all.messages.count': count, 'messages.all.messages.data': bytes,
-      'messages.inbound.rest.all.count': count, 'messages.inbound.rest.all.data': bytes,
-      'messages.inbound.rest.messages.count': count, 'messages.inbound.rest.messages.data': bytes,
-      'messages.inbound.all.all.count': count, 'messages.inbound.all.all.data': bytes,
-      'messages.inbound.all.messages.count': count, 'messages.inbound.all.messages.data': bytes,
+    const now = this.clock.now()
+    const minute = now - (now % 60_000)
+    let p = this.pending.get(appId)
+    if (p && p.minute !== minute) { this.flushApp(appId, p); p = undefined }
+    if (!p) this.pending.set(appId, (p = { accountId, minute, count: 0, bytes: 0, pcount: 0, pbytes: 0 }))
+    p.count += count
+    p.bytes += bytes
+    if (persisted) { p.pcount += count; p.pbytes += bytes }
+  }
+
+  private flushApp(appId: string, p: PendingPublishes) {
+    this.pending.delete(appId)
+    const { count, bytes, pcount, pbytes } = p
+    const e: Record<string, number> = {}
+    for (const k of ['messages.all.all', 'messages.all.messages', 'messages.inbound.rest.all', 'messages.inbound.rest.messages', 'messages.inbound.all.all', 'messages.inbound.all.messages']) {
+      e[`${k}.count`] = count
+      e[`${k}.data`] = bytes
     }
-    if (persisted) {
-      e['messages.persisted.all.count'] = count
-      e['messages.persisted.all.data'] = bytes
-      e['messages.persisted.messages.count'] = count
-      e['messages.persisted.messages.data'] = bytes
+    if (pcount) {
+      for (const k of ['messages.persisted.all', 'messages.persisted.messages']) {
+        e[`${k}.count`] = pcount
+        e[`${k}.data`] = pbytes
+      }
     }
-    this.add(appId, accountId, e)
+    this.add(appId, p.accountId, e, p.minute)
+  }
+
+  /** Writes every pending sum to the store (before reads). */
+  flush() {
+    for (const [appId, p] of this.pending) this.flushApp(appId, p)
   }
 
   apiRequest(appId: string, accountId: string, kind: 'tokenRequests' | 'other', outcome: 'succeeded' | 'failed' | 'refused') {
@@ -52,6 +75,7 @@ export class StatsService {
    * record; `next` is set when another page follows.
    */
   async page(scope: { appId: string } | { accountId: string }, q: StatsQuery): Promise<{ items: StatsView[]; next?: number }> {
+    this.flush()
     const key = 'appId' in scope ? scope.appId : `account:${scope.accountId}`
     const fwd = q.direction === 'forwards'
     const start = q.cursor !== undefined && fwd ? q.cursor : q.start
