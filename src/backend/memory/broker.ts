@@ -27,7 +27,8 @@ interface ChannelState {
  * written to SQLite before the publish resolves. Delivery to listeners is synchronous, in order.
  */
 export class MemoryBroker implements Broker {
-  private channelMap = new Map<string, ChannelState>()
+  /** appId -> channel -> state (nested maps: no key concatenation on the publish path). */
+  private apps = new Map<string, Map<string, ChannelState>>()
   private sweeper: ReturnType<typeof setInterval>
 
   constructor(private readonly log: SqliteMessageLog, private readonly clock: Clock, private readonly s: MemoryBrokerSettings) {
@@ -35,11 +36,10 @@ export class MemoryBroker implements Broker {
     this.sweeper.unref?.()
   }
 
-  private static key(appId: string, channel: string) { return appId + '\u0000' + channel }
-
   private state(appId: string, channel: string): ChannelState {
-    const k = MemoryBroker.key(appId, channel)
-    let c = this.channelMap.get(k)
+    let app = this.apps.get(appId)
+    if (!app) this.apps.set(appId, (app = new Map()))
+    let c = app.get(channel)
     if (!c) {
       const now = this.clock.now()
       // serials continue after what SQLite holds (persisted channels), so they never repeat
@@ -47,7 +47,7 @@ export class MemoryBroker implements Broker {
       const parsed = last ? parseSerial(last) : undefined
       const floor = last ?? formatSerial(now - 1, 999_999)
       c = { ring: new Ring(this.s.ringSize, floor), lastMs: parsed?.ms ?? 0, lastSeq: parsed?.seq ?? -1, seen: new Map(), listeners: new Set(), lastActivity: now }
-      this.channelMap.set(k, c)
+      app.set(channel, c)
     }
     return c
   }
@@ -78,17 +78,17 @@ export class MemoryBroker implements Broker {
       appended.push(m)
       if (opts.clientIds) c.seen.set(m.id, { serial: m.serial, at: now })
     }
-    if (appended.length === 0) return { serials, appended: 0 }
+    if (appended.length === 0) return { serials, appended: 0, timestamp: now }
     if (opts.persisted) this.log.append(appId, channel, appended)
     for (const m of appended) c.ring.push(m)
     for (const l of c.listeners) l(appId, channel, appended)
-    return { serials, appended: appended.length }
+    return { serials, appended: appended.length, timestamp: now }
   }
 
   async history(appId: string, channel: string, q: HistoryQuery, opts: PublishOptions): Promise<Message[]> {
     const now = this.clock.now()
     if (opts.persisted) return this.log.query(appId, channel, q, now - this.s.persistedHistoryTtlMs)
-    const c = this.channelMap.get(MemoryBroker.key(appId, channel))
+    const c = this.apps.get(appId)?.get(channel)
     return c ? c.ring.query(q, now - this.s.historyTtlMs) : []
   }
 
@@ -106,10 +106,7 @@ export class MemoryBroker implements Broker {
   async channels(appId: string, prefix: string, after: string | undefined, limit: number): Promise<string[]> {
     const now = this.clock.now()
     const names = new Set<string>()
-    const head = appId + '\u0000'
-    for (const [k, c] of this.channelMap) {
-      if (!k.startsWith(head)) continue
-      const name = k.slice(head.length)
+    for (const [name, c] of this.apps.get(appId) ?? []) {
       const newest = c.ring.newest()
       const live = c.listeners.size > 0 || (newest !== undefined && newest.timestamp >= now - this.s.historyTtlMs)
       if (live && name.startsWith(prefix) && (after === undefined || name > after)) names.add(name)
@@ -133,9 +130,12 @@ export class MemoryBroker implements Broker {
   sweep(): void {
     const now = this.clock.now()
     const keepFor = Math.max(this.s.channelIdleMs, this.s.historyTtlMs, this.s.idempotencyWindowMs)
-    for (const [k, c] of this.channelMap) {
-      c.ring.expire(now - this.s.historyTtlMs)
-      if (c.listeners.size === 0 && c.lastActivity < now - keepFor) this.channelMap.delete(k)
+    for (const [appId, app] of this.apps) {
+      for (const [name, c] of app) {
+        c.ring.expire(now - this.s.historyTtlMs)
+        if (c.listeners.size === 0 && c.lastActivity < now - keepFor) app.delete(name)
+      }
+      if (app.size === 0) this.apps.delete(appId)
     }
     this.log.prune(now - this.s.persistedHistoryTtlMs)
   }

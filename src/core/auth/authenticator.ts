@@ -16,11 +16,15 @@ export interface Credentials {
   accessToken?: string
   /** Raw X-Ably-ClientId header (base64 of the clientId). */
   clientIdHeader?: string | null
-  /** The request arrived over TLS (directly or per a trusted proxy header). */
-  secure: boolean
+  /** Whether the request arrived over TLS (directly or per a trusted proxy header); asked only when it matters. */
+  secure: () => boolean
 }
 
 const CACHE_MAX = 20_000
+
+/** Cache key: the credential exactly as it arrived (header values never hold control characters). */
+const rawKey = (c: Credentials): string =>
+  c.authorization || (c.key ? '\u0001K' + c.key : c.accessToken ? '\u0001T' + c.accessToken : '')
 
 /**
  * Turns credentials into a Principal. Verified credentials are cached (Basic until a control
@@ -39,19 +43,32 @@ export class Authenticator {
   }
 
   async authenticate(c: Credentials): Promise<Principal> {
-    // cached by the credential exactly as it arrived, so a hit decodes nothing
-    const raw = c.authorization ? 'H' + c.authorization : c.key ? 'K' + c.key : c.accessToken ? 'T' + c.accessToken : ''
-    let p = this.cache.get(raw)
-    if (p && p.expires !== undefined && p.expires <= this.clock.now()) {
-      this.cache.delete(raw)
+    return this.cached(c) ?? this.finish(c, await this.verifyAndCache(c))
+  }
+
+  /**
+   * The principal of credentials verified before, synchronously (the hot path: a map lookup,
+   * nothing decoded); undefined when they must be verified first. Throws for an expired token.
+   */
+  cached(c: Credentials): Principal | undefined {
+    const p = this.cache.get(rawKey(c))
+    if (!p) return undefined
+    if (p.expires !== undefined && p.expires <= this.clock.now()) {
+      this.cache.delete(rawKey(c))
       throw new GatewayError(40142, 'Token expired')
     }
-    if (!p) {
-      p = await this.verify(this.credentialString(c))
-      if (this.cache.size >= CACHE_MAX) this.cache.clear()
-      this.cache.set(raw, p)
-    }
-    if (p.kind === 'basic' && this.opts.basicAuthRequiresTls && !c.secure) throw new GatewayError(40103)
+    return this.finish(c, p)
+  }
+
+  private async verifyAndCache(c: Credentials): Promise<Principal> {
+    const p = await this.verify(this.credentialString(c))
+    if (this.cache.size >= CACHE_MAX) this.cache.clear()
+    this.cache.set(rawKey(c), p)
+    return p
+  }
+
+  private finish(c: Credentials, p: Principal): Principal {
+    if (p.kind === 'basic' && this.opts.basicAuthRequiresTls && !c.secure()) throw new GatewayError(40103)
     return c.clientIdHeader ? this.withClientId(p, c.clientIdHeader) : p
   }
 

@@ -98,23 +98,25 @@ export function intersectCapability(key: Capability, requested: Capability): Cap
 /** A compiled capability: answers "may this principal do `op` on `channel`?" with a small cache. */
 export class CapabilityMatcher {
   private readonly entries: Array<[string, Set<string> | '*']>
-  private readonly cache = new Map<string, boolean>()
+  private readonly cache = new Map<string, Map<string, boolean>>()
+  private cached = 0
 
   constructor(readonly capability: Capability) {
     this.entries = Object.entries(capability).map(([r, ops]) => [r, ops.includes('*') ? '*' : new Set(ops)])
   }
 
   allows(channel: string, op: string): boolean {
-    const key = op + '\u0000' + channel
-    let hit = this.cache.get(key)
+    let byChannel = this.cache.get(op)
+    if (!byChannel) this.cache.set(op, (byChannel = new Map()))
+    let hit = byChannel.get(channel)
     if (hit !== undefined) return hit
     const name = authName(channel)
     hit = false
     for (const [pattern, ops] of this.entries) {
       if ((ops === '*' || ops.has(op)) && resourceMatches(pattern, name)) { hit = true; break }
     }
-    if (this.cache.size > 4096) this.cache.clear()
-    this.cache.set(key, hit)
+    if (++this.cached > 4096) { this.cache.clear(); this.cached = 0 }
+    byChannel.set(channel, hit)
     return hit
   }
 

@@ -64,9 +64,9 @@ export class ChannelService {
       messageId = this.ids.next()
       for (let i = 0; i < drafts.length; i++) drafts[i]!.id = `${messageId}:${i}`
     }
-    const persisted = await this.namespaces.isPersisted(p.appId, channel)
+    const persisted = this.namespaces.persistedCached(p.appId, channel) ?? (await this.namespaces.isPersisted(p.appId, channel))
     const res = await this.broker.publish(p.appId, channel, drafts, { persisted, clientIds })
-    if (res.appended > 0) this.stats.messagesPublished(p.appId, p.accountId, res.appended, size, persisted)
+    if (res.appended > 0) this.stats.messagesPublished(p.appId, p.accountId, res.appended, size, persisted, res.timestamp)
     return { channel, messageId, serials: res.serials }
   }
 

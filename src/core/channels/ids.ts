@@ -9,6 +9,6 @@ export class IdGenerator {
   private n = 0
 
   next(): string {
-    return this.prefix + (this.n++).toString(36)
+    return this.prefix + this.n++
   }
 }

@@ -1,16 +1,14 @@
 import { GatewayError } from '../../errors'
 
 export const MAX_CHANNEL_NAME = 1024
+const CONTROL = /[\x00-\x1f\x7f]/
 
 /** Validates a channel name as it arrived (already URL-decoded); throws 40010. */
 export function checkChannelName(name: unknown): string {
   if (typeof name !== 'string' || name.length === 0) throw new GatewayError(40010, 'Invalid channel name: must be a non-empty string')
   if (name.length > MAX_CHANNEL_NAME) throw new GatewayError(40010, `Invalid channel name: longer than ${MAX_CHANNEL_NAME} characters`)
   if (name.startsWith('[')) throw new GatewayError(40010, 'Invalid channel name: qualified and meta channels are not supported here')
-  for (let i = 0; i < name.length; i++) {
-    const c = name.charCodeAt(i)
-    if (c < 0x20 || c === 0x7f) throw new GatewayError(40010, 'Invalid channel name: control characters are not allowed')
-  }
+  if (CONTROL.test(name)) throw new GatewayError(40010, 'Invalid channel name: control characters are not allowed')
   return name
 }
 

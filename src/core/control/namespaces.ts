@@ -31,6 +31,14 @@ export class Namespaces {
   }
 
   async isPersisted(appId: string, channel: string): Promise<boolean> {
-    return (await this.of(appId, channel))?.persisted === true
+    return this.persistedCached(appId, channel) ?? (await this.of(appId, channel))?.persisted === true
+  }
+
+  /** Synchronous answer when the app's rules are cached (the publish hot path), else undefined. */
+  persistedCached(appId: string, channel: string): boolean | undefined {
+    const m = this.cache.get(appId)
+    if (!m) return undefined
+    const id = namespaceOf(channel)
+    return id === undefined ? false : m.get(id)?.persisted === true
   }
 }
