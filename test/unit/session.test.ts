@@ -43,6 +43,7 @@ function sink() {
     deliver: (_i, batch) => { for (const m of batch) got.push(m.id) },
     notice: (e: GatewayError) => notices.push(e.code),
     end: () => {},
+    close: () => {},
   }
   return { s, got, notices }
 }

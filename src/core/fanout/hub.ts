@@ -10,6 +10,8 @@ export interface Subscriber {
    * subscriber of the channel: read it, never change it.
    */
   deliver(channel: string, batch: Message[]): void
+  /** Ends the subscriber's connection (it may reconnect and resume elsewhere). */
+  disconnect(): void
 }
 
 interface ChannelSubs {
@@ -84,6 +86,14 @@ export class Hub {
       c.pending = undefined
       for (const s of c.subs) s.deliver(c.name, batch)
     }
+  }
+
+  /** Closes every local connection (shutdown, tests); clients resume with their last event id. */
+  disconnectAll(): number {
+    const subs = new Set<Subscriber>()
+    for (const c of this.channels.values()) for (const s of c.subs) subs.add(s)
+    for (const s of subs) s.disconnect()
+    return subs.size
   }
 
   /** Live subscriptions of a channel on this node (each is one connection). */

@@ -15,6 +15,8 @@ export interface SessionSink {
   begin(positions: string[]): void
   /** The server ends the stream (e.g. the token expired). */
   end(err: GatewayError): void
+  /** The server closes the stream without an error (shutdown): the client reconnects and resumes. */
+  close(): void
 }
 
 export interface SessionStart {
@@ -110,6 +112,11 @@ export class StreamSession implements Subscriber {
     }
     this.positions[i] = out[out.length - 1]!.serial
     this.sink.deliver(i, out)
+  }
+
+  disconnect(): void {
+    this.sink.close()
+    this.close()
   }
 
   close(): void {
