@@ -7,7 +7,7 @@ import { APP_ID, createTestGateway } from './helpers/gateway'
 const dir = mkdtempSync(join(tmpdir(), 'gw-persist-'))
 afterAll(() => rmSync(dir, { recursive: true, force: true }))
 
-test('a restart keeps keys, apps and persisted-channel history; short-lived history is not persisted', async () => {
+test('a restart keeps keys, apps and persisted-channel history', async () => {
   const first = await createTestGateway({ dataDir: dir })
   await first.core.backend.control.putNamespace({ appId: APP_ID, id: 'keep', persisted: true, pushEnabled: false, mutableMessages: false })
   await first.core.backend.control.createKey({
@@ -30,7 +30,9 @@ test('a restart keeps keys, apps and persisted-channel history; short-lived hist
     expect(items.map((m) => m.name)).toEqual(['m0', 'm1', 'm2', 'm3', 'm4'])
     expect(items.map((m) => m.serial)).toEqual(serials)
     expect(items[2]).toMatchObject({ data: '{"i":2}', encoding: 'json' })
-    expect(await (await second.request('/channels/volatile/messages')).json()).toEqual([])
+    // embedded: short-lived history lives in memory only; Redis keeps it for its window across node restarts
+    const volatile = (await (await second.request('/channels/volatile/messages')).json()) as unknown[]
+    expect(volatile).toHaveLength(second.core.backend.kind === 'redis' ? 1 : 0)
     // serials keep increasing across the restart
     const next = ((await (await second.request('/channels/keep:log/messages', { method: 'POST', json: { data: 'after' } })).json()) as any).serials[0]
     expect(next > serials[4]!).toBe(true)

@@ -1,14 +1,12 @@
 import type { Backend, Clock } from '../core/ports'
 import { createMemoryBackend } from './memory'
 import type { MemoryBrokerSettings } from './memory/broker'
+import { createRedisBackend, type RedisBackendSettings } from './redis'
 
-export interface BackendSettings extends MemoryBrokerSettings {
-  dataDir: string
-  redisUrl: string
-}
+export type BackendSettings = MemoryBrokerSettings & RedisBackendSettings & { dataDir: string }
 
 /** The one switch between backends: REDIS_URL set means Redis, otherwise the embedded store. */
-export async function createBackend(s: BackendSettings, clock: Clock): Promise<Backend> {
-  if (s.redisUrl) throw new Error('REDIS_URL is set, but the Redis backend is not built yet (issue: Redis Streams backend); unset it to run embedded')
+export async function createBackend(s: BackendSettings, clock: Clock, onError: (e: unknown) => void = () => {}): Promise<Backend> {
+  if (s.redisUrl) return createRedisBackend(s, onError)
   return createMemoryBackend(s, clock)
 }

@@ -31,6 +31,8 @@ export const SETTINGS = {
   host: setting('HOST', '0.0.0.0', 'Address the server binds to.', str),
   dataDir: setting('DATA_DIR', './data', 'Directory of the embedded SQLite store (accounts, apps, keys, persisted history).', str),
   redisUrl: setting('REDIS_URL', '', 'Redis URL; empty runs the embedded single-node backend.', str, true),
+  redisPrefix: setting('REDIS_PREFIX', 'gw:', 'Prefix of every Redis key and pub/sub channel (several gateways can share one Redis).', str),
+  redisTimeoutMs: setting('REDIS_TIMEOUT_MS', '2000', 'A Redis command slower than this fails the request with 503 (ms); connecting uses it too.', int(50)),
   bootstrapKey: setting('BOOTSTRAP_KEY', '', 'Root API key `appId.keyId:secret` created on a fresh data dir (random when empty).', str, true),
   bootstrapAccessToken: setting('BOOTSTRAP_ACCESS_TOKEN', '', 'Management access token created on a fresh data dir (random when empty).', str, true),
   bootstrapAccountId: setting('BOOTSTRAP_ACCOUNT_ID', '', 'Account id created on a fresh data dir (random when empty).', str),

@@ -23,8 +23,6 @@ export interface PublishResult {
   serials: string[]
   /** Count of messages that were new (not duplicates). */
   appended: number
-  /** Time the broker stamped on the new messages (ms). */
-  timestamp: number
 }
 
 export type BrokerListener = (appId: string, channel: string, messages: Message[]) => void

@@ -1,6 +1,6 @@
 import { mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
-import { join } from 'node:path'
+import { basename, join } from 'node:path'
 import { createBackend } from '../../src/backend'
 import { loadConfig, type Config } from '../../src/config'
 import { createCore, type Core } from '../../src/core'
@@ -8,6 +8,7 @@ import { bootstrap } from '../../src/core/control/bootstrap'
 import { systemClock, type Clock } from '../../src/core/ports'
 import { createLogger } from '../../src/lib/logger'
 import { buildApp, serve, type App } from '../../src/server'
+import { sharedRedis } from './redis'
 
 export const ROOT_KEY = 'testapp.rootkey:s3cr3t-root-secret'
 export const ACCESS_TOKEN = 'test-management-access-token'
@@ -39,8 +40,13 @@ export const basic = (key: string) => 'Basic ' + Buffer.from(key).toString('base
 export async function createTestGateway(overrides: Partial<Config> = {}, clock: Clock = systemClock): Promise<TestGateway> {
   const ownDir = overrides.dataDir === undefined
   const dataDir = overrides.dataDir ?? mkdtempSync(join(tmpdir(), 'gw-test-'))
-  const config = loadConfig({}, { bootstrapKey: ROOT_KEY, bootstrapAccessToken: ACCESS_TOKEN, logLevel: 'silent', ...overrides, dataDir })
-  const backend = await createBackend(config, clock)
+  // TEST_BACKEND=redis runs the same suites on Redis (a redis-server of the tests' own); the key
+  // prefix follows the data dir, so a "restart" on the same dir finds the same data
+  const redis = process.env.TEST_BACKEND === 'redis' && overrides.redisUrl === undefined
+    ? { redisUrl: (await sharedRedis()).url, redisPrefix: `t:${basename(dataDir)}:` }
+    : {}
+  const config = loadConfig({}, { bootstrapKey: ROOT_KEY, bootstrapAccessToken: ACCESS_TOKEN, logLevel: 'silent', ...redis, ...overrides, dataDir })
+  const backend = await createBackend(config, clock, (e) => { if (process.env.TEST_DEBUG) console.error('backend error:', e) })
   const core = createCore(backend, clock, config)
   await bootstrap(backend.control, clock, config)
   const log = createLogger(config.logLevel)

@@ -157,6 +157,6 @@ describe('health', () => {
     expect((await gw.request('/health', { key: null })).status).toBe(200)
     const r = await gw.request('/ready', { key: null })
     expect(r.status).toBe(200)
-    expect(((await r.json()) as any).backend).toBe('memory')
+    expect(((await r.json()) as any).backend).toBe(process.env.TEST_BACKEND === 'redis' ? 'redis' : 'memory')
   })
 })

@@ -85,8 +85,15 @@ export function sseRoutes(core: Core, s: SseSettings) {
     conn.session = session
     track(conn)
     request.signal?.addEventListener('abort', () => conn.close())
-    session.start({ resumeFrom, rewind: resumeFrom ? 0 : rewind, replayLimit: s.ringSize }).catch((e) => {
-      conn.end(e instanceof GatewayError ? e : new GatewayError(50003, 'Stream could not start: backend unavailable'))
+    const start = { resumeFrom, rewind: resumeFrom ? 0 : rewind, replayLimit: s.ringSize }
+    try {
+      await session.prepare(start)
+    } catch (e) {
+      conn.close()
+      throw e instanceof GatewayError ? e : new GatewayError(50003, 'Stream could not start: backend unavailable', { status: 503 })
+    }
+    session.replay(start).catch((e) => {
+      conn.end(e instanceof GatewayError ? e : new GatewayError(50003, 'Stream interrupted: backend unavailable'))
     })
     const headers: Record<string, string> = {
       'content-type': mode === 'sse' ? 'text/event-stream' : 'application/x-ndjson',

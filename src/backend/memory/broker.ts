@@ -78,11 +78,11 @@ export class MemoryBroker implements Broker {
       appended.push(m)
       if (opts.clientIds) c.seen.set(m.id, { serial: m.serial, at: now })
     }
-    if (appended.length === 0) return { serials, appended: 0, timestamp: now }
+    if (appended.length === 0) return { serials, appended: 0 }
     if (opts.persisted) this.log.append(appId, channel, appended)
     for (const m of appended) c.ring.push(m)
     for (const l of c.listeners) l(appId, channel, appended)
-    return { serials, appended: appended.length, timestamp: now }
+    return { serials, appended: appended.length }
   }
 
   async history(appId: string, channel: string, q: HistoryQuery, opts: PublishOptions): Promise<Message[]> {

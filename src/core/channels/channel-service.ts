@@ -66,7 +66,7 @@ export class ChannelService {
     }
     const persisted = this.namespaces.persistedCached(p.appId, channel) ?? (await this.namespaces.isPersisted(p.appId, channel))
     const res = await this.broker.publish(p.appId, channel, drafts, { persisted, clientIds })
-    if (res.appended > 0) this.stats.messagesPublished(p.appId, p.accountId, res.appended, size, persisted, res.timestamp)
+    if (res.appended > 0) this.stats.messagesPublished(p.appId, p.accountId, res.appended, size, persisted)
     return { channel, messageId, serials: res.serials }
   }
 

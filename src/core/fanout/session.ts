@@ -40,6 +40,7 @@ export class StreamSession implements Subscriber {
   private readonly index = new Map<string, number>()
   private replaying = true
   private buffered: Array<[number, Message[]]> = []
+  private rewound: Message[][] = []
   private closed = false
   private expiry?: ReturnType<typeof setTimeout>
 
@@ -57,14 +58,16 @@ export class StreamSession implements Subscriber {
     channels.forEach((c, i) => this.index.set(c, i))
   }
 
-  async start(opts: SessionStart): Promise<void> {
+  /**
+   * Subscribes every channel and fixes its starting position. Once this resolves, every message
+   * published afterwards will be delivered: answer the client only then.
+   */
+  async prepare(opts: SessionStart): Promise<void> {
     const { appId, expires } = this.principal
     if (expires !== undefined) {
       this.expiry = setTimeout(() => this.sink.end(new GatewayError(40142, 'Token expired')), Math.max(0, expires - this.clock.now()))
     }
     for (const ch of this.channels) this.hub.add(appId, ch, this)
-    // 1. every channel's starting position, before anything is delivered, so every event id is complete
-    const rewound: Message[][] = []
     for (let i = 0; i < this.channels.length; i++) {
       const ch = this.channels[i]!
       const from = opts.resumeFrom?.[i]
@@ -75,23 +78,32 @@ export class StreamSession implements Subscriber {
         const recent = (await this.broker.history(appId, ch, { limit: opts.rewind, direction: 'backwards' }, { persisted: false }))
           .filter((m) => m.serial <= position).reverse()
         if (recent.length) this.positions[i] = serialBefore(recent[0]!.serial)
-        rewound[i] = recent
+        this.rewound[i] = recent
       }
     }
     this.sink.begin(this.positions)
-    // 2. replay (rewind or resume), then what arrived live meanwhile
+  }
+
+  /** Replays (rewind or resume), then hands on what arrived live meanwhile and goes live. */
+  async replay(opts: SessionStart): Promise<void> {
     for (let i = 0; i < this.channels.length && !this.closed; i++) {
       const from = opts.resumeFrom?.[i]
-      if (from === undefined) { this.forward(i, rewound[i] ?? []); continue }
+      if (from === undefined) { this.forward(i, this.rewound[i] ?? []); continue }
       const ch = this.channels[i]!
-      const { messages, gap } = await this.broker.readAfter(appId, ch, from, opts.replayLimit)
+      const { messages, gap } = await this.broker.readAfter(this.principal.appId, ch, from, opts.replayLimit)
       if (gap) this.sink.notice(new GatewayError(80008, `Unable to resume channel "${ch}" exactly: messages after the given event id are no longer retained; continuing live`))
       this.forward(i, messages)
     }
+    this.rewound = []
     this.replaying = false
     const buffered = this.buffered
     this.buffered = []
     for (const [i, batch] of buffered) this.forward(i, batch)
+  }
+
+  async start(opts: SessionStart): Promise<void> {
+    await this.prepare(opts)
+    await this.replay(opts)
   }
 
   deliver(channel: string, batch: Message[]): void {

@@ -28,7 +28,8 @@ export class StatsService {
     this.store.add([appId, `account:${accountId}`], at, entries)
   }
 
-  messagesPublished(appId: string, accountId: string, count: number, bytes: number, persisted: boolean, now = this.clock.now()) {
+  messagesPublished(appId: string, accountId: string, count: number, bytes: number, persisted: boolean) {
+    const now = this.clock.now()
     const minute = now - (now % 60_000)
     let p = this.pending.get(appId)
     if (p && p.minute !== minute) { this.flushApp(appId, p); p = undefined }

@@ -1,0 +1,193 @@
+import { GatewayError } from '../../errors'
+import { formatSerial, parseSerial } from '../../core/channels/serial'
+import type { Broker, BrokerListener, PublishOptions, PublishResult } from '../../core/ports'
+import type { HistoryQuery, Message, MessageDraft } from '../../core/types'
+import { idFromSerial, messageFromEntry, packDraft, parseNotification, serialFromId } from './codec'
+import { BUFFERS, withTimeout, type RedisClient } from './connection'
+import type { RedisKeys } from './keys'
+import { PUBLISH_SCRIPT } from './scripts'
+
+export interface RedisBrokerSettings {
+  historyTtlMs: number
+  persistedHistoryTtlMs: number
+  idempotencyWindowMs: number
+  redisTimeoutMs: number
+}
+
+interface Subscription {
+  app: string
+  channel: string
+  listeners: Set<BrokerListener>
+  /** Resolves once Redis has confirmed the SUBSCRIBE. */
+  subscribed: Promise<void>
+  /** Serial of the last message handed to listeners (gap detection). */
+  last?: string
+  /** Serializes notification handling (a gap fill must finish before the next batch). */
+  queue: Promise<void>
+  onMessage: (buf: Buffer) => void
+}
+
+type Entry = [Buffer, [Buffer, Buffer]]
+
+/**
+ * Broker on Redis Streams: one stream per channel, appended by one atomic script that also
+ * notifies the nodes subscribed to the channel (pub/sub, one subscription per channel with local
+ * subscribers). A node that sees a notification whose previous id is not the last one it
+ * delivered fills the gap from the stream first, so delivery is complete and in order.
+ */
+export class RedisBroker implements Broker {
+  private subs = new Map<string, Subscription>()
+  private sha?: string
+
+  constructor(
+    private readonly cmd: RedisClient,
+    private readonly sub: RedisClient,
+    private readonly keys: RedisKeys,
+    private readonly s: RedisBrokerSettings,
+    private readonly onError: (e: unknown) => void,
+  ) {
+    // after a reconnect, notifications may have been missed: catch up from the streams
+    sub.on('ready', () => { for (const s of this.subs.values()) this.enqueue(s, () => this.catchUp(s)) })
+  }
+
+  private t<T>(p: Promise<T>) { return withTimeout(p, this.s.redisTimeoutMs) }
+  private ttl(opts: PublishOptions) { return opts.persisted ? this.s.persistedHistoryTtlMs : this.s.historyTtlMs }
+
+  async publish(app: string, channel: string, drafts: MessageDraft[], opts: PublishOptions): Promise<PublishResult> {
+    const args: Array<string | Buffer> = [
+      this.keys.notify(app, channel), String(this.ttl(opts)), String(this.s.idempotencyWindowMs),
+      this.keys.idemPrefix(app, channel), channel, String(drafts.length),
+    ]
+    for (const d of drafts) args.push(opts.clientIds ? d.id : '', packDraft(d))
+    const keys = [this.keys.stream(app, channel), this.keys.channels(app)]
+    const reply = (await this.t(this.evalPublish(keys, args))) as unknown as Array<number | string>
+    const fresh = Number(reply[0])
+    const ids = reply.slice(1).map(String)
+    return { serials: ids.map(serialFromId), appended: fresh }
+  }
+
+  private async evalPublish(keys: string[], args: Array<string | Buffer>) {
+    if (this.sha) {
+      try {
+        return await this.cmd.sendCommand(['EVALSHA', this.sha, String(keys.length), ...keys, ...args])
+      } catch (e) {
+        if (!String((e as Error).message).includes('NOSCRIPT')) throw e
+      }
+    }
+    this.sha = String(await this.cmd.sendCommand(['SCRIPT', 'LOAD', PUBLISH_SCRIPT]))
+    return this.cmd.sendCommand(['EVALSHA', this.sha, String(keys.length), ...keys, ...args])
+  }
+
+  private async range(cmd: 'XRANGE' | 'XREVRANGE', key: string, a: string, b: string, count: number): Promise<Message[]> {
+    const entries = await this.t(this.cmd.sendCommand([cmd, key, a, b, 'COUNT', String(count)], BUFFERS)) as Entry[]
+    return entries.map(([id, fields]) => messageFromEntry(id.toString(), fields[1]))
+  }
+
+  async history(app: string, channel: string, q: HistoryQuery, opts: PublishOptions): Promise<Message[]> {
+    const min = Math.max(q.start ?? 0, Date.now() - this.ttl(opts))
+    const lo = q.direction === 'forwards' && q.cursor ? `(${idFromSerial(q.cursor)}` : `${min}-0`
+    const hi = q.direction === 'backwards' && q.cursor ? `(${idFromSerial(q.cursor)}` : q.end !== undefined ? `${q.end}-18446744073709551615` : '+'
+    const key = this.keys.stream(app, channel)
+    const out = q.direction === 'forwards' ? await this.range('XRANGE', key, lo, hi, q.limit) : await this.range('XREVRANGE', key, hi, lo, q.limit)
+    return out.filter((m) => m.timestamp >= min && (q.end === undefined || m.timestamp <= q.end))
+  }
+
+  async position(app: string, channel: string): Promise<string> {
+    await this.subs.get(`${app}\u0000${channel}`)?.subscribed
+    const last = await this.range('XREVRANGE', this.keys.stream(app, channel), '+', '-', 1)
+    if (last.length) return last[0]!.serial
+    const [sec, usec] = (await this.t(this.cmd.sendCommand(['TIME']))) as string[]
+    return formatSerial(Number(sec) * 1000 + Math.floor(Number(usec) / 1000) - 1, 999_999)
+  }
+
+  async readAfter(app: string, channel: string, after: string, limit: number): Promise<{ messages: Message[]; gap: boolean }> {
+    await this.subs.get(`${app}\u0000${channel}`)?.subscribed
+    const key = this.keys.stream(app, channel)
+    const messages = await this.range('XRANGE', key, `(${idFromSerial(after)}`, '+', limit)
+    let gap: boolean
+    try {
+      const info = await this.t(this.cmd.sendCommand(['XINFO', 'STREAM', key])) as Array<string | unknown>
+      const i = info.indexOf('max-deleted-entry-id')
+      gap = i >= 0 && serialFromId(String(info[i + 1])) > after
+    } catch {
+      // no stream: nothing retained; a position older than the retention window may have lost messages
+      gap = (parseSerial(after)?.ms ?? 0) < Date.now() - this.s.historyTtlMs
+    }
+    return { messages, gap }
+  }
+
+  async channels(app: string, prefix: string, after: string | undefined, limit: number): Promise<string[]> {
+    const names = await this.t(this.cmd.sendCommand(['ZRANGEBYSCORE', this.keys.channels(app), String(Date.now() - this.s.historyTtlMs), '+inf'])) as string[]
+    return names.filter((n) => n.startsWith(prefix) && (after === undefined || n > after)).sort().slice(0, limit)
+  }
+
+  subscribe(app: string, channel: string, listener: BrokerListener): () => void {
+    const k = `${app}\u0000${channel}`
+    let s = this.subs.get(k)
+    if (!s) {
+      const entry: Subscription = {
+        app, channel, listeners: new Set(), subscribed: Promise.resolve(), queue: Promise.resolve(),
+        onMessage: (buf: Buffer) => this.enqueue(entry, () => this.onNotification(entry, buf)),
+      }
+      entry.subscribed = this.sub.subscribe(this.keys.notify(app, channel), entry.onMessage, true)
+        .then(async () => {
+          // a base for gap detection and reconnect catch-up, even before the first notification
+          const last = await this.range('XREVRANGE', this.keys.stream(app, channel), '+', '-', 1)
+          if (entry.last === undefined && last.length) entry.last = last[0]!.serial
+        })
+        .catch((e) => this.onError(e))
+      s = entry
+      this.subs.set(k, s)
+    }
+    s.listeners.add(listener)
+    const sub = s
+    return () => {
+      sub.listeners.delete(listener)
+      if (sub.listeners.size === 0 && this.subs.get(k) === sub) {
+        this.subs.delete(k)
+        // only this subscription's listener: a newer subscription to the same channel keeps its own
+        this.sub.unsubscribe(this.keys.notify(app, channel), sub.onMessage, true).catch((e) => this.onError(e))
+      }
+    }
+  }
+
+  private enqueue(s: Subscription, work: () => Promise<void>) {
+    s.queue = s.queue.then(work).catch((e) => this.onError(e))
+  }
+
+  private async onNotification(s: Subscription, buf: Buffer) {
+    const { prev, messages } = parseNotification(buf)
+    if (s.last !== undefined && serialFromId(prev) > s.last && messages.length) {
+      const first = idFromSerial(messages[0]!.serial)
+      this.emit(s, await this.range('XRANGE', this.keys.stream(s.app, s.channel), `(${idFromSerial(s.last)}`, `(${first}`, 100_000))
+    }
+    this.emit(s, messages)
+  }
+
+  private async catchUp(s: Subscription) {
+    if (s.last === undefined) return
+    this.emit(s, await this.range('XRANGE', this.keys.stream(s.app, s.channel), `(${idFromSerial(s.last)}`, '+', 100_000))
+  }
+
+  private emit(s: Subscription, messages: Message[]) {
+    const last = s.last
+    const fresh = last === undefined ? messages : messages.filter((m) => m.serial > last)
+    if (!fresh.length) return
+    s.last = fresh[fresh.length - 1]!.serial
+    for (const l of s.listeners) l(s.app, s.channel, fresh)
+  }
+
+  async ready() {
+    try {
+      return String(await this.t(this.cmd.sendCommand(['PING']))) === 'PONG'
+    } catch (e) {
+      if (e instanceof GatewayError) return false
+      throw e
+    }
+  }
+
+  async close() {
+    for (const s of this.subs.values()) s.listeners.clear()
+    this.subs.clear()
+  }
+}

@@ -1,0 +1,32 @@
+import type { Backend } from '../../core/ports'
+import { RedisBroker, type RedisBrokerSettings } from './broker'
+import { connectRedis, type RedisSettings } from './connection'
+import { RedisControlStore } from './control-store'
+import { RedisKeys } from './keys'
+import { RedisNonceStore } from './nonce-store'
+import { RedisPresenceStore } from './presence-store'
+import { RedisStatsStore } from './stats-store'
+
+export type RedisBackendSettings = RedisSettings & RedisBrokerSettings & { redisPrefix: string }
+
+/** The cluster backend: every node shares one Redis; channel order and all state live there. */
+export async function createRedisBackend(s: RedisBackendSettings, onError: (e: unknown) => void): Promise<Backend> {
+  const report = (e: unknown) => onError(e)
+  const cmd = await connectRedis(s, report)
+  const sub = await connectRedis(s, report)
+  const keys = new RedisKeys(s.redisPrefix)
+  const broker = new RedisBroker(cmd, sub, keys, s, report)
+  const control = await RedisControlStore.open(cmd, sub, keys, s.redisTimeoutMs)
+  return {
+    kind: 'redis',
+    broker,
+    control,
+    presence: new RedisPresenceStore(cmd, keys, s.redisTimeoutMs),
+    stats: new RedisStatsStore(cmd, keys, report),
+    nonces: new RedisNonceStore(cmd, keys, s.redisTimeoutMs),
+    async close() {
+      await broker.close()
+      await Promise.allSettled([sub.quit(), cmd.quit()])
+    },
+  }
+}

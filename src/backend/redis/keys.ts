@@ -1,0 +1,28 @@
+/**
+ * Every Redis key and pub/sub channel name of the gateway, in one place. All carry the prefix
+ * (REDIS_PREFIX) and, where they hold app data, the app id, so apps never see each other's data.
+ * App ids never contain `:`, so `<app>:<channel>` is unambiguous.
+ */
+export class RedisKeys {
+  constructor(readonly prefix: string) {}
+
+  /** Stream of a channel's messages; the entry id is the channel serial. */
+  stream = (app: string, channel: string) => `${this.prefix}s:${app}:${channel}`
+  /** Prefix of idempotency markers `<id> -> serial` of a channel (one key per client id, with TTL). */
+  idemPrefix = (app: string, channel: string) => `${this.prefix}i:${app}:${channel}:`
+  /** Sorted set of an app's channels, scored by last publish time (enumeration). */
+  channels = (app: string) => `${this.prefix}c:${app}`
+  /** Pub/sub channel notifying nodes of new messages of a channel. */
+  notify = (app: string, channel: string) => `${this.prefix}n:${app}:${channel}`
+  /** Hash of control records of one kind: id -> JSON. */
+  control = (kind: string) => `${this.prefix}ctl:${kind}`
+  /** Pub/sub channel of control changes (`kind id`). */
+  controlEvents = () => `${this.prefix}ctl:events`
+  /** Hash of a channel's present members; list of its presence history. */
+  presence = (app: string, channel: string) => `${this.prefix}p:${app}:${channel}`
+  presenceHistory = (app: string, channel: string) => `${this.prefix}ph:${app}:${channel}`
+  /** Hash of stats counters of one interval; sorted set indexing a scope's intervals. */
+  stats = (scope: string, unit: string, start: number) => `${this.prefix}st:${scope}:${unit}:${start}`
+  statsIndex = (scope: string, unit: string) => `${this.prefix}sx:${scope}:${unit}`
+  nonce = (key: string) => `${this.prefix}nonce:${key}`
+}

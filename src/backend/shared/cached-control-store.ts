@@ -1,0 +1,60 @@
+import type { ControlEvent, ControlStore } from '../../core/ports'
+import type { AccessToken, Account, ApiKey, App, Namespace } from '../../core/types'
+
+export type ControlKind = 'account' | 'app' | 'key' | 'namespace' | 'token'
+export const CONTROL_KINDS: ControlKind[] = ['account', 'app', 'key', 'namespace', 'token']
+
+export interface ControlRecord { kind: ControlKind; id: string; parent: string; value: object }
+
+/**
+ * Control records served from memory (reads never wait on storage) and written through to a
+ * durable store by the subclass. `apply` is how a subclass feeds in records it loaded or learned
+ * about from another node; listeners hear about every change, local or remote.
+ */
+export abstract class CachedControlStore implements ControlStore {
+  private maps: Record<ControlKind, Map<string, any>> = {
+    account: new Map(), app: new Map(), key: new Map(), namespace: new Map(), token: new Map(),
+  }
+  private listeners = new Set<(e: ControlEvent) => void>()
+
+  /** Durably stores a record (and tells other nodes, where there are any). */
+  protected abstract persist(r: ControlRecord, event: ControlEvent): Promise<void>
+
+  /** Puts a record into memory and notifies listeners. */
+  protected apply(kind: ControlKind, id: string, value: object | undefined, event: ControlEvent) {
+    if (value === undefined) this.maps[kind].delete(id)
+    else this.maps[kind].set(id, value)
+    for (const l of this.listeners) l(event)
+  }
+
+  private async put(kind: ControlKind, id: string, parent: string, value: object, event: ControlEvent) {
+    await this.persist({ kind, id, parent, value }, event)
+    this.apply(kind, id, value, event)
+  }
+
+  private list<T>(kind: ControlKind, pred: (v: T) => boolean): T[] {
+    return [...this.maps[kind].values()].filter(pred)
+  }
+
+  async listAccounts() { return this.list<Account>('account', () => true) }
+  async getAccount(id: string) { return this.maps.account.get(id) as Account | undefined }
+  async createAccount(a: Account) { await this.put('account', a.id, '', a, { kind: 'account' }) }
+  async getApp(id: string) { return this.maps.app.get(id) as App | undefined }
+  async listApps(accountId: string) { return this.list<App>('app', (a) => a.accountId === accountId) }
+  async createApp(a: App) { await this.put('app', a.id, a.accountId, a, { kind: 'app', appId: a.id }) }
+  async getKey(keyName: string) { return this.maps.key.get(keyName) as ApiKey | undefined }
+  async listKeys(appId: string) { return this.list<ApiKey>('key', (k) => k.appId === appId) }
+  async createKey(k: ApiKey) { await this.put('key', `${k.appId}.${k.id}`, k.appId, k, { kind: 'key', appId: k.appId }) }
+  async listNamespaces(appId: string) { return this.list<Namespace>('namespace', (n) => n.appId === appId) }
+  async putNamespace(n: Namespace) { await this.put('namespace', `${n.appId}:${n.id}`, n.appId, n, { kind: 'namespace', appId: n.appId }) }
+  async getAccessTokenByHash(hash: string) { return this.list<AccessToken>('token', (t) => t.hash === hash)[0] }
+  async createAccessToken(t: AccessToken) { await this.put('token', t.id, t.accountId, t, { kind: 'account' }) }
+
+  onChange(listener: (e: ControlEvent) => void) {
+    this.listeners.add(listener)
+    return () => { this.listeners.delete(listener) }
+  }
+
+  abstract ready(): Promise<boolean>
+  abstract close(): Promise<void>
+}
