@@ -14,7 +14,15 @@ async function main() {
   }
   const config = loadConfig()
   const log = createLogger(config.logLevel)
-  const backend = await createBackend(config, systemClock)
+  // backend trouble (e.g. Redis reconnecting) is logged at most once per 5 s per message
+  const lastLogged = new Map<string, number>()
+  const backend = await createBackend(config, systemClock, (e) => {
+    const msg = e instanceof Error ? e.message : String(e)
+    const now = Date.now()
+    if ((lastLogged.get(msg) ?? 0) > now - 5000) return
+    lastLogged.set(msg, now)
+    log.warn('backend error', { error: msg })
+  })
   const core = createCore(backend, systemClock, config)
   const boot = await bootstrap(backend.control, systemClock, config)
   if (boot.created) {

@@ -1,0 +1,56 @@
+import { spawn, type ChildProcess } from 'node:child_process'
+import { mkdtempSync, rmSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { ROOT_KEY } from './gateway'
+import { freePort } from './redis'
+
+const ROOT = join(import.meta.dir, '..', '..')
+
+/** A gateway node as deployed: `bun src/main.ts` in its own process, configured by environment. */
+export class GatewayNode {
+  private proc?: ChildProcess
+  readonly dataDir = mkdtempSync(join(tmpdir(), 'gw-node-'))
+  log = ''
+
+  private constructor(readonly port: number, readonly env: Record<string, string>) {}
+
+  get url() { return `http://127.0.0.1:${this.port}` }
+
+  static async start(env: Record<string, string>): Promise<GatewayNode> {
+    const n = new GatewayNode(await freePort(), env)
+    await n.launch()
+    return n
+  }
+
+  private async launch() {
+    this.proc = spawn(process.execPath, [join(ROOT, 'src/main.ts')], {
+      env: { ...process.env, PORT: String(this.port), HOST: '127.0.0.1', DATA_DIR: this.dataDir, BOOTSTRAP_KEY: ROOT_KEY, LOG_LEVEL: 'warn', ...this.env },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    })
+    this.proc.stdout!.on('data', (d) => { this.log += d })
+    this.proc.stderr!.on('data', (d) => { this.log += d })
+    for (let i = 0; i < 200; i++) {
+      if (this.proc.exitCode !== null) throw new Error(`node exited: ${this.log}`)
+      try {
+        if ((await fetch(`${this.url}/ready`)).status === 200) return
+      } catch { /* not listening yet */ }
+      await Bun.sleep(50)
+    }
+    throw new Error(`node not ready: ${this.log}`)
+  }
+
+  /** Ends the process with `signal` (SIGKILL: no goodbye at all). */
+  async kill(signal: NodeJS.Signals = 'SIGKILL') {
+    const p = this.proc
+    if (!p || p.exitCode !== null || p.signalCode !== null) return
+    const exited = new Promise((r) => p.once('exit', r))
+    p.kill(signal)
+    await exited
+  }
+
+  async stop() {
+    await this.kill('SIGKILL')
+    rmSync(this.dataDir, { recursive: true, force: true })
+  }
+}
