@@ -1,6 +1,7 @@
 /**
  * The one multi-step atomic write of the channel path: dedupe by client id, append to the
- * channel stream, trim by retention, register the channel and notify subscribed nodes — in one
+ * channel stream trimming what is past retention (exact, so the stream knows what it dropped),
+ * register the channel and notify subscribed nodes — in one
  * round trip, so all nodes agree on one order per channel.
  *
  * KEYS[1] stream, KEYS[2] channels zset
@@ -15,6 +16,7 @@ local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 local last = redis.call('XREVRANGE', KEYS[1], '+', '-', 'COUNT', 1)
 local prev = '0-0'
 if #last > 0 then prev = last[1][1] end
+local minid = tostring(now - tonumber(ARGV[2]))
 local n = tonumber(ARGV[6])
 local ids = {}
 local parts = { prev, ' ' }
@@ -27,7 +29,7 @@ for i = 1, n do
   if seen then
     ids[#ids + 1] = seen
   else
-    local id = redis.call('XADD', KEYS[1], '*', 'm', body)
+    local id = redis.call('XADD', KEYS[1], 'MINID', minid, '*', 'm', body)
     ids[#ids + 1] = id
     fresh = fresh + 1
     if cid ~= '' then redis.call('SET', ARGV[4] .. cid, id, 'PX', ARGV[3]) end
@@ -36,7 +38,6 @@ for i = 1, n do
   end
 end
 if fresh > 0 then
-  redis.call('XTRIM', KEYS[1], 'MINID', tostring(now - tonumber(ARGV[2])))
   redis.call('PEXPIRE', KEYS[1], ARGV[2])
   redis.call('ZADD', KEYS[2], now, ARGV[5])
   redis.call('PUBLISH', ARGV[1], table.concat(parts))
