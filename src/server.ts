@@ -3,6 +3,7 @@ import type { Core } from './core'
 import { GatewayError } from './errors'
 import type { Logger } from './lib/logger'
 import { channelRoutes } from './api/channels'
+import { controlRoutes } from './api/control'
 import { fastPublish } from './api/channels/fast-publish'
 import { healthRoutes } from './api/health'
 import { parseBody, preflight } from './api/plugins/codec'
@@ -26,6 +27,7 @@ export function buildApp(core: Core, s: ServerSettings, log: Logger) {
     .use(healthRoutes(core))
     .use(channelRoutes(core))
     .use(sseRoutes(core, s))
+    .use(controlRoutes(core))
 }
 
 export type App = ReturnType<typeof buildApp>

@@ -1,6 +1,7 @@
 import { Authenticator } from './auth/authenticator'
 import { TokenRequests, type TokenRequestSettings } from './auth/token-requests'
 import { ChannelService, type ChannelSettings } from './channels/channel-service'
+import { Management } from './control/management'
 import { Namespaces } from './control/namespaces'
 import { Hub } from './fanout/hub'
 import type { Backend, Clock } from './ports'
@@ -18,6 +19,7 @@ export interface Core {
   hub: Hub
   stats: StatsService
   channels: ChannelService
+  management: Management
 }
 
 export function createCore(backend: Backend, clock: Clock, s: CoreSettings): Core {
@@ -34,5 +36,6 @@ export function createCore(backend: Backend, clock: Clock, s: CoreSettings): Cor
     hub,
     stats,
     channels: new ChannelService(backend.broker, backend.presence, namespaces, hub, stats, s),
+    management: new Management(backend.control, clock),
   }
 }

@@ -68,13 +68,17 @@ export interface ControlStore {
   createAccount(account: Account): Promise<void>
   getApp(id: string): Promise<App | undefined>
   listApps(accountId: string): Promise<App[]>
+  /** Creates or replaces. */
   createApp(app: App): Promise<void>
+  deleteApp(id: string): Promise<void>
   /** Key by its full name `appId.keyId`. */
   getKey(keyName: string): Promise<ApiKey | undefined>
   listKeys(appId: string): Promise<ApiKey[]>
+  /** Creates or replaces (update and revoke are replacements). */
   createKey(key: ApiKey): Promise<void>
   listNamespaces(appId: string): Promise<Namespace[]>
   putNamespace(ns: Namespace): Promise<void>
+  deleteNamespace(appId: string, id: string): Promise<void>
   getAccessTokenByHash(hash: string): Promise<AccessToken | undefined>
   createAccessToken(token: AccessToken): Promise<void>
   /** Called after any change, on every node, so caches can be dropped. */

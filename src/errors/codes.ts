@@ -26,6 +26,7 @@ export const ERROR_CODES = {
   40160: { status: 403, message: 'Operation not permitted with provided capability' },
   40162: { status: 401, message: 'Operation requires Basic authentication' },
   40300: { status: 403, message: 'Forbidden' },
+  40311: { status: 403, message: 'Application requires a TLS connection' },
   40400: { status: 404, message: 'Not found' },
   40500: { status: 405, message: 'Method not allowed' },
   40900: { status: 409, message: 'Conflict' },

@@ -25,7 +25,10 @@ export class RedisControlStore extends CachedControlStore {
   }
 
   protected async persist(r: ControlRecord, e: ControlEvent) {
-    await withTimeout(this.cmd.sendCommand(['HSET', this.keys.control(r.kind), r.id, JSON.stringify(r.value)]), this.timeoutMs)
+    const write = r.value === undefined
+      ? ['HDEL', this.keys.control(r.kind), r.id]
+      : ['HSET', this.keys.control(r.kind), r.id, JSON.stringify(r.value)]
+    await withTimeout(this.cmd.sendCommand(write), this.timeoutMs)
     await withTimeout(this.cmd.sendCommand(['PUBLISH', this.keys.controlEvents(), JSON.stringify({ kind: r.kind, id: r.id, e })]), this.timeoutMs)
   }
 

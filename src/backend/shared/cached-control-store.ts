@@ -4,7 +4,7 @@ import type { AccessToken, Account, ApiKey, App, Namespace } from '../../core/ty
 export type ControlKind = 'account' | 'app' | 'key' | 'namespace' | 'token'
 export const CONTROL_KINDS: ControlKind[] = ['account', 'app', 'key', 'namespace', 'token']
 
-export interface ControlRecord { kind: ControlKind; id: string; parent: string; value: object }
+export interface ControlRecord { kind: ControlKind; id: string; parent: string; value: object | undefined }
 
 /**
  * Control records served from memory (reads never wait on storage) and written through to a
@@ -17,7 +17,7 @@ export abstract class CachedControlStore implements ControlStore {
   }
   private listeners = new Set<(e: ControlEvent) => void>()
 
-  /** Durably stores a record (and tells other nodes, where there are any). */
+  /** Durably stores a record, or deletes it when `value` is undefined (and tells other nodes). */
   protected abstract persist(r: ControlRecord, event: ControlEvent): Promise<void>
 
   /** Puts a record into memory and notifies listeners. */
@@ -27,7 +27,7 @@ export abstract class CachedControlStore implements ControlStore {
     for (const l of this.listeners) l(event)
   }
 
-  private async put(kind: ControlKind, id: string, parent: string, value: object, event: ControlEvent) {
+  private async put(kind: ControlKind, id: string, parent: string, value: object | undefined, event: ControlEvent) {
     await this.persist({ kind, id, parent, value }, event)
     this.apply(kind, id, value, event)
   }
@@ -42,11 +42,19 @@ export abstract class CachedControlStore implements ControlStore {
   async getApp(id: string) { return this.maps.app.get(id) as App | undefined }
   async listApps(accountId: string) { return this.list<App>('app', (a) => a.accountId === accountId) }
   async createApp(a: App) { await this.put('app', a.id, a.accountId, a, { kind: 'app', appId: a.id }) }
+  async deleteApp(id: string) {
+    const app = this.maps.app.get(id) as App | undefined
+    if (!app) return
+    for (const k of await this.listKeys(id)) await this.put('key', `${id}.${k.id}`, id, undefined, { kind: 'key', appId: id })
+    for (const n of await this.listNamespaces(id)) await this.put('namespace', `${id}:${n.id}`, id, undefined, { kind: 'namespace', appId: id })
+    await this.put('app', id, app.accountId, undefined, { kind: 'app', appId: id })
+  }
   async getKey(keyName: string) { return this.maps.key.get(keyName) as ApiKey | undefined }
   async listKeys(appId: string) { return this.list<ApiKey>('key', (k) => k.appId === appId) }
   async createKey(k: ApiKey) { await this.put('key', `${k.appId}.${k.id}`, k.appId, k, { kind: 'key', appId: k.appId }) }
   async listNamespaces(appId: string) { return this.list<Namespace>('namespace', (n) => n.appId === appId) }
   async putNamespace(n: Namespace) { await this.put('namespace', `${n.appId}:${n.id}`, n.appId, n, { kind: 'namespace', appId: n.appId }) }
+  async deleteNamespace(appId: string, id: string) { await this.put('namespace', `${appId}:${id}`, appId, undefined, { kind: 'namespace', appId }) }
   async getAccessTokenByHash(hash: string) { return this.list<AccessToken>('token', (t) => t.hash === hash)[0] }
   async createAccessToken(t: AccessToken) { await this.put('token', t.id, t.accountId, t, { kind: 'account' }) }
 

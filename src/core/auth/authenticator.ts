@@ -69,6 +69,7 @@ export class Authenticator {
 
   private finish(c: Credentials, p: Principal): Principal {
     if (p.kind === 'basic' && this.opts.basicAuthRequiresTls && !c.secure()) throw new GatewayError(40103)
+    if (p.tlsOnly && !c.secure()) throw new GatewayError(40311, 'This app accepts only TLS connections')
     return c.clientIdHeader ? this.withClientId(p, c.clientIdHeader) : p
   }
 
@@ -118,7 +119,7 @@ export class Authenticator {
     if (!safeEqual(keyString.slice(colon + 1), key.secret)) throw new GatewayError(40101, 'Invalid credentials')
     const app = (await this.control.getApp(key.appId))!
     return {
-      kind: 'basic', appId: key.appId, accountId: app.accountId, keyName: `${key.appId}.${key.id}`,
+      kind: 'basic', appId: key.appId, accountId: app.accountId, keyName: `${key.appId}.${key.id}`, tlsOnly: app.tlsOnly,
       capability: this.matcher(JSON.stringify(key.capability), key.capability),
     }
   }
@@ -147,7 +148,7 @@ export class Authenticator {
     if (expires <= this.clock.now()) throw new GatewayError(40142, 'Token expired')
     const app = (await this.control.getApp(key.appId))!
     return {
-      kind, appId: key.appId, accountId: app.accountId, keyName: `${key.appId}.${key.id}`, clientId, expires,
+      kind, appId: key.appId, accountId: app.accountId, keyName: `${key.appId}.${key.id}`, clientId, expires, tlsOnly: app.tlsOnly,
       capability: this.matcher(capJson),
     }
   }

@@ -11,6 +11,8 @@ export interface Principal {
   capability: CapabilityMatcher
   /** Token expiry (ms); undefined for Basic auth. */
   expires?: number
+  /** The app accepts only requests that arrived over TLS. */
+  tlsOnly?: boolean
 }
 
 /** The clientId a message or connection is attributed to, checking it against the credentials. */

@@ -1,0 +1,195 @@
+import { GatewayError, notFound } from '../../errors'
+import { randomId, sha256Hex } from '../../lib/crypto'
+import { parseCapability } from '../auth/capability'
+import type { Clock, ControlStore } from '../ports'
+import type { AccessToken, Account, ApiKey, App, Namespace } from '../types'
+
+/** Who calls the management interface: an access token and the one account it may see. */
+export interface ManagementPrincipal { token: AccessToken; account: Account }
+
+export type AppInput = { name?: unknown; status?: unknown; tlsOnly?: unknown }
+export type KeyInput = { name?: unknown; capability?: unknown; revocableTokens?: unknown }
+export type NamespaceInput = Record<string, unknown>
+
+/** Boolean flags of a namespace (channel rule) as the hosted service names them; all default to false. */
+export const NAMESPACE_FLAGS = [
+  'authenticated', 'persisted', 'persistLast', 'pushEnabled', 'batchingEnabled', 'conflationEnabled', 'tlsOnly',
+  'exposeTimeserial', 'mutableMessages', 'populateChannelRegistry',
+] as const
+
+const bad = (message: string) => new GatewayError(40000, message)
+const str = (v: unknown, field: string, required: boolean): string | undefined => {
+  if (v === undefined || v === null) {
+    if (required) throw bad(`${field} is required`)
+    return undefined
+  }
+  if (typeof v !== 'string' || !v.trim()) throw bad(`${field} must be a non-empty string`)
+  return v
+}
+const bool = (v: unknown, field: string): boolean | undefined => {
+  if (v === undefined || v === null) return undefined
+  if (typeof v !== 'boolean') throw bad(`${field} must be a boolean`)
+  return v
+}
+const ID = /^[A-Za-z0-9_-]{1,64}$/
+
+/**
+ * Provisioning of apps, keys and namespaces for the management interface. Every call is scoped
+ * to the token's account: another account's resources are simply not found.
+ */
+export class Management {
+  constructor(private readonly control: ControlStore, private readonly clock: Clock) {}
+
+  async authenticate(authorization: string | null): Promise<ManagementPrincipal> {
+    const m = authorization ? /^Bearer\s+(.+)$/i.exec(authorization) : null
+    if (!m) throw new GatewayError(40101, 'Authorization: Bearer <access token> required')
+    const token = await this.control.getAccessTokenByHash(sha256Hex(m[1]!.trim()))
+    if (!token) throw new GatewayError(40101, 'Invalid access token')
+    const account = await this.control.getAccount(token.accountId)
+    if (!account) throw new GatewayError(40101, 'Invalid access token')
+    return { token, account }
+  }
+
+  /** Asserts the token holds `capability` (e.g. `write:key`); 403 / 40160 otherwise. */
+  require(p: ManagementPrincipal, capability: string): void {
+    if (!p.token.capabilities.includes(capability)) throw new GatewayError(40160, `The access token lacks the "${capability}" capability`)
+  }
+
+  account(p: ManagementPrincipal, accountId: string): Account {
+    if (accountId !== p.account.id) throw notFound(`Account "${accountId}" not found`)
+    return p.account
+  }
+
+  async app(p: ManagementPrincipal, appId: string): Promise<App> {
+    const app = await this.control.getApp(appId)
+    if (!app || app.accountId !== p.account.id) throw notFound(`App "${appId}" not found`)
+    return app
+  }
+
+  async listApps(p: ManagementPrincipal, accountId: string): Promise<App[]> {
+    this.account(p, accountId)
+    return this.control.listApps(accountId)
+  }
+
+  async createApp(p: ManagementPrincipal, accountId: string, input: AppInput): Promise<App> {
+    this.account(p, accountId)
+    const now = this.clock.now()
+    const app: App = {
+      id: randomId(6), accountId, name: str(input.name, 'name', true)!, status: this.status(input.status) ?? 'enabled',
+      tlsOnly: bool(input.tlsOnly, 'tlsOnly') ?? false, created: now, modified: now,
+    }
+    await this.control.createApp(app)
+    return app
+  }
+
+  async updateApp(p: ManagementPrincipal, appId: string, input: AppInput): Promise<App> {
+    const app = await this.app(p, appId)
+    const next: App = {
+      ...app,
+      name: str(input.name, 'name', false) ?? app.name,
+      status: this.status(input.status) ?? app.status,
+      tlsOnly: bool(input.tlsOnly, 'tlsOnly') ?? app.tlsOnly,
+      modified: this.clock.now(),
+    }
+    await this.control.createApp(next)
+    return next
+  }
+
+  async deleteApp(p: ManagementPrincipal, appId: string): Promise<void> {
+    await this.app(p, appId)
+    await this.control.deleteApp(appId)
+  }
+
+  private status(v: unknown): 'enabled' | 'disabled' | undefined {
+    if (v === undefined || v === null) return undefined
+    if (v !== 'enabled' && v !== 'disabled') throw bad('status must be "enabled" or "disabled"')
+    return v
+  }
+
+  async listKeys(p: ManagementPrincipal, appId: string): Promise<ApiKey[]> {
+    await this.app(p, appId)
+    return this.control.listKeys(appId)
+  }
+
+  async key(p: ManagementPrincipal, appId: string, keyId: string): Promise<ApiKey> {
+    await this.app(p, appId)
+    const key = await this.control.getKey(`${appId}.${keyId}`)
+    if (!key) throw notFound(`Key "${keyId}" not found`)
+    return key
+  }
+
+  async createKey(p: ManagementPrincipal, appId: string, input: KeyInput): Promise<ApiKey> {
+    await this.app(p, appId)
+    if (input.capability === undefined) throw bad('capability is required')
+    const now = this.clock.now()
+    const key: ApiKey = {
+      appId, id: randomId(6), name: str(input.name, 'name', true)!, secret: randomId(43), capability: parseCapability(input.capability),
+      status: 0, revocableTokens: bool(input.revocableTokens, 'revocableTokens') ?? false, created: now, modified: now,
+    }
+    await this.control.createKey(key)
+    return key
+  }
+
+  async updateKey(p: ManagementPrincipal, appId: string, keyId: string, input: KeyInput): Promise<ApiKey> {
+    const key = await this.key(p, appId, keyId)
+    const next: ApiKey = {
+      ...key,
+      name: str(input.name, 'name', false) ?? key.name,
+      capability: input.capability === undefined ? key.capability : parseCapability(input.capability),
+      modified: this.clock.now(),
+    }
+    await this.control.createKey(next)
+    return next
+  }
+
+  /** Revoked for good: the key and every token issued from it stop working on every node. */
+  async revokeKey(p: ManagementPrincipal, appId: string, keyId: string): Promise<void> {
+    const key = await this.key(p, appId, keyId)
+    await this.control.createKey({ ...key, status: 1, modified: this.clock.now() })
+  }
+
+  async listNamespaces(p: ManagementPrincipal, appId: string): Promise<Namespace[]> {
+    await this.app(p, appId)
+    return this.control.listNamespaces(appId)
+  }
+
+  async createNamespace(p: ManagementPrincipal, appId: string, input: NamespaceInput): Promise<Namespace> {
+    await this.app(p, appId)
+    const id = str(input.id, 'id', true)!
+    if (!ID.test(id)) throw bad('id must be 1-64 letters, digits, "_" or "-"')
+    if ((await this.control.listNamespaces(appId)).some((n) => n.id === id)) throw new GatewayError(40900, `Namespace "${id}" already exists`)
+    const now = this.clock.now()
+    const ns = this.namespace({ appId, id, created: now, modified: now } as unknown as Namespace, input, true)
+    await this.control.putNamespace(ns)
+    return ns
+  }
+
+  async updateNamespace(p: ManagementPrincipal, appId: string, id: string, input: NamespaceInput): Promise<Namespace> {
+    const current = (await this.listNamespaces(p, appId)).find((n) => n.id === id)
+    if (!current) throw notFound(`Namespace "${id}" not found`)
+    const ns = this.namespace({ ...current, modified: this.clock.now() }, input, false)
+    await this.control.putNamespace(ns)
+    return ns
+  }
+
+  async deleteNamespace(p: ManagementPrincipal, appId: string, id: string): Promise<void> {
+    if (!(await this.listNamespaces(p, appId)).some((n) => n.id === id)) throw notFound(`Namespace "${id}" not found`)
+    await this.control.deleteNamespace(appId, id)
+  }
+
+  private namespace(base: Namespace, input: NamespaceInput, fresh: boolean): Namespace {
+    const ns = { ...base } as Namespace
+    for (const f of NAMESPACE_FLAGS) {
+      const v = bool(input[f], f)
+      if (v !== undefined) ns[f] = v
+      else if (fresh) ns[f] = false
+    }
+    const interval = input.batchingInterval
+    if (interval !== undefined && (!Number.isInteger(interval) || (interval as number) < 0)) throw bad('batchingInterval must be a non-negative integer')
+    ns.batchingInterval = interval ?? (fresh ? 20 : ns.batchingInterval)
+    for (const f of ['conflationInterval', 'conflationKey'] as const) {
+      if (input[f] !== undefined) ns[f] = input[f]
+    }
+    return ns
+  }
+}
