@@ -1,20 +1,22 @@
 import { Elysia } from 'elysia'
+import { openapi } from '@elysiajs/openapi'
 import type { Core } from './core'
 import { GatewayError } from './errors'
 import type { Logger } from './lib/logger'
 import { channelRoutes } from './api/channels'
 import { controlRoutes } from './api/control'
+import { sandboxRoutes } from './api/control/sandbox'
 import { fastPublish } from './api/channels/fast-publish'
 import { healthRoutes } from './api/health'
 import { parseBody, preflight } from './api/plugins/codec'
 import { errorsPlugin } from './api/plugins/errors'
 import { sseRoutes, type SseSettings } from './api/sse'
 
-export interface ServerSettings extends SseSettings { maxBodySize: number }
+export interface ServerSettings extends SseSettings { maxBodySize: number; sandboxProvisioning: boolean }
 
 /** Builds the Elysia app of one node from the core. Never listens: tests call `app.handle`. */
 export function buildApp(core: Core, s: ServerSettings, log: Logger) {
-  return new Elysia({ name: 'gateway' })
+  return new Elysia({ name: 'gateway', normalize: false })
     .use(errorsPlugin(log))
     .onRequest(({ request }) => {
       if (request.method === 'OPTIONS') return preflight(request)
@@ -24,10 +26,17 @@ export function buildApp(core: Core, s: ServerSettings, log: Logger) {
       }
     })
     .onParse({ as: 'global' }, ({ request, contentType }) => parseBody(request, contentType))
+    .use(openapi({
+      path: '/openapi',
+      documentation: {
+        info: { title: 'Messaging gateway', version: '1', description: 'Channel REST, event stream (SSE) and management (/v1) interfaces.' },
+      },
+    }))
     .use(healthRoutes(core))
     .use(channelRoutes(core))
     .use(sseRoutes(core, s))
     .use(controlRoutes(core))
+    .use(sandboxRoutes(core, s.sandboxProvisioning))
 }
 
 export type App = ReturnType<typeof buildApp>

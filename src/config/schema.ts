@@ -50,6 +50,7 @@ export const SETTINGS = {
   sseKeepaliveMs: setting('SSE_KEEPALIVE_MS', '15000', 'Interval of keepalives (newline or heartbeat event) on idle event streams (ms).', int(100)),
   sseMaxChannels: setting('SSE_MAX_CHANNELS', '100', 'Most channels one event-stream connection may subscribe to.', int(1, 10_000)),
   sseBufferBytes: setting('SSE_BUFFER_BYTES', '524288', 'Unsent bytes allowed per event-stream client before it is cut as too slow.', int(4096)),
+  sandboxProvisioning: setting('SANDBOX_PROVISIONING', 'false', 'Serve the sandbox endpoints (POST /apps without credentials, DELETE /apps/{id}, POST /stats) for test suites and load tests.', bool),
   basicAuthRequiresTls: setting('BASIC_AUTH_REQUIRES_TLS', 'false', 'Refuse Basic auth over plain HTTP with 40103, as the hosted service does.', bool),
 }
 

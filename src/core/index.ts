@@ -3,6 +3,7 @@ import { TokenRequests, type TokenRequestSettings } from './auth/token-requests'
 import { ChannelService, type ChannelSettings } from './channels/channel-service'
 import { Management } from './control/management'
 import { Namespaces } from './control/namespaces'
+import { Sandbox } from './control/sandbox'
 import { Hub } from './fanout/hub'
 import type { Backend, Clock } from './ports'
 import { StatsService } from './stats/stats-service'
@@ -20,6 +21,7 @@ export interface Core {
   stats: StatsService
   channels: ChannelService
   management: Management
+  sandbox: Sandbox
 }
 
 export function createCore(backend: Backend, clock: Clock, s: CoreSettings): Core {
@@ -37,5 +39,6 @@ export function createCore(backend: Backend, clock: Clock, s: CoreSettings): Cor
     stats,
     channels: new ChannelService(backend.broker, backend.presence, namespaces, hub, stats, s),
     management: new Management(backend.control, clock),
+    sandbox: new Sandbox(backend.control, backend.presence, stats, clock),
   }
 }

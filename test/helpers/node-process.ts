@@ -7,24 +7,32 @@ import { freePort } from './redis'
 
 const ROOT = join(import.meta.dir, '..', '..')
 
+/** How a node is launched: `cmd` replaces `bun src/main.ts` (e.g. a compiled binary); `cwd` its working dir. */
+export interface LaunchOptions { cmd?: string[]; cwd?: string }
+
 /** A gateway node as deployed: `bun src/main.ts` in its own process, configured by environment. */
 export class GatewayNode {
   private proc?: ChildProcess
   readonly dataDir = mkdtempSync(join(tmpdir(), 'gw-node-'))
   log = ''
 
-  private constructor(readonly port: number, readonly env: Record<string, string>) {}
+  private constructor(readonly port: number, readonly env: Record<string, string>, private readonly opts: LaunchOptions) {}
 
   get url() { return `http://127.0.0.1:${this.port}` }
+  get pid() { return this.proc?.pid }
+  /** How the process ended (both null while it runs). */
+  get exit() { return { code: this.proc?.exitCode ?? null, signal: this.proc?.signalCode ?? null } }
 
-  static async start(env: Record<string, string>): Promise<GatewayNode> {
-    const n = new GatewayNode(await freePort(), env)
+  static async start(env: Record<string, string>, opts: LaunchOptions = {}): Promise<GatewayNode> {
+    const n = new GatewayNode(await freePort(), env, opts)
     await n.launch()
     return n
   }
 
   private async launch() {
-    this.proc = spawn(process.execPath, [join(ROOT, 'src/main.ts')], {
+    const [bin, ...args] = this.opts.cmd ?? [process.execPath, join(ROOT, 'src/main.ts')]
+    this.proc = spawn(bin!, args, {
+      cwd: this.opts.cwd,
       env: { ...process.env, PORT: String(this.port), HOST: '127.0.0.1', DATA_DIR: this.dataDir, BOOTSTRAP_KEY: ROOT_KEY, LOG_LEVEL: 'warn', ...this.env },
       stdio: ['ignore', 'pipe', 'pipe'],
     })

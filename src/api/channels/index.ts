@@ -9,7 +9,7 @@ import { messageToWire, presenceToWire } from './wire'
 
 /** The channel REST interface (base `{base_url}`). Routes destructure the request and call the core. */
 export const channelRoutes = (core: Core) =>
-  new Elysia({ name: 'channels' })
+  new Elysia({ name: 'channels', normalize: false })
     .use(authPlugin(core))
     .post('/channels/:channel/messages', async ({ request, query, params, body, principal }) =>
       respond(request, query as Query, await core.channels.publish(principal, params.channel, body), { status: 201 }),

@@ -10,7 +10,7 @@ const noContent = () => new Response(null, { status: 204 })
 /** The management interface (`{control_url}/v1`): Bearer access tokens, scoped to their account. */
 export const controlRoutes = (core: Core) => {
   const mgmt = core.management
-  return new Elysia({ name: 'control', prefix: '/v1' })
+  return new Elysia({ name: 'control', prefix: '/v1', normalize: false })
     .macro({
       /** `capability: 'read:app'` resolves the token's principal and requires that capability ('' = any token). */
       capability: (capability: string) => ({

@@ -16,7 +16,7 @@ export function credentialsOf(request: Request, query: Record<string, string | u
 
 /** `auth: true` on a route resolves `principal` (Basic, token or JWT) or fails with 401. */
 export const authPlugin = (core: Core) =>
-  new Elysia({ name: 'auth' }).macro({
+  new Elysia({ name: 'auth', normalize: false }).macro({
     auth: {
       async resolve({ request, query }) {
         return { principal: await core.auth.authenticate(credentialsOf(request, query as Record<string, string | undefined>)) }

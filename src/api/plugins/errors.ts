@@ -30,7 +30,7 @@ export function toGatewayError(code: string | number, error: unknown, log?: Logg
 }
 
 export const errorsPlugin = (log: Logger) =>
-  new Elysia({ name: 'errors' })
+  new Elysia({ name: 'errors', normalize: false })
     .error({ GatewayError })
     .onError({ as: 'global' }, ({ code, error, request, set }) => {
       const res = respondError(request, queryOf(request), toGatewayError(code, error, log))

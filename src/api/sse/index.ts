@@ -104,7 +104,7 @@ export function sseRoutes(core: Core, s: SseSettings) {
     return new Response(conn.stream, { status: 200, headers })
   }
 
-  return new Elysia({ name: 'sse' })
+  return new Elysia({ name: 'sse', normalize: false })
     .get('/sse', ({ request, query }) => open(request, query as Q, 'sse'),
       { query: StreamQuery, detail: { summary: 'Event stream (Server-Sent Events)' } })
     .get('/event-stream', ({ request, query }) =>

@@ -1,0 +1,36 @@
+import { Elysia, t } from 'elysia'
+import type { Core } from '../../core'
+import { GatewayError } from '../../errors'
+import { authPlugin } from '../plugins/auth'
+import { respond, type Query } from '../plugins/codec'
+
+/**
+ * Sandbox provisioning (off unless SANDBOX_PROVISIONING=true): `POST /apps` creates a throwaway
+ * app without credentials, `DELETE /apps/{appId}` removes it with one of its keys, `POST /stats`
+ * loads stats records into it.
+ */
+export const sandboxRoutes = (core: Core, enabled: boolean) => {
+  const guard = () => { if (!enabled) throw new GatewayError(40400, 'Sandbox provisioning is disabled (SANDBOX_PROVISIONING=false)') }
+  return new Elysia({ name: 'sandbox', normalize: false })
+    .use(authPlugin(core))
+    .post('/apps', async ({ request, query, body }) => {
+      guard()
+      return respond(request, query as Query, await core.sandbox.provision((body ?? {}) as Record<string, unknown>), { status: 201 })
+    }, {
+      body: t.Optional(t.Object({
+        keys: t.Optional(t.Array(t.Object({ capability: t.Optional(t.String({ description: 'JSON capability string' })) }, { additionalProperties: true }))),
+        namespaces: t.Optional(t.Array(t.Object({ id: t.String() }, { additionalProperties: true }))),
+        channels: t.Optional(t.Array(t.Object({ name: t.String(), presence: t.Optional(t.Array(t.Object({ clientId: t.String() }, { additionalProperties: true }))) }, { additionalProperties: true }))),
+      }, { additionalProperties: true })),
+      detail: { summary: 'Sandbox: create a throwaway app with keys, namespaces and present members' },
+    })
+    .delete('/apps/:appId', async ({ params, principal }) => {
+      guard()
+      await core.sandbox.remove(principal, params.appId)
+      return new Response(null, { status: 204 })
+    }, { auth: true, params: t.Object({ appId: t.String() }), detail: { summary: 'Sandbox: delete an app with one of its keys' } })
+    .post('/stats', async ({ request, query, body, principal }) => {
+      guard()
+      return respond(request, query as Query, { loaded: core.sandbox.loadStats(principal, body) }, { status: 201 })
+    }, { auth: true, body: t.Array(t.Record(t.String(), t.Any())), detail: { summary: 'Sandbox: load stats records (nested legacy form)' } })
+}
