@@ -37,13 +37,23 @@ async function main() {
   const server = serve(app, core, config, log, { port: config.port, hostname: config.host })
   log.info('listening', { port: server.port, host: config.host, backend: backend.kind, app: boot.appId })
 
+  // Graceful shutdown: stop accepting, end event streams (clients resume elsewhere or after the
+  // restart with their last event id), let in-flight requests finish, flush the store, exit.
   let stopping = false
   const stop = async (signal: string) => {
     if (stopping) return
     stopping = true
     log.info('shutting down', { signal })
-    await server.stop(true)
+    const forced = setTimeout(() => {
+      log.warn('shutdown timed out; closing the remaining connections', { ms: config.shutdownTimeoutMs })
+      void server.stop(true)
+    }, config.shutdownTimeoutMs)
+    const drained = server.stop(false)
+    const streams = core.hub.disconnectAll()
+    await drained
+    clearTimeout(forced)
     await backend.close()
+    log.info('stopped', { streams })
     process.exit(0)
   }
   process.on('SIGTERM', () => void stop('SIGTERM'))

@@ -51,6 +51,7 @@ export const SETTINGS = {
   sseMaxChannels: setting('SSE_MAX_CHANNELS', '100', 'Most channels one event-stream connection may subscribe to.', int(1, 10_000)),
   sseBufferBytes: setting('SSE_BUFFER_BYTES', '524288', 'Unsent bytes allowed per event-stream client before it is cut as too slow.', int(4096)),
   sandboxProvisioning: setting('SANDBOX_PROVISIONING', 'false', 'Serve the sandbox endpoints (POST /apps without credentials, DELETE /apps/{id}, POST /stats) for test suites and load tests.', bool),
+  shutdownTimeoutMs: setting('SHUTDOWN_TIMEOUT_MS', '10000', 'On SIGTERM/SIGINT, how long in-flight requests may take before connections are closed (ms).', int(0)),
   basicAuthRequiresTls: setting('BASIC_AUTH_REQUIRES_TLS', 'false', 'Refuse Basic auth over plain HTTP with 40103, as the hosted service does.', bool),
 }
 

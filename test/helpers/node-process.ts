@@ -48,6 +48,9 @@ export class GatewayNode {
     throw new Error(`node not ready: ${this.log}`)
   }
 
+  /** Starts the process again on the same port and data dir (after `kill`). */
+  restart() { return this.launch() }
+
   /** Ends the process with `signal` (SIGKILL: no goodbye at all). */
   async kill(signal: NodeJS.Signals = 'SIGKILL') {
     const p = this.proc

@@ -3,6 +3,7 @@ import { Ring } from '../../core/channels/ring'
 import type { Broker, BrokerListener, Clock, PublishOptions, PublishResult } from '../../core/ports'
 import type { HistoryQuery, Message, MessageDraft } from '../../core/types'
 import type { SqliteMessageLog } from './message-log'
+import type { ChannelSnapshot, RingSnapshot } from './ring-snapshot'
 
 export interface MemoryBrokerSettings {
   ringSize: number
@@ -31,9 +32,24 @@ export class MemoryBroker implements Broker {
   private apps = new Map<string, Map<string, ChannelState>>()
   private sweeper: ReturnType<typeof setInterval>
 
-  constructor(private readonly log: SqliteMessageLog, private readonly clock: Clock, private readonly s: MemoryBrokerSettings) {
+  constructor(
+    private readonly log: SqliteMessageLog,
+    private readonly clock: Clock,
+    private readonly s: MemoryBrokerSettings,
+    private readonly snapshot?: RingSnapshot,
+  ) {
     this.sweeper = setInterval(() => this.sweep(), Math.min(10_000, s.channelIdleMs))
     this.sweeper.unref?.()
+    for (const c of snapshot?.take() ?? []) this.restore(c)
+  }
+
+  /** A channel as the last graceful shutdown left it (the broker is fresh: nothing published yet). */
+  private restore(snap: ChannelSnapshot) {
+    const c = this.state(snap.app, snap.channel)
+    c.ring.floor = snap.floor // pushes past the capacity raise it again
+    for (const m of snap.messages) c.ring.push(m)
+    const last = parseSerial(c.ring.newest()?.serial ?? '')
+    if (last && (last.ms > c.lastMs || (last.ms === c.lastMs && last.seq > c.lastSeq))) { c.lastMs = last.ms; c.lastSeq = last.seq }
   }
 
   private state(appId: string, channel: string): ChannelState {
@@ -142,5 +158,20 @@ export class MemoryBroker implements Broker {
 
   async ready() { return true }
 
-  async close() { clearInterval(this.sweeper) }
+  /** Stops the sweeper and saves every ring (graceful shutdown), so the next start resumes exactly. */
+  async close() {
+    clearInterval(this.sweeper)
+    if (!this.snapshot) return
+    const now = this.clock.now()
+    const all: ChannelSnapshot[] = []
+    for (const [app, channels] of this.apps) {
+      for (const [channel, c] of channels) {
+        c.ring.expire(now - this.s.historyTtlMs)
+        const messages: Message[] = []
+        for (let i = 0; i < c.ring.size; i++) messages.push(c.ring.at(i))
+        if (messages.length) all.push({ app, channel, floor: c.ring.floor, messages })
+      }
+    }
+    this.snapshot.save(all)
+  }
 }

@@ -2,6 +2,7 @@ import type { Backend, Clock } from '../../core/ports'
 import { MemoryBroker, type MemoryBrokerSettings } from './broker'
 import { SqliteControlStore } from './control-store'
 import { SqliteMessageLog } from './message-log'
+import { RingSnapshot } from './ring-snapshot'
 import { MemoryNonceStore } from './nonce-store'
 import { MemoryPresenceStore } from './presence-store'
 import { openDatabase } from './sqlite'
@@ -10,7 +11,7 @@ import { MemoryStatsStore } from './stats-store'
 /** The embedded single-node backend: memory plus one SQLite file in `dataDir`. */
 export function createMemoryBackend(s: MemoryBrokerSettings & { dataDir: string }, clock: Clock): Backend {
   const db = openDatabase(s.dataDir)
-  const broker = new MemoryBroker(new SqliteMessageLog(db), clock, s)
+  const broker = new MemoryBroker(new SqliteMessageLog(db), clock, s, new RingSnapshot(db))
   const control = new SqliteControlStore(db)
   return {
     kind: 'memory',

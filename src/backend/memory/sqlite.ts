@@ -20,5 +20,9 @@ export function openDatabase(dataDir: string): Database {
     app TEXT NOT NULL, channel TEXT NOT NULL, serial TEXT NOT NULL, ts INTEGER NOT NULL, body BLOB NOT NULL,
     PRIMARY KEY (app, channel, serial)) WITHOUT ROWID`)
   db.exec('CREATE INDEX IF NOT EXISTS messages_ts ON messages (ts)')
+  // in-memory channel state saved by a graceful shutdown, restored (and cleared) by the next start
+  db.exec(`CREATE TABLE IF NOT EXISTS ring_snapshot (
+    app TEXT NOT NULL, channel TEXT NOT NULL, floor TEXT NOT NULL, messages BLOB NOT NULL,
+    PRIMARY KEY (app, channel)) WITHOUT ROWID`)
   return db
 }

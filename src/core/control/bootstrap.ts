@@ -11,7 +11,7 @@ export interface BootstrapSettings {
 export interface BootstrapResult {
   accountId: string
   appId: string
-  /** Present only when created now: the secrets to print once. */
+  /** Present only when generated now (not given by the environment): the secrets to print once. */
   created?: { key?: string; accessToken?: string }
 }
 
@@ -55,7 +55,7 @@ export async function bootstrap(control: ControlStore, clock: Clock, s: Bootstra
       appId: wantKey.appId, id: wantKey.keyId, name: 'root', secret: wantKey.secret, capability: { '*': ['*'] },
       status: 0, revocableTokens: false, created: now, modified: now,
     })
-    created.key = `${wantKey.appId}.${wantKey.keyId}:${wantKey.secret}`
+    if (!fixedKey) created.key = `${wantKey.appId}.${wantKey.keyId}:${wantKey.secret}`
   }
 
   const token = s.bootstrapAccessToken || (accounts.length === 0 ? randomId(40) : '')
@@ -63,7 +63,7 @@ export async function bootstrap(control: ControlStore, clock: Clock, s: Bootstra
     await control.createAccessToken({
       id: randomId(12), accountId: account.id, name: 'bootstrap', hash: sha256Hex(token), capabilities: MANAGEMENT_CAPABILITIES, created: now,
     })
-    created.accessToken = token
+    if (!s.bootstrapAccessToken) created.accessToken = token
   }
   return { accountId: account.id, appId, created: created.key || created.accessToken ? created : undefined }
 }
