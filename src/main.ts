@@ -4,6 +4,7 @@ import { createCore } from './core'
 import { bootstrap } from './core/control/bootstrap'
 import { systemClock } from './core/ports'
 import { createLogger } from './lib/logger'
+import { monitorEventLoop } from './lib/metrics'
 import { buildApp, serve } from './server'
 
 /** Composition root: config -> backend -> core -> server -> listen. */
@@ -33,6 +34,7 @@ async function main() {
       (boot.created.accessToken ? `  management access token: ${boot.created.accessToken}\n` : '') + '\n',
     )
   }
+  monitorEventLoop()
   const app = buildApp(core, config, log)
   const server = serve(app, core, config, log, { port: config.port, hostname: config.host })
   log.info('listening', { port: server.port, host: config.host, backend: backend.kind, app: boot.appId })

@@ -10,14 +10,22 @@ import { fastPublish } from './api/channels/fast-publish'
 import { healthRoutes } from './api/health'
 import { parseBody, preflight } from './api/plugins/codec'
 import { errorsPlugin } from './api/plugins/errors'
+import { observability } from './api/observability'
 import { sseRoutes, type SseSettings } from './api/sse'
 
-export interface ServerSettings extends SseSettings { maxBodySize: number; sandboxProvisioning: boolean }
+export interface ServerSettings extends SseSettings {
+  maxBodySize: number
+  sandboxProvisioning: boolean
+  logLevel: string
+  tlsCertFile: string
+  tlsKeyFile: string
+}
 
 /** Builds the Elysia app of one node from the core. Never listens: tests call `app.handle`. */
 export function buildApp(core: Core, s: ServerSettings, log: Logger) {
   return new Elysia({ name: 'gateway', normalize: false })
     .use(errorsPlugin(log))
+    .use(observability(core, log, s.logLevel === 'debug'))
     .onRequest(({ request }) => {
       if (request.method === 'OPTIONS') return preflight(request)
       const len = request.headers.get('content-length')
@@ -58,7 +66,8 @@ export function serve(app: App, core: Core, s: ServerSettings, log: Logger, o: L
     hostname: o.hostname,
     idleTimeout: 0,
     maxRequestBodySize: s.maxBodySize + 1024,
-    routes: { '/channels/:channel/messages': { POST: fastPublish(core, s.maxBodySize, log, fetch) } },
+    tls: s.tlsCertFile ? { cert: Bun.file(s.tlsCertFile), key: Bun.file(s.tlsKeyFile) } : undefined,
+    routes: { '/channels/:channel/messages': { POST: fastPublish(core, s.maxBodySize, log, s.logLevel === 'debug', fetch) } },
     fetch,
   })
 }

@@ -14,6 +14,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     const raw = env[s.env] ?? s.default
     try { out[name] = s.parse(raw) } catch (e) { problems.push(`${s.env}: ${(e as Error).message}`) }
   }
+  if (!problems.length && !out.tlsCertFile !== !out.tlsKeyFile) problems.push('TLS_CERT_FILE and TLS_KEY_FILE: set both or neither')
   if (problems.length) throw new Error(`invalid configuration:\n  ${problems.join('\n  ')}`)
   return out as Config
 }

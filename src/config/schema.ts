@@ -52,6 +52,8 @@ export const SETTINGS = {
   sseBufferBytes: setting('SSE_BUFFER_BYTES', '524288', 'Unsent bytes allowed per event-stream client before it is cut as too slow.', int(4096)),
   sandboxProvisioning: setting('SANDBOX_PROVISIONING', 'false', 'Serve the sandbox endpoints (POST /apps without credentials, DELETE /apps/{id}, POST /stats) for test suites and load tests.', bool),
   shutdownTimeoutMs: setting('SHUTDOWN_TIMEOUT_MS', '10000', 'On SIGTERM/SIGINT, how long in-flight requests may take before connections are closed (ms).', int(0)),
+  tlsCertFile: setting('TLS_CERT_FILE', '', 'PEM certificate (chain) file: when set with TLS_KEY_FILE the server speaks HTTPS.', str),
+  tlsKeyFile: setting('TLS_KEY_FILE', '', 'PEM private key file of TLS_CERT_FILE.', str, true),
   basicAuthRequiresTls: setting('BASIC_AUTH_REQUIRES_TLS', 'false', 'Refuse Basic auth over plain HTTP with 40103, as the hosted service does.', bool),
 }
 

@@ -55,6 +55,8 @@ export interface Broker {
   channels(appId: string, prefix: string, after: string | undefined, limit: number): Promise<string[]>
   /** Registers the node-wide delivery listener for a channel; returns the unsubscribe function. */
   subscribe(appId: string, channel: string, listener: BrokerListener): () => void
+  /** What the node holds in memory for channels (metrics), where the broker keeps rings. */
+  memory?(): { channels: number; messages: number; bytes: number }
   ready(): Promise<boolean>
   close(): Promise<void>
 }

@@ -55,7 +55,7 @@ export async function createTestGateway(overrides: Partial<Config> = {}, clock: 
     app, core, config, key: ROOT_KEY,
     listen: () => {
       gw.server = serve(app, core, config, log, { port: 0, hostname: '127.0.0.1' })
-      return `http://127.0.0.1:${gw.server.port}`
+      return `${config.tlsCertFile ? 'https' : 'http'}://127.0.0.1:${gw.server.port}`
     },
     async request(path, init = {}) {
       const headers = new Headers(init.headers)

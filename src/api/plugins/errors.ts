@@ -2,11 +2,12 @@ import { Elysia } from 'elysia'
 import { GatewayError } from '../../errors'
 import type { Logger } from '../../lib/logger'
 import { respondError, type Query } from './codec'
+import { requestId } from '../observability'
 
 const queryOf = (request: Request): Query => Object.fromEntries(new URL(request.url).searchParams)
 
 /** Maps anything thrown to the spec's error shape. The only global plugin and the only writer of error bodies. */
-export function toGatewayError(code: string | number, error: unknown, log?: Logger): GatewayError {
+export function toGatewayError(code: string | number, error: unknown, log?: Logger, request?: Request): GatewayError {
   if (error instanceof GatewayError) return error
   switch (code) {
     case 'VALIDATION': {
@@ -24,7 +25,7 @@ export function toGatewayError(code: string | number, error: unknown, log?: Logg
     case 'INVALID_FILE_TYPE':
       return new GatewayError(40000, 'Bad request')
     default:
-      log?.error('unhandled error', { code: String(code), error: error instanceof Error ? error.stack ?? error.message : String(error) })
+      log?.error('unhandled error', { requestId: request && requestId(request), code: String(code), error: error instanceof Error ? error.stack ?? error.message : String(error) })
       return new GatewayError(50000, 'Internal error')
   }
 }
@@ -33,7 +34,7 @@ export const errorsPlugin = (log: Logger) =>
   new Elysia({ name: 'errors', normalize: false })
     .error({ GatewayError })
     .onError({ as: 'global' }, ({ code, error, request, set }) => {
-      const res = respondError(request, queryOf(request), toGatewayError(code, error, log))
+      const res = respondError(request, queryOf(request), toGatewayError(code, error, log, request))
       set.status = res.status // Elysia would otherwise re-stamp an enveloped (200) error with the error's status
       return res
     })

@@ -1,5 +1,6 @@
 import { GatewayError } from '../../errors'
 import { utf8Encode } from '../../lib/encoding'
+import { metrics } from '../../lib/metrics'
 import type { SessionSink, StreamSession } from '../../core/fanout/session'
 import type { Message } from '../../core/types'
 import { compactSerial, encodeEventId } from './event-id'
@@ -21,6 +22,9 @@ export interface ConnectionOptions {
  * connection of that channel and variant writes the very same bytes.
  */
 const shared = new WeakMap<Message[], Map<string, Uint8Array>>()
+
+const delivered = metrics.counter('gateway_messages_delivered_total', 'Messages written to event-stream connections.')
+const cut = metrics.counter('gateway_sse_slow_consumers_cut_total', 'Event-stream connections cut for not reading fast enough.')
 
 /** One event-stream response: turns session output into records and watches the byte budget. */
 export class EventStreamConnection implements SessionSink {
@@ -51,6 +55,7 @@ export class EventStreamConnection implements SessionSink {
 
   deliver(index: number, batch: Message[]): void {
     if (this.closed) return
+    delivered.inc({}, batch.length)
     const { mode, enveloped, channels, hash } = this.o
     const channel = channels[index]!
     if (channels.length === 1) {
@@ -106,6 +111,7 @@ export class EventStreamConnection implements SessionSink {
     }
     if ((this.controller.desiredSize ?? 0) < 0) {
       // the client does not read fast enough: tell it (the record is queued behind the backlog) and cut it
+      cut.inc()
       const err = new GatewayError(80020, `Subscriber too slow: more than ${this.o.budget} bytes waiting`)
       try { this.controller.enqueue(utf8Encode(errorRecord(this.o.mode, err.toBody()))) } catch { /* closed */ }
       this.close()

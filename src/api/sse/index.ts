@@ -5,6 +5,7 @@ import { checkChannelName } from '../../core/channels/names'
 import { StreamSession } from '../../core/fanout/session'
 import { IdGenerator } from '../../core/channels/ids'
 import { GatewayError } from '../../errors'
+import { metrics } from '../../lib/metrics'
 import { credentialsOf } from '../plugins/auth'
 import { cors } from '../plugins/codec'
 import { intParam } from '../params'
@@ -48,6 +49,7 @@ function channelList(q: Q, max: number): string[] {
  */
 export function sseRoutes(core: Core, s: SseSettings) {
   const live = new Set<EventStreamConnection>()
+  metrics.gauge('gateway_sse_connections', 'Open event-stream connections on this node.', () => live.size)
   const ids = new IdGenerator()
   let timer: ReturnType<typeof setInterval> | undefined
 

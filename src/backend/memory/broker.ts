@@ -142,6 +142,23 @@ export class MemoryBroker implements Broker {
     }
   }
 
+  memory() {
+    let channels = 0
+    let messages = 0
+    let bytes = 0
+    for (const app of this.apps.values()) {
+      for (const c of app.values()) {
+        channels++
+        messages += c.ring.size
+        for (let i = 0; i < c.ring.size; i++) {
+          const d = c.ring.at(i).data
+          bytes += 160 + (typeof d === 'string' ? d.length * 2 : d?.byteLength ?? 0)
+        }
+      }
+    }
+    return { channels, messages, bytes }
+  }
+
   /** Evicts idle channels and expired history from memory and SQLite. */
   sweep(): void {
     const now = this.clock.now()

@@ -1,5 +1,6 @@
 import { RESP_TYPES, createClient } from 'redis'
 import { GatewayError } from '../../errors'
+import { metrics } from '../../lib/metrics'
 
 export type RedisClient = ReturnType<typeof createClient>
 
@@ -24,17 +25,23 @@ export async function connectRedis(s: RedisSettings, onError: (e: Error) => void
 }
 
 /** Rejects with 503 / 50003 when `p` takes longer than `ms` or fails: the backend is unavailable. */
+const latency = metrics.histogram('gateway_redis_command_seconds', 'Latency of Redis commands.', [0.0005, 0.001, 0.002, 0.005, 0.01, 0.025, 0.05, 0.1, 0.5, 1])
+const failures = metrics.counter('gateway_redis_errors_total', 'Redis commands that failed or timed out.')
+
 export async function withTimeout<T>(p: Promise<T>, ms: number): Promise<T> {
   let timer: ReturnType<typeof setTimeout> | undefined
+  const t0 = performance.now()
   try {
     return await Promise.race([
       p,
       new Promise<never>((_, reject) => { timer = setTimeout(() => reject(new Error('redis timeout')), ms) }),
     ])
   } catch (e) {
+    failures.inc()
     if (e instanceof GatewayError) throw e
     throw new GatewayError(50003, 'Service unavailable: the message store cannot be reached', { status: 503 })
   } finally {
     clearTimeout(timer)
+    latency.observe({}, (performance.now() - t0) / 1000)
   }
 }

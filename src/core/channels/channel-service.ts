@@ -1,4 +1,5 @@
 import { GatewayError, denied } from '../../errors'
+import { metrics } from '../../lib/metrics'
 import type { Principal } from '../auth/principal'
 import type { Namespaces } from '../control/namespaces'
 import type { Hub } from '../fanout/hub'
@@ -20,6 +21,8 @@ export interface BatchResult<T> {
   failureCount: number
   results: Array<T | { channel: string; error: ReturnType<GatewayError['toBody']> }>
 }
+
+const published = metrics.counter('gateway_messages_published_total', 'Messages accepted by publishes (duplicates excluded).')
 
 export const MAX_BATCH_CHANNELS = 100
 export const MAX_BATCH_MESSAGES = 1000
@@ -66,6 +69,7 @@ export class ChannelService {
     }
     const persisted = this.namespaces.persistedCached(p.appId, channel) ?? (await this.namespaces.isPersisted(p.appId, channel))
     const res = await this.broker.publish(p.appId, channel, drafts, { persisted, clientIds })
+    if (res.appended > 0) published.inc({}, res.appended)
     if (res.appended > 0) this.stats.messagesPublished(p.appId, p.accountId, res.appended, size, persisted)
     return { channel, messageId, serials: res.serials }
   }
