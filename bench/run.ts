@@ -6,6 +6,16 @@
  *   --connections N   concurrent keep-alive connections (default 50)
  *   --pipeline N      requests in flight per connection (default 4)
  *   --short           CI smoke run: a few seconds, asserts correctness only, never speed
+ *   --subscribers N   fanout / connections / latency: event streams to open (default 1000 / 50,000 / 5)
+ *   --publishers L    fanout: publishing connections, one run per comma-separated entry (default 1,20)
+ *   --rate N          latency: publishes per second (default 2000)
+ *   --sse-buffer N    the gateway's SSE_BUFFER_BYTES (slow-consumer budget per stream)
+ *   --profile         gateway, subscriber and publisher processes write CPU profiles (bun --cpu-prof: .cpuprofile + .md)
+ *                     into the results; `bun bench/cpu-profile-top.ts <file.cpuprofile>` lists the top functions
+ *
+ * Scenarios: publish (REST publish vs Bun.serve hello world), fanout (one channel to N SSE
+ * subscribers), connections (K idle SSE streams: memory per connection), latency (publish-to-
+ * delivery percentiles at a fixed rate).
  *
  * Prints a table and writes results.json + summary.md to bench/results/<timestamp>/. Exits 1
  * when a check fails (e.g. a publish not answered 201). Child processes are always stopped.
@@ -16,18 +26,28 @@ import { parseFlags } from './lib/args'
 import { installCleanup, stopAll } from './lib/processes'
 import { printTable, writeResults } from './lib/report'
 import type { RunOptions, Scenario } from './lib/scenario'
+import { connectionsScenario } from './scenarios/connections'
+import { fanoutScenario } from './scenarios/fanout'
+import { latencyScenario } from './scenarios/latency'
 import { publishScenario } from './scenarios/publish'
 
 const SCENARIOS: Record<string, Scenario> = {
   publish: publishScenario,
+  fanout: fanoutScenario,
+  connections: connectionsScenario,
+  latency: latencyScenario,
 }
 
 async function main(): Promise<number> {
-  const f = parseFlags(process.argv.slice(2), { seconds: 'number', warmup: 'number', connections: 'number', pipeline: 'number', short: 'boolean', help: 'boolean' })
+  const f = parseFlags(process.argv.slice(2), {
+    seconds: 'number', warmup: 'number', connections: 'number', pipeline: 'number', short: 'boolean', help: 'boolean',
+    subscribers: 'number', publishers: 'string', rate: 'number', 'sse-buffer': 'number', profile: 'boolean',
+  })
   const name = f._[0]
   const scenario = name ? SCENARIOS[name] : undefined
   if (f.help || !scenario) {
-    console.log(`usage: bun bench/run.ts <${Object.keys(SCENARIOS).join('|')}> [--seconds N] [--warmup N] [--connections N] [--pipeline N] [--short]`)
+    console.log(`usage: bun bench/run.ts <${Object.keys(SCENARIOS).join('|')}> [--seconds N] [--warmup N] [--connections N] [--pipeline N] ` +
+      '[--subscribers N] [--publishers 1,20] [--rate N] [--sse-buffer BYTES] [--profile] [--short]')
     return f.help ? 0 : 2
   }
   const short = f.short ?? false
@@ -41,6 +61,11 @@ async function main(): Promise<number> {
     pipeline: Math.max(1, Math.floor(f.pipeline ?? 4)),
     short,
     outDir,
+    subscribers: f.subscribers === undefined ? undefined : Math.max(1, Math.floor(f.subscribers)),
+    publishers: f.publishers === undefined ? undefined : positiveList('--publishers', f.publishers),
+    rate: f.rate,
+    sseBufferBytes: f['sse-buffer'],
+    profile: f.profile ?? false,
   }
 
   installCleanup()
@@ -58,6 +83,12 @@ async function main(): Promise<number> {
   } finally {
     await stopAll()
   }
+}
+
+function positiveList(flag: string, raw: string): number[] {
+  const list = raw.split(',').map(Number)
+  if (!list.length || list.some((n) => !Number.isInteger(n) || n < 1)) throw new Error(`${flag} must be positive integers separated by commas, got ${raw}`)
+  return list
 }
 
 main().then((code) => process.exit(code), async (e) => {

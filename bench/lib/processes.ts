@@ -3,6 +3,7 @@
  * on Ctrl-C / SIGTERM and on exit, so no server outlives the run.
  */
 import type { Subprocess } from 'bun'
+import { withFdLimit } from './fd-limit'
 
 export const BUN = process.execPath
 const children = new Set<Subprocess>()
@@ -19,16 +20,21 @@ export interface SpawnOptions {
   /** A file path receives the stream; 'pipe' makes it readable by the parent. */
   stdout?: 'pipe' | 'inherit' | string
   stderr?: 'inherit' | string
+  /** Messages the child sends with `process.send` (Bun IPC); the parent answers with `proc.send`. */
+  ipc?: (message: unknown) => void
+  /** Raise the child's open-file limit (soft and hard) to this before it starts; see fd-limit.ts. */
+  fdLimit?: number
 }
 
 const sink = (s: string) => (s === 'pipe' || s === 'inherit' ? s : Bun.file(s))
 
 export function spawnTracked(cmd: string[], opts: SpawnOptions = {}): Subprocess {
-  const proc = Bun.spawn(cmd, {
+  const proc = Bun.spawn(opts.fdLimit ? withFdLimit(cmd, opts.fdLimit) : cmd, {
     env: { ...process.env, ...opts.env } as Record<string, string>,
     stdin: 'ignore',
     stdout: sink(opts.stdout ?? 'inherit'),
     stderr: sink(opts.stderr ?? 'inherit') as 'inherit',
+    ...(opts.ipc ? { ipc: opts.ipc, serialization: 'json' as const } : {}),
   })
   children.add(proc)
   void proc.exited.then(() => children.delete(proc))

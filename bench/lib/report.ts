@@ -1,7 +1,7 @@
 /** The console table and the files of bench/results/<timestamp>/ (results.json, summary.md). */
 import { cpus, loadavg } from 'node:os'
 import { join } from 'node:path'
-import type { RunOptions, ScenarioResult } from './scenario'
+import type { Headline, RunOptions, ScenarioResult, Table } from './scenario'
 
 const HEAD = ['target', 'request', 'req/s', 'responses', 'non-expected', 'unanswered', 'conn err', 'loadgen CPU', 'server CPU']
 
@@ -20,30 +20,51 @@ export function machine() {
   return { cpus: c.length, cpuModel: c[0]?.model ?? 'unknown', platform: `${process.platform}-${process.arch}`, bun: Bun.version, loadavg1m: loadavg()[0] }
 }
 
+/** Tables of a result: the loadgen runs (first two columns text) and the scenario's own (first column text). */
+function tables(r: ScenarioResult): Array<Table & { textColumns: number }> {
+  const out: Array<Table & { textColumns: number }> = []
+  if (r.measurements.length) out.push({ title: '', head: HEAD, rows: rows(r), textColumns: 2 })
+  for (const t of r.tables ?? []) out.push({ ...t, textColumns: 1 })
+  return out
+}
+
+const headline = (h: Headline) =>
+  `${h.name}: ${fmtValue(h.value)} ${h.unit}${h.target ? ` (target ${h.target}: ${h.met ? 'met' : 'not met'})` : ''}`
+const fmtValue = (v: number) => (Math.abs(v) >= 100 ? fmt(v) : v.toFixed(Math.abs(v) >= 10 ? 1 : 3))
+
 export function printTable(r: ScenarioResult): void {
-  const all = [HEAD, ...rows(r)]
-  const width = HEAD.map((_, i) => Math.max(...all.map((row) => row[i]!.length)))
-  const line = (row: string[]) => row.map((cell, i) => (i < 2 ? cell.padEnd(width[i]!) : cell.padStart(width[i]!))).join('  ')
-  console.log(`\n${line(HEAD)}\n${width.map((w) => '-'.repeat(w)).join('  ')}`)
-  for (const row of rows(r)) console.log(line(row))
-  for (const [name, v] of Object.entries(r.ratios)) console.log(`\n${name}: ${v.toFixed(3)}`)
+  for (const t of tables(r)) {
+    const all = [t.head, ...t.rows]
+    const width = t.head.map((_, i) => Math.max(...all.map((row) => (row[i] ?? '').length)))
+    const line = (row: string[]) => row.map((cell, i) => (i < t.textColumns ? cell.padEnd(width[i]!) : cell.padStart(width[i]!))).join('  ')
+    console.log(`\n${t.title ? `${t.title}\n` : ''}${line(t.head)}\n${width.map((w) => '-'.repeat(w)).join('  ')}`)
+    for (const row of t.rows) console.log(line(row))
+  }
+  console.log('')
+  for (const h of r.headlines ?? []) console.log(headline(h))
+  for (const [name, v] of Object.entries(r.ratios)) console.log(`${name}: ${v.toFixed(3)}`)
   for (const c of r.checks) console.log(`${c.ok ? 'ok  ' : 'FAIL'} ${c.name}: ${c.detail}`)
+  for (const n of r.notes ?? []) console.log(`note: ${n}`)
 }
 
 function markdown(r: ScenarioResult, o: RunOptions, startedAt: string): string {
   const m = machine()
-  const table = [HEAD, HEAD.map((_, i) => (i < 2 ? '---' : '---:')), ...rows(r)].map((row) => `| ${row.join(' | ')} |`).join('\n')
+  const md = tables(r).map((t) => [
+    ...(t.title ? [`### ${t.title}`, ''] : []),
+    [t.head, t.head.map((_, i) => (i < t.textColumns ? '---' : '---:')), ...t.rows].map((row) => `| ${row.join(' | ')} |`).join('\n'),
+    '',
+  ].join('\n'))
   return [
     `# Benchmark: ${r.scenario}${o.short ? ' (short smoke run)' : ''}`,
     '',
     r.description,
     '',
     `- started: ${startedAt}`,
-    `- machine: ${m.cpus} × ${m.cpuModel}, ${m.platform}, Bun ${m.bun} (generator on the same machine)`,
-    `- load: ${o.connections} keep-alive connections × pipeline ${o.pipeline}, ${o.warmup} s warm-up + ${o.seconds} s measured per target`,
+    `- machine: ${m.cpus} × ${m.cpuModel}, ${m.platform}, Bun ${m.bun} (generator on the same machine; load average ${m.loadavg1m?.toFixed(2)} at the end)`,
+    `- load: ${r.load ?? `${o.connections} keep-alive connections × pipeline ${o.pipeline}, ${o.warmup} s warm-up + ${o.seconds} s measured per target`}`,
     '',
-    table,
-    '',
+    ...md,
+    ...(r.headlines ?? []).map((h) => `- **${headline(h)}**`),
     ...Object.entries(r.ratios).map(([k, v]) => `**${k}: ${v.toFixed(3)}**`),
     '',
     '## Checks',

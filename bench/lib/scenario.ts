@@ -7,6 +7,16 @@ export interface RunOptions {
   warmup: number
   connections: number
   pipeline: number
+  /** Event-stream scenarios: subscribers (streams) to open; each scenario has its own default. */
+  subscribers?: number
+  /** fanout: publishing connections, one run per entry (default 1 and 20). */
+  publishers?: number[]
+  /** latency: publishes per second. */
+  rate?: number
+  /** The gateway's SSE_BUFFER_BYTES (slow-consumer budget per stream); unset = the gateway's default. */
+  sseBufferBytes?: number
+  /** Gateways write a CPU profile into outDir (`bun --cpu-prof`). */
+  profile?: boolean
   /** CI smoke mode: a few seconds; only correctness is asserted, never speed. */
   short: boolean
   /** bench/results/<timestamp>/: logs of the children, results.json, summary.md. */
@@ -23,10 +33,23 @@ export interface Measurement {
 
 export interface Check { name: string; ok: boolean; detail: string }
 
+/** A scenario's own results table (for runs that are not loadgen runs). */
+export interface Table { title: string; head: string[]; rows: string[][] }
+
+/** A headline number and the target it is reported against (never asserted). */
+export interface Headline { name: string; value: number; unit: string; target?: string; met?: boolean }
+
 export interface ScenarioResult {
   scenario: string
   description: string
+  /** One line describing the load in summary.md (default: the loadgen connections × pipeline). */
+  load?: string
+  /** Loadgen runs (may be empty). */
   measurements: Measurement[]
+  tables?: Table[]
+  headlines?: Headline[]
+  /** Raw per-run numbers, written to results.json only. */
+  details?: unknown
   /** Headline ratios, e.g. { 'publish / baseline': 0.25 }. */
   ratios: Record<string, number>
   checks: Check[]

@@ -34,15 +34,23 @@ export interface GatewayOptions {
   logDir: string
   /** Extra settings (env) on top of the bench defaults, e.g. RING_SIZE or REDIS_URL. */
   env?: Record<string, string>
+  /** Log file names: <logDir>/<name>.log and .err.log (default gateway). */
+  name?: string
+  /** Open-file limit asked for the gateway (e.g. for tens of thousands of event streams); see fd-limit.ts. */
+  fdLimit?: number
+  /** Write a CPU profile of the gateway into logDir when it stops (`bun --cpu-prof`, plus its markdown form). */
+  cpuProfile?: boolean
 }
 
 /** `bun src/main.ts` on a fresh temporary DATA_DIR with BENCH_KEY as its root key. */
 export async function startGateway(o: GatewayOptions): Promise<Target & { key: string }> {
   const port = freePort()
+  const name = o.name ?? 'gateway'
   const dataDir = mkdtempSync(join(tmpdir(), 'gateway-bench-'))
-  const proc = spawnTracked([BUN, join(ROOT, 'src/main.ts')], {
-    env: { PORT: String(port), HOST: '127.0.0.1', DATA_DIR: dataDir, BOOTSTRAP_KEY: BENCH_KEY, LOG_LEVEL: 'warn', REDIS_URL: '', ...o.env },
-    stdout: join(o.logDir, 'gateway.log'), stderr: join(o.logDir, 'gateway.err.log'),
+  const profile = o.cpuProfile ? ['--cpu-prof', '--cpu-prof-md', `--cpu-prof-dir=${o.logDir}`, `--cpu-prof-name=${name}`] : []
+  const proc = spawnTracked([BUN, ...profile, join(ROOT, 'src/main.ts')], {
+    env: { PORT: String(port), HOST: '127.0.0.1', DATA_DIR: dataDir, BOOTSTRAP_KEY: BENCH_KEY, LOG_LEVEL: 'warn', REDIS_URL: '', RATE_LIMITS: 'off', ...o.env },
+    stdout: join(o.logDir, `${name}.log`), stderr: join(o.logDir, `${name}.err.log`), fdLimit: o.fdLimit,
   })
   const removeDataDir = () => rmSync(dataDir, { recursive: true, force: true })
   const unregister = onExit(removeDataDir)
@@ -54,7 +62,7 @@ export async function startGateway(o: GatewayOptions): Promise<Target & { key: s
   const base = `http://127.0.0.1:${port}`
   try { await waitForOk(`${base}/ready`, proc) } catch (e) {
     await stop()
-    throw new Error(`gateway did not start (logs in ${o.logDir}/gateway*.log): ${(e as Error).message}`)
+    throw new Error(`gateway did not start (logs in ${o.logDir}/${name}*.log): ${(e as Error).message}`)
   }
   return { name: 'gateway', base, pid: proc.pid, key: BENCH_KEY, stop }
 }

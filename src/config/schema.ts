@@ -17,6 +17,17 @@ const bool: Parser<boolean> = (raw) => {
   if (['0', 'false', 'no', 'off'].includes(v)) return false
   throw new Error('must be true or false')
 }
+const onOff: Parser<boolean> = (raw) => {
+  const v = raw.toLowerCase()
+  if (['on', 'true', '1', 'yes'].includes(v)) return true
+  if (['off', 'false', '0', 'no'].includes(v)) return false
+  throw new Error('must be on or off')
+}
+const positive: Parser<number> = (raw) => {
+  const n = Number(raw)
+  if (!Number.isFinite(n) || n <= 0) throw new Error('must be a positive number')
+  return n
+}
 const oneOf = <T extends string>(...values: T[]): Parser<T> => (raw) => {
   if (!(values as string[]).includes(raw)) throw new Error(`must be one of ${values.join(', ')}`)
   return raw as T
@@ -54,6 +65,15 @@ export const SETTINGS = {
   shutdownTimeoutMs: setting('SHUTDOWN_TIMEOUT_MS', '10000', 'On SIGTERM/SIGINT, how long in-flight requests may take before connections are closed (ms).', int(0)),
   tlsCertFile: setting('TLS_CERT_FILE', '', 'PEM certificate (chain) file: when set with TLS_KEY_FILE the server speaks HTTPS.', str),
   tlsKeyFile: setting('TLS_KEY_FILE', '', 'PEM private key file of TLS_CERT_FILE.', str, true),
+  rateLimits: setting('RATE_LIMITS', 'on', 'Rate limits per account: `off` disables every limit at once (load tests, benchmarks).', onOff),
+  rateLimitBurstSeconds: setting('RATE_LIMIT_BURST_SECONDS', '1', 'Token-bucket capacity of every limit, in seconds of its rate (a steady load at the limit always passes).', positive),
+  limitMessagesPerSecond: setting('LIMIT_MESSAGES_PER_SECOND', '2000', 'Messages published per account per second (channel publish, batch publish, chat send).', positive),
+  limitHistoryPerSecond: setting('LIMIT_HISTORY_PER_SECOND', '50', 'History queries per account per second (channel and chat).', positive),
+  limitTokenRequestsPerSecond: setting('LIMIT_TOKEN_REQUESTS_PER_SECOND', '50', 'Token requests per account per second.', positive),
+  limitObjectReadsPerSecond: setting('LIMIT_OBJECT_READS_PER_SECOND', '50', 'LiveObjects state queries per account per second.', positive),
+  limitObjectWritesPerSecond: setting('LIMIT_OBJECT_WRITES_PER_SECOND', '2000', 'LiveObjects state updates per account per second.', positive),
+  limitManagementPerMinute: setting('LIMIT_MANAGEMENT_PER_MINUTE', '100', 'Management interface standard operations per account per minute.', positive),
+  limitManagementStatsPerMinute: setting('LIMIT_MANAGEMENT_STATS_PER_MINUTE', '20', 'Management interface statistics queries per account per minute.', positive),
   basicAuthRequiresTls: setting('BASIC_AUTH_REQUIRES_TLS', 'false', 'Refuse Basic auth over plain HTTP with 40103, as the hosted service does.', bool),
 }
 

@@ -107,6 +107,15 @@ export interface StatsStore {
   query(scope: string, unit: StatsUnit, start: number, end: number, limit: number, direction: 'forwards' | 'backwards'): Promise<StatsRecord[]>
 }
 
+/** Token buckets shared by all nodes (rate limits). */
+export interface RateLimitStore {
+  /**
+   * Atomically refills the bucket `key` (capacity `burst`, `rate` per second, as of `now` ms) and
+   * takes `cost` if available; otherwise takes nothing and says when `cost` would be available.
+   */
+  take(key: string, cost: number, rate: number, burst: number, now: number): Promise<{ ok: boolean; remaining: number; retryAfterMs: number }>
+}
+
 /** Short-lived set of seen values (token-request nonces) shared by all nodes. */
 export interface NonceStore {
   /** True when `key` was not seen in the last `ttlMs`; records it. */
@@ -120,5 +129,6 @@ export interface Backend {
   presence: PresenceStore
   stats: StatsStore
   nonces: NonceStore
+  limits: RateLimitStore
   close(): Promise<void>
 }

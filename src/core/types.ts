@@ -31,7 +31,13 @@ export interface PresenceMessage {
 
 export type Capability = Record<string, string[]>
 
-export interface Account { id: string; name: string; created: number }
+export interface Account {
+  id: string
+  name: string
+  created: number
+  /** Per-account rate-limit overrides (per second; management classes per minute). */
+  limits?: Partial<Record<'messages' | 'history' | 'tokenRequests' | 'objectReads' | 'objectWrites' | 'management' | 'managementStats', number>>
+}
 
 export interface App {
   id: string

@@ -45,7 +45,8 @@ export async function createTestGateway(overrides: Partial<Config> = {}, clock: 
   const redis = process.env.TEST_BACKEND === 'redis' && overrides.redisUrl === undefined
     ? { redisUrl: (await sharedRedis()).url, redisPrefix: `t:${basename(dataDir)}:` }
     : {}
-  const config = loadConfig({}, { bootstrapKey: ROOT_KEY, bootstrapAccessToken: ACCESS_TOKEN, logLevel: 'silent', ...redis, ...overrides, dataDir })
+  // rate limits are off unless a test turns them on (test/limits)
+  const config = loadConfig({}, { bootstrapKey: ROOT_KEY, bootstrapAccessToken: ACCESS_TOKEN, logLevel: 'silent', rateLimits: false, ...redis, ...overrides, dataDir })
   const backend = await createBackend(config, clock, (e) => { if (process.env.TEST_DEBUG) console.error('backend error:', e) })
   const core = createCore(backend, clock, config)
   await bootstrap(backend.control, clock, config)

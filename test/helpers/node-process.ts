@@ -33,7 +33,7 @@ export class GatewayNode {
     const [bin, ...args] = this.opts.cmd ?? [process.execPath, join(ROOT, 'src/main.ts')]
     this.proc = spawn(bin!, args, {
       cwd: this.opts.cwd,
-      env: { ...process.env, PORT: String(this.port), HOST: '127.0.0.1', DATA_DIR: this.dataDir, BOOTSTRAP_KEY: ROOT_KEY, LOG_LEVEL: 'warn', ...this.env },
+      env: { ...process.env, PORT: String(this.port), HOST: '127.0.0.1', DATA_DIR: this.dataDir, BOOTSTRAP_KEY: ROOT_KEY, LOG_LEVEL: 'warn', RATE_LIMITS: 'off', ...this.env },
       stdio: ['ignore', 'pipe', 'pipe'],
     })
     this.proc.stdout!.on('data', (d) => { this.log += d })

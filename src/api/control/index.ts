@@ -17,12 +17,21 @@ export const controlRoutes = (core: Core) => {
         async resolve({ request }) {
           const mp = await mgmt.authenticate(request.headers.get('authorization'))
           if (capability) mgmt.require(mp, capability)
+          await core.limits.take(mp.account.id, capability === 'read:stats' ? 'managementStats' : 'management')
           return { mp }
         },
       }),
     })
     .get('/me', ({ request, query, mp }) => respond(request, query as Query, meView(mp)),
       { capability: '', detail: { summary: 'The access token, its user and account' } })
+
+    .get('/accounts/:accountId/limits', ({ request, query, params, mp }) =>
+      respond(request, query as Query, mgmt.limits(mp, params.accountId, core.limits)),
+    { capability: 'read:app', params: M.AccountParam, detail: { summary: 'Rate limits of the account (defaults and overrides)' } })
+    .patch('/accounts/:accountId/limits', async ({ request, query, params, body, mp }) => {
+      await mgmt.setLimits(mp, params.accountId, body as Record<string, unknown>)
+      return respond(request, query as Query, mgmt.limits(mp, params.accountId, core.limits))
+    }, { capability: 'write:app', params: M.AccountParam, body: M.LimitsBody, detail: { summary: 'Override rate limits of the account (null restores the default)' } })
 
     .get('/accounts/:accountId/apps', async ({ request, query, params, mp }) =>
       respond(request, query as Query, (await mgmt.listApps(mp, params.accountId)).map(appView)),

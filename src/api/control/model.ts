@@ -30,3 +30,7 @@ export const AccountParam = t.Object({ accountId: t.String() })
 export const AppParam = t.Object({ appId: t.String() })
 export const KeyParam = t.Object({ appId: t.String(), keyId: t.String() })
 export const NamespaceParam = t.Object({ appId: t.String(), namespaceId: t.String() })
+
+export const LimitsBody = t.Record(t.String(), t.Union([t.Number(), t.Null()]), {
+  description: 'limit class (messages, history, tokenRequests, objectReads, objectWrites: per second; management, managementStats: per minute) -> rate, or null for the default',
+})

@@ -5,6 +5,7 @@ import { SqliteMessageLog } from './message-log'
 import { RingSnapshot } from './ring-snapshot'
 import { MemoryNonceStore } from './nonce-store'
 import { MemoryPresenceStore } from './presence-store'
+import { MemoryRateLimitStore } from './rate-limit-store'
 import { openDatabase } from './sqlite'
 import { MemoryStatsStore } from './stats-store'
 
@@ -20,6 +21,7 @@ export function createMemoryBackend(s: MemoryBrokerSettings & { dataDir: string 
     presence: new MemoryPresenceStore(),
     stats: new MemoryStatsStore(clock),
     nonces: new MemoryNonceStore(clock),
+    limits: new MemoryRateLimitStore(),
     async close() {
       await broker.close()
       db.close()

@@ -5,6 +5,7 @@ import type { HistoryQuery, Message, MessageDraft } from '../../core/types'
 import { idFromSerial, messageFromEntry, packDraft, parseNotification, serialFromId } from './codec'
 import { BUFFERS, withTimeout, type RedisClient } from './connection'
 import type { RedisKeys } from './keys'
+import { ScriptRunner } from './script-runner'
 import { PUBLISH_SCRIPT } from './scripts'
 
 export interface RedisBrokerSettings {
@@ -37,7 +38,7 @@ type Entry = [Buffer, [Buffer, Buffer]]
  */
 export class RedisBroker implements Broker {
   private subs = new Map<string, Subscription>()
-  private sha?: string
+  private readonly publishScript: ScriptRunner
 
   constructor(
     private readonly cmd: RedisClient,
@@ -46,6 +47,7 @@ export class RedisBroker implements Broker {
     private readonly s: RedisBrokerSettings,
     private readonly onError: (e: unknown) => void,
   ) {
+    this.publishScript = new ScriptRunner(cmd, PUBLISH_SCRIPT)
     // after a reconnect, notifications may have been missed: catch up from the streams
     sub.on('ready', () => { for (const s of this.subs.values()) this.enqueue(s, () => this.catchUp(s)) })
   }
@@ -60,23 +62,12 @@ export class RedisBroker implements Broker {
     ]
     for (const d of drafts) args.push(opts.clientIds ? d.id : '', packDraft(d))
     const keys = [this.keys.stream(app, channel), this.keys.channels(app)]
-    const reply = (await this.t(this.evalPublish(keys, args))) as unknown as Array<number | string>
+    const reply = (await this.t(this.publishScript.run(keys, args))) as unknown as Array<number | string>
     const fresh = Number(reply[0])
     const ids = reply.slice(1).map(String)
     return { serials: ids.map(serialFromId), appended: fresh }
   }
 
-  private async evalPublish(keys: string[], args: Array<string | Buffer>) {
-    if (this.sha) {
-      try {
-        return await this.cmd.sendCommand(['EVALSHA', this.sha, String(keys.length), ...keys, ...args])
-      } catch (e) {
-        if (!String((e as Error).message).includes('NOSCRIPT')) throw e
-      }
-    }
-    this.sha = String(await this.cmd.sendCommand(['SCRIPT', 'LOAD', PUBLISH_SCRIPT]))
-    return this.cmd.sendCommand(['EVALSHA', this.sha, String(keys.length), ...keys, ...args])
-  }
 
   private async range(cmd: 'XRANGE' | 'XREVRANGE', key: string, a: string, b: string, count: number): Promise<Message[]> {
     const entries = await this.t(this.cmd.sendCommand([cmd, key, a, b, 'COUNT', String(count)], BUFFERS)) as Entry[]

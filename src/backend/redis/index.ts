@@ -5,6 +5,7 @@ import { RedisControlStore } from './control-store'
 import { RedisKeys } from './keys'
 import { RedisNonceStore } from './nonce-store'
 import { RedisPresenceStore } from './presence-store'
+import { RedisRateLimitStore } from './rate-limit-store'
 import { RedisStatsStore } from './stats-store'
 
 export type RedisBackendSettings = RedisSettings & RedisBrokerSettings & { redisPrefix: string }
@@ -24,6 +25,7 @@ export async function createRedisBackend(s: RedisBackendSettings, onError: (e: u
     presence: new RedisPresenceStore(cmd, keys, s.redisTimeoutMs),
     stats: new RedisStatsStore(cmd, keys, report),
     nonces: new RedisNonceStore(cmd, keys, s.redisTimeoutMs),
+    limits: new RedisRateLimitStore(cmd, keys, s.redisTimeoutMs),
     async close() {
       await broker.close()
       await Promise.allSettled([sub.quit(), cmd.quit()])

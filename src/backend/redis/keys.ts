@@ -25,4 +25,20 @@ export class RedisKeys {
   stats = (scope: string, unit: string, start: number) => `${this.prefix}st:${scope}:${unit}:${start}`
   statsIndex = (scope: string, unit: string) => `${this.prefix}sx:${scope}:${unit}`
   nonce = (key: string) => `${this.prefix}nonce:${key}`
+  /**
+   * LiveObjects: hash of an object's state (`d` state tree, `v` version, `t` timestamp) and stream
+   * of its changes (entry id `<timestamp>-<version>`). A namespace may hold `:`, so it is
+   * length-prefixed where an object id follows it.
+   */
+  objectState = (app: string, ns: string, id: string) => `${this.prefix}o:${app}:${ns.length}:${ns}:${id}`
+  objectHistory = (app: string, ns: string, id: string) => `${this.prefix}oh:${app}:${ns.length}:${ns}:${id}`
+  /** Sorted set (all scores 0, so ordered by id) of a namespace's object ids. */
+  objectIds = (app: string, ns: string) => `${this.prefix}oi:${app}:${ns}`
+  /** Hashes of an app's namespaces: namespace -> object count; namespace -> last activity (ms). */
+  objectCounts = (app: string) => `${this.prefix}oc:${app}`
+  objectActivity = (app: string) => `${this.prefix}oa:${app}`
+  /** Counter issuing the object versions of an app. */
+  objectVersions = (app: string) => `${this.prefix}ov:${app}`
+  /** Token bucket of a rate limit (`<account>:<class>`). */
+  bucket = (key: string) => `${this.prefix}rl:${key}`
 }

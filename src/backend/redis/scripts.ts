@@ -45,3 +45,22 @@ end
 table.insert(ids, 1, fresh)
 return ids
 `
+
+/**
+ * Token bucket shared by all nodes (rate limits), the same arithmetic as core/limits/token-bucket.ts.
+ * KEYS[1] bucket hash; ARGV cost, rate per second, burst, now ms. Returns { ok, remaining*1000, retryAfterMs }.
+ */
+export const TAKE_TOKENS_SCRIPT = `
+local cost, rate, burst, now = tonumber(ARGV[1]), tonumber(ARGV[2]), tonumber(ARGV[3]), tonumber(ARGV[4])
+local b = redis.call('HMGET', KEYS[1], 't', 'a')
+local tokens = burst
+if b[1] then
+  local elapsed = math.max(0, now - tonumber(b[2]))
+  tokens = math.min(burst, tonumber(b[1]) + elapsed * rate / 1000)
+end
+local ok, retry = 0, 0
+if tokens >= cost then tokens = tokens - cost; ok = 1 else retry = math.ceil((cost - tokens) * 1000 / rate) end
+redis.call('HSET', KEYS[1], 't', tostring(tokens), 'a', tostring(now))
+redis.call('PEXPIRE', KEYS[1], math.ceil(burst * 1000 / rate) + 1000)
+return { ok, math.floor(tokens * 1000), retry }
+`

@@ -83,6 +83,10 @@ export class Authenticator {
     return key
   }
 
+  async accountOf(appId: string): Promise<string> {
+    return (await this.control.getApp(appId))?.accountId ?? ''
+  }
+
   matcher(canonicalJson: string, parsed?: Record<string, string[]>): CapabilityMatcher {
     let m = this.matchers.get(canonicalJson)
     if (!m) {

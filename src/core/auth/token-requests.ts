@@ -1,6 +1,7 @@
 import { GatewayError } from '../../errors'
 import { hmacSha256, randomId, safeEqual } from '../../lib/crypto'
 import type { Clock, NonceStore } from '../ports'
+import type { RateLimiter } from '../limits/rate-limiter'
 import type { Authenticator } from './authenticator'
 import { canonicalCapability, intersectCapability, parseCapability } from './capability'
 import type { Principal } from './principal'
@@ -31,12 +32,14 @@ export class TokenRequests {
   constructor(
     private readonly auth: Authenticator,
     private readonly nonces: NonceStore,
+    private readonly limits: RateLimiter,
     private readonly clock: Clock,
     private readonly s: TokenRequestSettings,
   ) {}
 
   async request(keyName: string, body: Record<string, unknown>, principal: () => Promise<Principal>): Promise<TokenDetails> {
     const key = await this.auth.key(keyName)
+    await this.limits.take(await this.auth.accountOf(key.appId), 'tokenRequests')
     if (body.mac !== undefined) {
       if (str(body.keyName) !== keyName) throw new GatewayError(40101, 'Token request keyName does not match the path')
       const timestamp = Number(body.timestamp)

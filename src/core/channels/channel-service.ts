@@ -4,6 +4,7 @@ import type { Principal } from '../auth/principal'
 import type { Namespaces } from '../control/namespaces'
 import type { Hub } from '../fanout/hub'
 import type { Broker, PresenceStore } from '../ports'
+import type { RateLimiter } from '../limits/rate-limiter'
 import type { StatsService } from '../stats/stats-service'
 import type { HistoryQuery, Message, PresenceMessage } from '../types'
 import { IdGenerator } from './ids'
@@ -42,10 +43,19 @@ export class ChannelService {
     private readonly namespaces: Namespaces,
     private readonly hub: Hub,
     private readonly stats: StatsService,
+    private readonly limits: RateLimiter,
     private readonly s: ChannelSettings,
   ) {}
 
+  /** Publishes one message or an array, charged to the account's message budget. */
   async publish(p: Principal, channelName: string, body: unknown): Promise<PublishResponse> {
+    const prepared = this.prepare(p, channelName, body)
+    await this.limits.take(p.accountId, 'messages', prepared.drafts.length)
+    return this.append(p, prepared)
+  }
+
+  /** Validates and turns a publish body into drafts (no side effects). */
+  private prepare(p: Principal, channelName: string, body: unknown) {
     const channel = checkChannelName(channelName)
     authorize(p, channel, 'publish')
     const wire = Array.isArray(body) ? body : [body]
@@ -67,16 +77,23 @@ export class ChannelService {
       messageId = this.ids.next()
       for (let i = 0; i < drafts.length; i++) drafts[i]!.id = `${messageId}:${i}`
     }
-    const persisted = this.namespaces.persistedCached(p.appId, channel) ?? (await this.namespaces.isPersisted(p.appId, channel))
-    const res = await this.broker.publish(p.appId, channel, drafts, { persisted, clientIds })
-    if (res.appended > 0) published.inc({}, res.appended)
-    if (res.appended > 0) this.stats.messagesPublished(p.appId, p.accountId, res.appended, size, persisted)
-    return { channel, messageId, serials: res.serials }
+    return { channel, drafts, size, messageId, clientIds }
+  }
+
+  private async append(p: Principal, x: ReturnType<ChannelService['prepare']>): Promise<PublishResponse> {
+    const persisted = this.namespaces.persistedCached(p.appId, x.channel) ?? (await this.namespaces.isPersisted(p.appId, x.channel))
+    const res = await this.broker.publish(p.appId, x.channel, x.drafts, { persisted, clientIds: x.clientIds })
+    if (res.appended > 0) {
+      published.inc({}, res.appended)
+      this.stats.messagesPublished(p.appId, p.accountId, res.appended, x.size, persisted)
+    }
+    return { channel: x.channel, messageId: x.messageId, serials: res.serials }
   }
 
   async history(p: Principal, channelName: string, q: HistoryQuery): Promise<Message[]> {
     const channel = checkChannelName(channelName)
     authorize(p, channel, 'history')
+    await this.limits.take(p.accountId, 'history')
     const persisted = await this.namespaces.isPersisted(p.appId, channel)
     return this.broker.history(p.appId, channel, q, { persisted })
   }
@@ -141,10 +158,14 @@ export class ChannelService {
       if (msgs.length === 0 || msgs.length > MAX_BATCH_MESSAGES) throw new GatewayError(40001, `Invalid batch spec: 1 to ${MAX_BATCH_MESSAGES} messages`)
       return { channels: chs as string[], messages: msgs }
     })
+    // the whole batch is charged at once: over the remaining budget it is refused whole
+    let total = 0
+    for (const spec of normalized) total += spec.channels.length * spec.messages.length
+    await this.limits.take(p.accountId, 'messages', total)
     const out: BatchResult<PublishResponse>[] = []
     for (const spec of normalized) {
       const results = await Promise.all(spec.channels.map((channel) =>
-        this.publish(p, channel, spec.messages).catch((e) => ({ channel, error: asGatewayError(e).toBody() }))))
+        Promise.resolve().then(() => this.append(p, this.prepare(p, channel, spec.messages))).catch((e) => ({ channel, error: asGatewayError(e).toBody() }))))
       out.push(summarize(results))
     }
     return out

@@ -1,6 +1,7 @@
 import { GatewayError, notFound } from '../../errors'
 import { randomId, sha256Hex } from '../../lib/crypto'
 import { parseCapability } from '../auth/capability'
+import { LIMIT_CLASSES, type LimitClass, type RateLimiter } from '../limits/rate-limiter'
 import type { Clock, ControlStore } from '../ports'
 import type { AccessToken, Account, ApiKey, App, Namespace } from '../types'
 
@@ -58,6 +59,31 @@ export class Management {
   account(p: ManagementPrincipal, accountId: string): Account {
     if (accountId !== p.account.id) throw notFound(`Account "${accountId}" not found`)
     return p.account
+  }
+
+  /** The account's rate limits: per class, its default, its override and the one in force. */
+  limits(p: ManagementPrincipal, accountId: string, limiter: RateLimiter) {
+    const account = this.account(p, accountId)
+    return Object.fromEntries(LIMIT_CLASSES.map((cls) => {
+      const perMinute = cls === 'management' || cls === 'managementStats'
+      const def = limiter.defaultRate(cls) * (perMinute ? 60 : 1)
+      const override = account.limits?.[cls]
+      return [cls, { unit: perMinute ? 'per minute' : 'per second', default: def, override: override ?? null, effective: override ?? def }]
+    }))
+  }
+
+  async setLimits(p: ManagementPrincipal, accountId: string, input: Record<string, unknown>): Promise<void> {
+    const account = this.account(p, accountId)
+    const limits = { ...account.limits }
+    for (const [cls, v] of Object.entries(input)) {
+      if (!LIMIT_CLASSES.includes(cls as LimitClass)) throw bad(`unknown limit class "${cls}" (one of ${LIMIT_CLASSES.join(', ')})`)
+      if (v === null) delete limits[cls as LimitClass]
+      else if (typeof v === 'number' && Number.isFinite(v) && v > 0) limits[cls as LimitClass] = v
+      else throw bad(`limit "${cls}" must be a positive number or null`)
+    }
+    const next = { ...account, limits }
+    await this.control.createAccount(next)
+    p.account = next
   }
 
   async app(p: ManagementPrincipal, appId: string): Promise<App> {

@@ -1,0 +1,19 @@
+import type { RateLimitStore } from '../../core/ports'
+import { withTimeout, type RedisClient } from './connection'
+import type { RedisKeys } from './keys'
+import { ScriptRunner } from './script-runner'
+import { TAKE_TOKENS_SCRIPT } from './scripts'
+
+/** Token buckets in Redis, one atomic script per check: the budget holds across all nodes together. */
+export class RedisRateLimitStore implements RateLimitStore {
+  private script: ScriptRunner
+
+  constructor(cmd: RedisClient, private readonly keys: RedisKeys, private readonly timeoutMs: number) {
+    this.script = new ScriptRunner(cmd, TAKE_TOKENS_SCRIPT)
+  }
+
+  async take(key: string, cost: number, rate: number, burst: number, now: number) {
+    const r = (await withTimeout(this.script.run([this.keys.bucket(key)], [String(cost), String(rate), String(burst), String(now)]), this.timeoutMs)) as unknown as number[]
+    return { ok: Number(r[0]) === 1, remaining: Number(r[1]) / 1000, retryAfterMs: Number(r[2]) }
+  }
+}

@@ -1,0 +1,82 @@
+import { GatewayError } from '../../errors'
+import { metrics } from '../../lib/metrics'
+import type { Clock, ControlStore, RateLimitStore } from '../ports'
+
+/** The limit classes of the spec's Limits table. */
+export type LimitClass = 'messages' | 'history' | 'tokenRequests' | 'objectReads' | 'objectWrites' | 'management' | 'managementStats'
+
+export interface LimitSettings {
+  rateLimits: boolean
+  rateLimitBurstSeconds: number
+  limitMessagesPerSecond: number
+  limitHistoryPerSecond: number
+  limitTokenRequestsPerSecond: number
+  limitObjectReadsPerSecond: number
+  limitObjectWritesPerSecond: number
+  limitManagementPerMinute: number
+  limitManagementStatsPerMinute: number
+}
+
+export const LIMIT_CLASSES: LimitClass[] = ['messages', 'history', 'tokenRequests', 'objectReads', 'objectWrites', 'management', 'managementStats']
+
+const refused = metrics.counter('gateway_rate_limited_total', 'Requests refused by a rate limit, by limit class.')
+
+/**
+ * Per-account rate limits as token buckets: `rate` per second refilled continuously, capacity
+ * one second of the rate (one minute for the per-minute management classes) times
+ * RATE_LIMIT_BURST_SECONDS, so a steady load at the limit is always admitted and anything above
+ * it is trimmed to the limit. A request costs its number of messages (publishes) or 1, and is either
+ * admitted whole or refused whole (nothing of it happens) with 429 / 42910 and Retry-After.
+ */
+export class RateLimiter {
+  private overrides = new Map<string, Partial<Record<LimitClass, number>>>()
+
+  constructor(private readonly store: RateLimitStore, private readonly control: ControlStore, private readonly clock: Clock, private readonly s: LimitSettings) {
+    control.onChange((e) => { if (e.kind === 'account') this.overrides.clear() })
+  }
+
+  get enabled() { return this.s.rateLimits }
+
+  /** Requests per second of `cls` (per-minute classes converted), before per-account overrides. */
+  defaultRate(cls: LimitClass): number {
+    switch (cls) {
+      case 'messages': return this.s.limitMessagesPerSecond
+      case 'history': return this.s.limitHistoryPerSecond
+      case 'tokenRequests': return this.s.limitTokenRequestsPerSecond
+      case 'objectReads': return this.s.limitObjectReadsPerSecond
+      case 'objectWrites': return this.s.limitObjectWritesPerSecond
+      case 'management': return this.s.limitManagementPerMinute / 60
+      case 'managementStats': return this.s.limitManagementStatsPerMinute / 60
+    }
+  }
+
+  private async rate(accountId: string, cls: LimitClass): Promise<number> {
+    let o = this.overrides.get(accountId)
+    if (!o) {
+      o = (await this.control.getAccount(accountId))?.limits ?? {}
+      this.overrides.set(accountId, o)
+    }
+    const v = o[cls]
+    return v === undefined ? this.defaultRate(cls) : cls === 'management' || cls === 'managementStats' ? v / 60 : v
+  }
+
+  /** Takes `cost` from the account's bucket of `cls`, or throws 429 and takes nothing. */
+  async take(accountId: string, cls: LimitClass, cost = 1): Promise<void> {
+    if (!this.s.rateLimits) return
+    const rate = await this.rate(accountId, cls)
+    // per-minute classes hold a minute's worth, per-second classes a second's (times the burst setting)
+    const window = cls === 'management' || cls === 'managementStats' ? 60 : 1
+    const burst = Math.max(rate * window * this.s.rateLimitBurstSeconds, 1)
+    if (cost > burst) {
+      refused.inc({ class: cls })
+      throw new GatewayError(42910, `Rate limit exceeded: ${cost} ${cls} in one request is more than the burst of ${Math.floor(burst)}`, { headers: { 'retry-after': String(Math.ceil(this.s.rateLimitBurstSeconds)) } })
+    }
+    const r = await this.store.take(`${accountId}:${cls}`, cost, rate, burst, this.clock.now())
+    if (!r.ok) {
+      refused.inc({ class: cls })
+      throw new GatewayError(42910, `Rate limit exceeded (${cls}: ${Math.round(rate * 1000) / 1000}/s for this account)`, {
+        headers: { 'retry-after': String(Math.max(1, Math.ceil(r.retryAfterMs / 1000))), 'x-ratelimit-limit': String(Math.round(rate * 1000) / 1000), 'x-ratelimit-remaining': String(Math.floor(r.remaining)) },
+      })
+    }
+  }
+}
