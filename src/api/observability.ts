@@ -29,9 +29,14 @@ export function interfaceOf(route: string): string {
   return 'channels'
 }
 
+const labelSets = new Map<string, Record<string, string>>()
+
 /** Counts (and at debug level logs) one finished request. */
 export function recordRequest(log: Logger, debug: boolean, request: Request, route: string, status: number) {
-  requests.inc({ interface: interfaceOf(route), route, status: String(status) })
+  const k = `${status} ${route}`
+  let labels = labelSets.get(k)
+  if (!labels) labelSets.set(k, (labels = { interface: interfaceOf(route), route, status: String(status) }))
+  requests.inc(labels)
   if (debug) {
     const t0 = started.get(request)
     log.debug('request', {

@@ -4,7 +4,16 @@
  */
 type Labels = Record<string, string>
 
-const key = (labels: Labels) => JSON.stringify(Object.entries(labels).sort())
+/** Unlabelled series: no key to compute, which keeps hot-path increments cheap. */
+export const NO_LABELS: Labels = Object.freeze({})
+const keys = new WeakMap<Labels, string>()
+/** Series key; label objects that are reused (as hot paths should) are serialized once. */
+const key = (labels: Labels): string => {
+  if (labels === NO_LABELS) return ''
+  let k = keys.get(labels)
+  if (k === undefined) keys.set(labels, (k = JSON.stringify(Object.entries(labels).sort())))
+  return k
+}
 const fmt = (labels: Labels) => {
   const e = Object.entries(labels)
   return e.length ? `{${e.map(([k, v]) => `${k}="${v.replace(/\\/g, '\\\\').replace(/"/g, '\\"').replace(/\n/g, '\\n')}"`).join(',')}}` : ''
@@ -14,7 +23,7 @@ export class Counter {
   private values = new Map<string, { labels: Labels; value: number }>()
   constructor(readonly name: string, readonly help: string, readonly type: 'counter' | 'gauge' = 'counter') {}
 
-  inc(labels: Labels = {}, n = 1): void {
+  inc(labels: Labels = NO_LABELS, n = 1): void {
     const k = key(labels)
     const v = this.values.get(k)
     if (v) v.value += n

@@ -21,7 +21,7 @@ export interface ConnectionOptions {
  * Bytes of a whole batch for single-channel streams, keyed by the shared batch array: every
  * connection of that channel and variant writes the very same bytes.
  */
-const shared = new WeakMap<Message[], Map<string, Uint8Array>>()
+const shared = new WeakMap<Message[], Map<string, { bytes: Uint8Array; last: string }>>()
 
 const delivered = metrics.counter('gateway_messages_delivered_total', 'Messages written to event-stream connections.')
 const cut = metrics.counter('gateway_sse_slow_consumers_cut_total', 'Event-stream connections cut for not reading fast enough.')
@@ -55,21 +55,25 @@ export class EventStreamConnection implements SessionSink {
 
   deliver(index: number, batch: Message[]): void {
     if (this.closed) return
-    delivered.inc({}, batch.length)
+    delivered.inc(undefined, batch.length)
     const { mode, enveloped, channels, hash } = this.o
     const channel = channels[index]!
     if (channels.length === 1) {
       const variant = `${mode}${enveloped ? 1 : 0}${hash}`
       let byVariant = shared.get(batch)
       if (!byVariant) shared.set(batch, (byVariant = new Map()))
-      let bytes = byVariant.get(variant)
-      if (!bytes) {
+      let done = byVariant.get(variant)
+      if (!done) {
         let text = ''
-        for (const m of batch) text += messageRecord(mode, enveloped, `${hash}:${compactSerial(m.serial)}`, m, channel)
-        byVariant.set(variant, (bytes = utf8Encode(text)))
+        let last = ''
+        for (const m of batch) {
+          last = compactSerial(m.serial)
+          text += messageRecord(mode, enveloped, `${hash}:${last}`, m, channel)
+        }
+        byVariant.set(variant, (done = { bytes: utf8Encode(text), last }))
       }
-      this.parts[0] = compactSerial(batch[batch.length - 1]!.serial)
-      this.write(bytes)
+      this.parts[0] = done.last
+      this.write(done.bytes)
       return
     }
     let text = ''

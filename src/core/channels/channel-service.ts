@@ -84,7 +84,7 @@ export class ChannelService {
     const persisted = this.namespaces.persistedCached(p.appId, x.channel) ?? (await this.namespaces.isPersisted(p.appId, x.channel))
     const res = await this.broker.publish(p.appId, x.channel, x.drafts, { persisted, clientIds: x.clientIds })
     if (res.appended > 0) {
-      published.inc({}, res.appended)
+      published.inc(undefined, res.appended)
       this.stats.messagesPublished(p.appId, p.accountId, res.appended, x.size, persisted)
     }
     return { channel: x.channel, messageId: x.messageId, serials: res.serials }
