@@ -4,10 +4,13 @@ import type { Core } from './core'
 import { GatewayError } from './errors'
 import type { Logger } from './lib/logger'
 import { channelRoutes } from './api/channels'
+import { chatRoutes } from './api/chat'
 import { controlRoutes } from './api/control'
+import { integrationRoutes } from './api/control/integrations'
 import { sandboxRoutes } from './api/control/sandbox'
 import { fastPublish } from './api/channels/fast-publish'
 import { healthRoutes } from './api/health'
+import { objectRoutes } from './api/objects'
 import { parseBody, preflight } from './api/plugins/codec'
 import { errorsPlugin } from './api/plugins/errors'
 import { observability } from './api/observability'
@@ -44,7 +47,10 @@ export function buildApp(core: Core, s: ServerSettings, log: Logger) {
     .use(channelRoutes(core))
     .use(sseRoutes(core, s))
     .use(controlRoutes(core))
+    .use(integrationRoutes(core))
     .use(sandboxRoutes(core, s.sandboxProvisioning))
+    .use(objectRoutes(core))
+    .use(chatRoutes(core))
 }
 
 export type App = ReturnType<typeof buildApp>

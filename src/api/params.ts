@@ -62,3 +62,12 @@ export function statsQuery(q: Q, now: number): StatsQuery {
   if (cursor !== undefined && !Number.isInteger(cursor)) throw new GatewayError(40003, 'Invalid cursor param')
   return { unit, start: h.start ?? 0, end: h.end ?? now, limit: h.limit, direction: h.direction, cursor }
 }
+
+/**
+ * The page of a `limit + 1` query: the first `limit` items, and the `next` cursor (the page's last
+ * position) when one more item showed there is a next page.
+ */
+export function pageOf<T>(items: T[], limit: number, position: (item: T) => string): { page: T[]; next?: Record<string, string> } {
+  const page = items.slice(0, limit)
+  return { page, next: items.length > limit ? { cursor: position(page[page.length - 1]!) } : undefined }
+}

@@ -3,7 +3,9 @@
  * the API know nothing else about storage. Contracts are stated per method; the shared contract
  * test suite (test/contract) holds every backend to them.
  */
-import type { AccessToken, Account, ApiKey, App, HistoryQuery, Message, MessageDraft, Namespace, PresenceMessage } from './types'
+import type { AccessToken, Account, ApiKey, App, HistoryQuery, Message, MessageDraft, Namespace, PresenceMessage, Queue, QueuedMessage, Rule } from './types'
+import type { ObjectStore } from './objects/ports'
+import type { ChatStore } from './chat/ports'
 
 export interface Clock { now(): number }
 export const systemClock: Clock = { now: () => Date.now() }
@@ -61,7 +63,7 @@ export interface Broker {
   close(): Promise<void>
 }
 
-export type ControlEvent = { kind: 'key' | 'app' | 'namespace' | 'account'; appId?: string }
+export type ControlEvent = { kind: 'key' | 'app' | 'namespace' | 'account' | 'rule' | 'queue'; appId?: string }
 
 /** Accounts, apps, keys, namespaces and management access tokens. */
 export interface ControlStore {
@@ -81,6 +83,13 @@ export interface ControlStore {
   listNamespaces(appId: string): Promise<Namespace[]>
   putNamespace(ns: Namespace): Promise<void>
   deleteNamespace(appId: string, id: string): Promise<void>
+  listRules(appId: string): Promise<Rule[]>
+  /** Creates or replaces. */
+  putRule(rule: Rule): Promise<void>
+  deleteRule(appId: string, id: string): Promise<void>
+  listQueues(appId: string): Promise<Queue[]>
+  putQueue(queue: Queue): Promise<void>
+  deleteQueue(appId: string, id: string): Promise<void>
   getAccessTokenByHash(hash: string): Promise<AccessToken | undefined>
   createAccessToken(token: AccessToken): Promise<void>
   /** Called after any change, on every node, so caches can be dropped. */
@@ -107,6 +116,18 @@ export interface StatsStore {
   query(scope: string, unit: StatsUnit, start: number, end: number, limit: number, direction: 'forwards' | 'backwards'): Promise<StatsRecord[]>
 }
 
+/** Messages of the app queues (amqp rules); handed out with a visibility timeout, removed when acknowledged. */
+export interface QueueStore {
+  /** Appends, dropping the oldest beyond `maxLength`; returns how many were dropped. */
+  push(queueId: string, items: Array<{ channel: string; message: Record<string, unknown> }>, maxLength: number, now: number): Promise<number>
+  /** Up to `max` ready messages (not expired), hidden from other receivers for `visibilityMs`. */
+  receive(queueId: string, max: number, visibilityMs: number, ttlMs: number, now: number): Promise<QueuedMessage[]>
+  /** Removes acknowledged messages; returns how many were known. */
+  ack(queueId: string, tags: string[]): Promise<number>
+  counts(queueId: string, ttlMs: number, now: number): Promise<{ ready: number; unacknowledged: number; total: number }>
+  drop(queueId: string): Promise<void>
+}
+
 /** Token buckets shared by all nodes (rate limits). */
 export interface RateLimitStore {
   /**
@@ -130,5 +151,11 @@ export interface Backend {
   stats: StatsStore
   nonces: NonceStore
   limits: RateLimitStore
+  /** Messages of the app queues fed by amqp rules. */
+  queues: QueueStore
+  /** LiveObjects state and history (see objects/ports.ts). */
+  objects: ObjectStore
+  /** Chat message versions, reactions, rooms and typing (see chat/ports.ts). */
+  chat: ChatStore
   close(): Promise<void>
 }

@@ -90,3 +90,38 @@ export interface HistoryQuery {
   /** Serial of the last item of the previous page: the next page starts strictly after it. */
   cursor?: string
 }
+
+/** An integration rule: channel messages whose channel matches `source.channelFilter` go to `target`. */
+export interface Rule {
+  id: string
+  appId: string
+  ruleType: 'http' | 'amqp'
+  requestMode: 'single' | 'batch'
+  status: 'enabled' | 'disabled'
+  source: { channelFilter: string; type: 'channel.message' }
+  /** http: url (+ headers); amqp: queueId of one of the app's queues. */
+  target: { url?: string; headers?: Array<{ name: string; value: string }>; queueId?: string; enveloped?: boolean }
+  created: number
+  modified: number
+}
+
+/** A queue of the app, fed by amqp rules, read and acknowledged over HTTP. */
+export interface Queue {
+  id: string
+  appId: string
+  name: string
+  region: string
+  /** Minutes a message may wait before it expires. */
+  ttl: number
+  maxLength: number
+  created: number
+}
+
+export interface QueuedMessage {
+  deliveryTag: string
+  channel: string
+  message: Record<string, unknown>
+  enqueued: number
+  /** Times it was handed out without being acknowledged before. */
+  redelivered: number
+}

@@ -64,9 +64,12 @@ let shared: Promise<TestRedis> | undefined
 /** One redis-server for the whole test process (contract runs with TEST_BACKEND=redis). */
 export function sharedRedis(): Promise<TestRedis> {
   if (!requireSystem(REDIS_SERVER, 'redis-server')) throw new Error('redis-server is not installed')
-  shared ??= TestRedis.start().then((r) => {
-    process.once('exit', () => void r.kill())
-    return r
-  })
+  shared ??= TestRedis.start()
   return shared
+}
+
+export async function stopSharedRedis(): Promise<void> {
+  const r = await shared
+  shared = undefined
+  await r?.kill()
 }

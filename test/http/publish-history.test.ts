@@ -184,3 +184,11 @@ describe('history', () => {
     await expectError(await gw.request(`/channels/${channel}/messages${qs}`), 400, code)
   })
 })
+
+test('service sub-channels (chat, LiveObjects) refuse direct publishes', async () => {
+  for (const ch of ['room::$chat', 'game::$objects:board']) {
+    const r = await publish(ch, { data: 'forged' })
+    expect(r.status).toBe(403)
+    expect(((await r.json()) as any).error.code).toBe(40160)
+  }
+})

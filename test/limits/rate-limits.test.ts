@@ -138,3 +138,12 @@ test('on Redis the budget is shared by all nodes', async () => {
     await b.close()
   }
 })
+
+test('LiveObjects reads and writes are limited per account through their routes', async () => {
+  clock.advance(10_000)
+  for (let i = 0; i < 50; i++) expect((await gw.request('/liveobjects/rlns/objects/o1', { method: 'PATCH', json: { data: { i } } })).status).toBe(200)
+  for (let i = 0; i < 50; i++) expect((await gw.request('/liveobjects/rlns/objects/o1')).status).toBe(200)
+  const r = await gw.request('/liveobjects/rlns/objects/o1')
+  expect(r.status).toBe(429)
+  expect(((await r.json()) as any).error.code).toBe(42910)
+})

@@ -3,7 +3,7 @@ import type { Core } from '../../core'
 import { GatewayError } from '../../errors'
 import { authPlugin, credentialsOf } from '../plugins/auth'
 import { binaryAllowed, negotiate, respond, type Query } from '../plugins/codec'
-import { historyQuery, intParam, pageLinks, statsQuery } from '../params'
+import { historyQuery, intParam, pageLinks, pageOf, statsQuery } from '../params'
 import * as M from './model'
 import { messageToWire, presenceToWire } from './wire'
 
@@ -18,9 +18,7 @@ export const channelRoutes = (core: Core) =>
     .get('/channels/:channel/messages', async ({ request, query, params, principal }) => {
       const q = query as Query
       const hq = historyQuery(q)
-      const items = await core.channels.history(principal, params.channel, { ...hq, limit: hq.limit + 1 })
-      const page = items.slice(0, hq.limit)
-      const next = items.length > hq.limit ? { cursor: page[page.length - 1]!.serial } : undefined
+      const { page, next } = pageOf(await core.channels.history(principal, params.channel, { ...hq, limit: hq.limit + 1 }), hq.limit, (m) => m.serial)
       const bin = binaryAllowed(negotiate(request, q))
       return respond(request, q, page.map((m) => messageToWire(m, bin)), { links: pageLinks('messages', q, next) })
     }, { auth: true, params: M.ChannelParam, query: M.HistoryParams, detail: { summary: 'Message history (paginated)' } })
@@ -36,9 +34,7 @@ export const channelRoutes = (core: Core) =>
     .get('/channels/:channel/presence/history', async ({ request, query, params, principal }) => {
       const q = query as Query
       const hq = historyQuery(q)
-      const items = await core.channels.presenceHistory(principal, params.channel, { ...hq, limit: hq.limit + 1 })
-      const page = items.slice(0, hq.limit)
-      const next = items.length > hq.limit ? { cursor: page[page.length - 1]!.id } : undefined
+      const { page, next } = pageOf(await core.channels.presenceHistory(principal, params.channel, { ...hq, limit: hq.limit + 1 }), hq.limit, (m) => m.id)
       const bin = binaryAllowed(negotiate(request, q))
       return respond(request, q, page.map((m) => presenceToWire(m, bin)), { links: pageLinks('history', q, next) })
     }, { auth: true, params: M.ChannelParam, query: M.HistoryParams, detail: { summary: 'Presence history (paginated)' } })
@@ -51,9 +47,7 @@ export const channelRoutes = (core: Core) =>
       const q = query as Query
       const limit = intParam(q, 'limit', 100, 1, 1000)
       if (q.by !== undefined && q.by !== 'id' && q.by !== 'value') throw new GatewayError(40003, 'Invalid by param: must be id or value')
-      const names = await core.channels.list(principal, q.prefix ?? '', q.cursor || undefined, limit)
-      const page = names.slice(0, limit)
-      const next = names.length > limit ? { cursor: page[page.length - 1]! } : undefined
+      const { page, next } = pageOf(await core.channels.list(principal, q.prefix ?? '', q.cursor || undefined, limit), limit, (n) => n)
       const body = q.by === 'value' ? await Promise.all(page.map((n) => core.channels.details(principal, n))) : page
       return respond(request, q, body, { links: pageLinks('channels', q, next) })
     }, { auth: true, query: M.ChannelListParams, detail: { summary: 'Enumerate active channels' } })

@@ -1,6 +1,7 @@
 import { Elysia } from 'elysia'
 import type { Core } from '../../core'
 import { respond, type Query } from '../plugins/codec'
+import { managementAuth } from '../plugins/management-auth'
 import { pageLinks, statsQuery } from '../params'
 import * as M from './model'
 import { appView, keyView, meView, namespaceView } from './views'
@@ -10,18 +11,13 @@ const noContent = () => new Response(null, { status: 204 })
 /** The management interface (`{control_url}/v1`): Bearer access tokens, scoped to their account. */
 export const controlRoutes = (core: Core) => {
   const mgmt = core.management
+  /** A page of stats (unit defaults to hour here, as the hosted Control API does). */
+  const stats = async (request: Request, q: Query, scope: { appId: string } | { accountId: string }) => {
+    const { items, next } = await core.stats.page(scope, statsQuery({ unit: 'hour', ...q }, core.clock.now()))
+    return respond(request, q, items, { links: pageLinks('stats', q, next === undefined ? undefined : { cursor: String(next) }) })
+  }
   return new Elysia({ name: 'control', prefix: '/v1', normalize: false })
-    .macro({
-      /** `capability: 'read:app'` resolves the token's principal and requires that capability ('' = any token). */
-      capability: (capability: string) => ({
-        async resolve({ request }) {
-          const mp = await mgmt.authenticate(request.headers.get('authorization'))
-          if (capability) mgmt.require(mp, capability)
-          await core.limits.take(mp.account.id, capability === 'read:stats' ? 'managementStats' : 'management')
-          return { mp }
-        },
-      }),
-    })
+    .use(managementAuth(core))
     .get('/me', ({ request, query, mp }) => respond(request, query as Query, meView(mp)),
       { capability: '', detail: { summary: 'The access token, its user and account' } })
 
@@ -73,16 +69,12 @@ export const controlRoutes = (core: Core) => {
       return noContent()
     }, { capability: 'write:namespace', params: M.NamespaceParam, detail: { summary: 'Delete a namespace' } })
 
-    .get('/accounts/:accountId/stats', async ({ request, query, params, mp }) => {
-      const q = query as Query
+    .get('/accounts/:accountId/stats', ({ request, query, params, mp }) => {
       mgmt.account(mp, params.accountId)
-      const { items, next } = await core.stats.page({ accountId: params.accountId }, statsQuery({ unit: 'hour', ...q }, core.clock.now()))
-      return respond(request, q, items, { links: pageLinks('stats', q, next === undefined ? undefined : { cursor: String(next) }) })
+      return stats(request, query as Query, { accountId: params.accountId })
     }, { capability: 'read:stats', params: M.AccountParam, query: M.StatsQuery, detail: { summary: 'Account statistics' } })
     .get('/apps/:appId/stats', async ({ request, query, params, mp }) => {
-      const q = query as Query
       await mgmt.app(mp, params.appId)
-      const { items, next } = await core.stats.page({ appId: params.appId }, statsQuery({ unit: 'hour', ...q }, core.clock.now()))
-      return respond(request, q, items, { links: pageLinks('stats', q, next === undefined ? undefined : { cursor: String(next) }) })
+      return stats(request, query as Query, { appId: params.appId })
     }, { capability: 'read:stats', params: M.AppParam, query: M.StatsQuery, detail: { summary: 'App statistics' } })
 }

@@ -1,11 +1,14 @@
 import type { Backend, Clock } from '../../core/ports'
 import { MemoryBroker, type MemoryBrokerSettings } from './broker'
+import { SqliteChatStore } from './chat-store'
 import { SqliteControlStore } from './control-store'
 import { SqliteMessageLog } from './message-log'
 import { RingSnapshot } from './ring-snapshot'
 import { MemoryNonceStore } from './nonce-store'
+import { SqliteObjectStore } from './object-store'
 import { MemoryPresenceStore } from './presence-store'
 import { MemoryRateLimitStore } from './rate-limit-store'
+import { MemoryQueueStore } from './queue-store'
 import { openDatabase } from './sqlite'
 import { MemoryStatsStore } from './stats-store'
 
@@ -14,6 +17,7 @@ export function createMemoryBackend(s: MemoryBrokerSettings & { dataDir: string 
   const db = openDatabase(s.dataDir)
   const broker = new MemoryBroker(new SqliteMessageLog(db), clock, s, new RingSnapshot(db))
   const control = new SqliteControlStore(db)
+  const objects = new SqliteObjectStore(db, clock, { historyTtlMs: s.persistedHistoryTtlMs })
   return {
     kind: 'memory',
     broker,
@@ -22,8 +26,12 @@ export function createMemoryBackend(s: MemoryBrokerSettings & { dataDir: string 
     stats: new MemoryStatsStore(clock),
     nonces: new MemoryNonceStore(clock),
     limits: new MemoryRateLimitStore(),
+    queues: new MemoryQueueStore(),
+    objects,
+    chat: new SqliteChatStore(db, s.persistedHistoryTtlMs),
     async close() {
       await broker.close()
+      await objects.close()
       db.close()
     },
   }

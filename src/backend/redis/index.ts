@@ -1,11 +1,14 @@
 import type { Backend } from '../../core/ports'
 import { RedisBroker, type RedisBrokerSettings } from './broker'
+import { RedisChatStore } from './chat-store'
 import { connectRedis, type RedisSettings } from './connection'
 import { RedisControlStore } from './control-store'
 import { RedisKeys } from './keys'
 import { RedisNonceStore } from './nonce-store'
+import { RedisObjectStore } from './object-store'
 import { RedisPresenceStore } from './presence-store'
 import { RedisRateLimitStore } from './rate-limit-store'
+import { RedisQueueStore } from './queue-store'
 import { RedisStatsStore } from './stats-store'
 
 export type RedisBackendSettings = RedisSettings & RedisBrokerSettings & { redisPrefix: string }
@@ -26,6 +29,9 @@ export async function createRedisBackend(s: RedisBackendSettings, onError: (e: u
     stats: new RedisStatsStore(cmd, keys, report),
     nonces: new RedisNonceStore(cmd, keys, s.redisTimeoutMs),
     limits: new RedisRateLimitStore(cmd, keys, s.redisTimeoutMs),
+    queues: new RedisQueueStore(cmd, keys, s.redisTimeoutMs),
+    objects: new RedisObjectStore(cmd, keys, { historyTtlMs: s.persistedHistoryTtlMs, redisTimeoutMs: s.redisTimeoutMs }),
+    chat: new RedisChatStore(cmd, keys, s.persistedHistoryTtlMs, s.redisTimeoutMs),
     async close() {
       await broker.close()
       await Promise.allSettled([sub.quit(), cmd.quit()])

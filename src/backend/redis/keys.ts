@@ -39,6 +39,19 @@ export class RedisKeys {
   objectActivity = (app: string) => `${this.prefix}oa:${app}`
   /** Counter issuing the object versions of an app. */
   objectVersions = (app: string) => `${this.prefix}ov:${app}`
+  /** An app queue: sorted set of delivery tags by visible-at time, and hash of the items. */
+  queueVisible = (queueId: string) => `${this.prefix}qv:${queueId}`
+  queueItems = (queueId: string) => `${this.prefix}qi:${queueId}`
+  queueSeq = (queueId: string) => `${this.prefix}qs:${queueId}`
   /** Token bucket of a rate limit (`<account>:<class>`). */
   bucket = (key: string) => `${this.prefix}rl:${key}`
+  /**
+   * Hash of one chat message's state: `n` version number, `v` latest version, and one field per
+   * reaction record (core/chat/ports reactionField). A serial holds no `:`, so it ends the key.
+   */
+  chatMessage = (app: string, room: string, serial: string) => `${this.prefix}cm:${app}:${room}:${serial}`
+  /** Sorted set of an app's chat rooms scored by last activity (ms). */
+  chatRooms = (app: string) => `${this.prefix}cr:${app}`
+  /** Sorted set of a chat room's typers scored by expiry (ms). */
+  chatTyping = (app: string, room: string) => `${this.prefix}ct:${app}:${room}`
 }

@@ -64,3 +64,201 @@ redis.call('HSET', KEYS[1], 't', tostring(tokens), 'a', tostring(now))
 redis.call('PEXPIRE', KEYS[1], math.ceil(burst * 1000 / rate) + 1000)
 return { ok, math.floor(tokens * 1000), retry }
 `
+
+/**
+ * Shared part of the LiveObjects scripts. State is stored as a "tree": JSON objects are Lua
+ * tables, every other value is a string leaf holding that value's JSON text, so the Lua JSON
+ * library never re-encodes a number, an array or an empty array (which it cannot do faithfully).
+ * `merge` is RFC 7396 on trees (a cjson.null in the patch removes the key); `size` is the byte
+ * length of the state's JSON text; `stamp` gives the change its timestamp (never below the
+ * object's previous one) and a new version; `record` appends the change to the object's stream,
+ * trimmed to ARGV max length and retention.
+ */
+const OBJECT_LIB = `
+local function merge(target, patch)
+  if type(patch) ~= 'table' then return patch end
+  if type(target) ~= 'table' then target = {} end
+  for k, v in pairs(patch) do
+    if v == cjson.null then target[k] = nil else target[k] = merge(target[k], v) end
+  end
+  return target
+end
+local function size(t)
+  if type(t) ~= 'table' then return #t end
+  local n, count = 2, 0
+  for k, v in pairs(t) do
+    n = n + #cjson.encode(k) + 1 + size(v)
+    count = count + 1
+  end
+  if count > 1 then n = n + count - 1 end
+  return n
+end
+local function int(x) return string.format('%d', x) end
+local function stamp(hist, versions, now, floor)
+  local ts = math.max(now, floor)
+  local last = redis.call('XREVRANGE', hist, '+', '-', 'COUNT', 1)
+  local lastid = false
+  if #last > 0 then
+    lastid = last[1][1]
+  elseif redis.call('EXISTS', hist) == 1 then
+    local info = redis.call('XINFO', 'STREAM', hist)
+    for i = 1, #info, 2 do if info[i] == 'last-generated-id' then lastid = info[i + 1] end end
+  end
+  if lastid then ts = math.max(ts, tonumber(string.match(lastid, '^(%d+)'))) end
+  return ts, redis.call('INCR', versions)
+end
+local function record(hist, ts, version, maxlen, ttl, action, patch, data)
+  if patch then
+    redis.call('XADD', hist, 'MAXLEN', maxlen, int(ts) .. '-' .. int(version), 'a', action, 'p', patch, 'd', data)
+  else
+    redis.call('XADD', hist, 'MAXLEN', maxlen, int(ts) .. '-' .. int(version), 'a', action)
+  end
+  redis.call('XTRIM', hist, 'MINID', int(ts - ttl))
+  redis.call('PEXPIRE', hist, ttl)
+end
+`
+
+/**
+ * LiveObjects PATCH, atomic across nodes: check the expected version, merge, bound the size, write
+ * the state, append the change, maintain the namespace's object index, count and last activity.
+ * KEYS[1] state hash, KEYS[2] history stream, KEYS[3] namespace id index, KEYS[4] counts hash,
+ * KEYS[5] activity hash, KEYS[6] version counter.
+ * ARGV[1] patch tree JSON, ARGV[2] expected version ('' for none), ARGV[3] now ms, ARGV[4] history
+ * max length, ARGV[5] retention ms, ARGV[6] namespace, ARGV[7] object id, ARGV[8] max state bytes,
+ * ARGV[9] patch JSON as sent.
+ * Returns { 'ok', version, timestamp, state tree JSON, created 0|1 } | { 'conflict', current version
+ * or '' } | { 'too-large', size }.
+ */
+export const OBJECT_UPDATE_SCRIPT = OBJECT_LIB + `
+local cur = redis.call('HMGET', KEYS[1], 'd', 'v', 't')
+local exists = cur[1] ~= false
+if ARGV[2] ~= '' and (not exists or cur[2] ~= ARGV[2]) then return { 'conflict', cur[2] or '' } end
+local state = merge(exists and cjson.decode(cur[1]) or {}, cjson.decode(ARGV[1]))
+local n = size(state)
+if n > tonumber(ARGV[8]) then return { 'too-large', n } end
+local ts, version = stamp(KEYS[2], KEYS[6], tonumber(ARGV[3]), exists and tonumber(cur[3]) or 0)
+local encoded = cjson.encode(state)
+redis.call('HSET', KEYS[1], 'd', encoded, 'v', int(version), 't', int(ts))
+record(KEYS[2], ts, version, ARGV[4], tonumber(ARGV[5]), 'update', ARGV[9], encoded)
+if not exists then
+  redis.call('ZADD', KEYS[3], 0, ARGV[7])
+  redis.call('HINCRBY', KEYS[4], ARGV[6], 1)
+end
+redis.call('HSET', KEYS[5], ARGV[6], int(ts))
+return { 'ok', int(version), ts, encoded, exists and 0 or 1 }
+`
+
+/**
+ * LiveObjects DELETE, atomic across nodes; same KEYS as the update. ARGV[1] now ms, ARGV[2]
+ * history max length, ARGV[3] retention ms, ARGV[4] namespace, ARGV[5] object id.
+ * Returns { 'ok', version, timestamp } | { 'missing' }.
+ */
+export const OBJECT_DELETE_SCRIPT = OBJECT_LIB + `
+local cur = redis.call('HMGET', KEYS[1], 'v', 't')
+if not cur[1] then return { 'missing' } end
+local ts, version = stamp(KEYS[2], KEYS[6], tonumber(ARGV[1]), tonumber(cur[2]))
+record(KEYS[2], ts, version, ARGV[2], tonumber(ARGV[3]), 'delete')
+redis.call('DEL', KEYS[1])
+redis.call('ZREM', KEYS[3], ARGV[5])
+if redis.call('HINCRBY', KEYS[4], ARGV[4], -1) <= 0 then
+  redis.call('HDEL', KEYS[4], ARGV[4])
+  redis.call('HDEL', KEYS[5], ARGV[4])
+else
+  redis.call('HSET', KEYS[5], ARGV[4], int(ts))
+end
+return { 'ok', int(version), ts }
+`
+
+/**
+ * Chat: stores a message's new latest version only if its version number is still the expected
+ * one (compare-and-set; the core retries on 0).
+ * KEYS[1] message hash; ARGV[1] expected number ('0': never edited), ARGV[2] new number,
+ * ARGV[3] version body (msgpack), ARGV[4] retention ms. Returns 1 when stored, else 0.
+ */
+export const CHAT_VERSION_SCRIPT = `
+if (redis.call('HGET', KEYS[1], 'n') or '0') ~= ARGV[1] then return 0 end
+redis.call('HSET', KEYS[1], 'n', ARGV[2], 'v', ARGV[3])
+redis.call('PEXPIRE', KEYS[1], ARGV[4])
+return 1
+`
+
+/**
+ * Chat: adds or removes one reaction record of a message with the kind's rule (unique and
+ * multiple replace the record, multiple adding its count; distinct keeps the first) and returns
+ * every record after it. Values are `<count> <record JSON>`.
+ * KEYS[1] message hash; ARGV[1] '1' remove / '0' add, ARGV[2] kind, ARGV[3] field, ARGV[4] count,
+ * ARGV[5] record JSON, ARGV[6] retention ms, ARGV[7] most records per message.
+ * Returns { changed (1/0, or -1 when full), value... }.
+ */
+export const CHAT_REACT_SCRIPT = `
+local changed = 0
+local cur = redis.call('HGET', KEYS[1], ARGV[3])
+if ARGV[1] == '1' then
+  changed = redis.call('HDEL', KEYS[1], ARGV[3])
+elseif not (ARGV[2] == 'distinct' and cur) then
+  if not cur then
+    local records = redis.call('HLEN', KEYS[1]) - redis.call('HEXISTS', KEYS[1], 'n') - redis.call('HEXISTS', KEYS[1], 'v')
+    if records >= tonumber(ARGV[7]) then return { -1 } end
+  end
+  local n = tonumber(ARGV[4])
+  if ARGV[2] == 'multiple' and cur then n = n + tonumber(string.match(cur, '^(%d+) ')) end
+  redis.call('HSET', KEYS[1], ARGV[3], n .. ' ' .. ARGV[5])
+  changed = 1
+end
+if changed == 1 then redis.call('PEXPIRE', KEYS[1], ARGV[6]) end
+local all = redis.call('HGETALL', KEYS[1])
+local out = { changed }
+for i = 1, #all, 2 do
+  if all[i] ~= 'n' and all[i] ~= 'v' then out[#out + 1] = all[i + 1] end
+end
+return out
+`
+
+/**
+ * Chat typing: drops typers expired at `now`, then sets (or clears) one client's expiry.
+ * KEYS[1] typing zset (score = expiry ms); ARGV[1] now, ARGV[2] clientId ('' for none),
+ * ARGV[3] expiry ('' to stop). Returns { was typing 1/0, expired, typers, earliest expiry or '' }.
+ */
+export const CHAT_TYPING_SCRIPT = `
+local expired = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', ARGV[1])
+if #expired > 0 then redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', ARGV[1]) end
+local was = 0
+if ARGV[2] ~= '' then
+  if redis.call('ZSCORE', KEYS[1], ARGV[2]) then was = 1 end
+  if ARGV[3] ~= '' then redis.call('ZADD', KEYS[1], ARGV[3], ARGV[2]) else redis.call('ZREM', KEYS[1], ARGV[2]) end
+end
+local typers = redis.call('ZRANGE', KEYS[1], 0, -1)
+local first = redis.call('ZRANGE', KEYS[1], 0, 0, 'WITHSCORES')
+local nxt = ''
+if #first > 0 then
+  nxt = first[2]
+  local last = redis.call('ZRANGE', KEYS[1], -1, -1, 'WITHSCORES')
+  redis.call('PEXPIRE', KEYS[1], math.max(1, tonumber(last[2]) - tonumber(ARGV[1])) + 60000)
+end
+return { was, expired, typers, nxt }
+`
+
+/**
+ * Hands out up to ARGV[2] visible, unexpired messages of a queue, hiding each for ARGV[3] ms.
+ * KEYS[1] zset tag -> visible-at, KEYS[2] hash tag -> item; ARGV now, max, visibility, ttl.
+ * Expired items met on the way are removed. Returns tag, item pairs.
+ */
+export const QUEUE_RECEIVE_SCRIPT = `
+local now, max, vis, ttl = tonumber(ARGV[1]), tonumber(ARGV[2]), tonumber(ARGV[3]), tonumber(ARGV[4])
+local out = {}
+local tags = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', now, 'LIMIT', 0, max * 4 + 16)
+for _, tag in ipairs(tags) do
+  if #out >= max * 2 then break end
+  local item = redis.call('HGET', KEYS[2], tag)
+  local enq = tonumber(string.sub(tag, 1, 14))
+  if (not item) or enq < now - ttl then
+    redis.call('ZREM', KEYS[1], tag)
+    redis.call('HDEL', KEYS[2], tag)
+  else
+    redis.call('ZADD', KEYS[1], now + vis, tag)
+    out[#out + 1] = tag
+    out[#out + 1] = item
+  end
+end
+return out
+`

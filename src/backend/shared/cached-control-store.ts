@@ -1,8 +1,8 @@
 import type { ControlEvent, ControlStore } from '../../core/ports'
-import type { AccessToken, Account, ApiKey, App, Namespace } from '../../core/types'
+import type { AccessToken, Account, ApiKey, App, Namespace, Queue, Rule } from '../../core/types'
 
-export type ControlKind = 'account' | 'app' | 'key' | 'namespace' | 'token'
-export const CONTROL_KINDS: ControlKind[] = ['account', 'app', 'key', 'namespace', 'token']
+export type ControlKind = 'account' | 'app' | 'key' | 'namespace' | 'token' | 'rule' | 'queue'
+export const CONTROL_KINDS: ControlKind[] = ['account', 'app', 'key', 'namespace', 'token', 'rule', 'queue']
 
 export interface ControlRecord { kind: ControlKind; id: string; parent: string; value: object | undefined }
 
@@ -13,7 +13,7 @@ export interface ControlRecord { kind: ControlKind; id: string; parent: string; 
  */
 export abstract class CachedControlStore implements ControlStore {
   private maps: Record<ControlKind, Map<string, any>> = {
-    account: new Map(), app: new Map(), key: new Map(), namespace: new Map(), token: new Map(),
+    account: new Map(), app: new Map(), key: new Map(), namespace: new Map(), token: new Map(), rule: new Map(), queue: new Map(),
   }
   private listeners = new Set<(e: ControlEvent) => void>()
 
@@ -47,6 +47,8 @@ export abstract class CachedControlStore implements ControlStore {
     if (!app) return
     for (const k of await this.listKeys(id)) await this.put('key', `${id}.${k.id}`, id, undefined, { kind: 'key', appId: id })
     for (const n of await this.listNamespaces(id)) await this.put('namespace', `${id}:${n.id}`, id, undefined, { kind: 'namespace', appId: id })
+    for (const r of await this.listRules(id)) await this.deleteRule(id, r.id)
+    for (const q of await this.listQueues(id)) await this.deleteQueue(id, q.id)
     await this.put('app', id, app.accountId, undefined, { kind: 'app', appId: id })
   }
   async getKey(keyName: string) { return this.maps.key.get(keyName) as ApiKey | undefined }
@@ -55,6 +57,12 @@ export abstract class CachedControlStore implements ControlStore {
   async listNamespaces(appId: string) { return this.list<Namespace>('namespace', (n) => n.appId === appId) }
   async putNamespace(n: Namespace) { await this.put('namespace', `${n.appId}:${n.id}`, n.appId, n, { kind: 'namespace', appId: n.appId }) }
   async deleteNamespace(appId: string, id: string) { await this.put('namespace', `${appId}:${id}`, appId, undefined, { kind: 'namespace', appId }) }
+  async listRules(appId: string) { return this.list<Rule>('rule', (r) => r.appId === appId) }
+  async putRule(r: Rule) { await this.put('rule', `${r.appId}:${r.id}`, r.appId, r, { kind: 'rule', appId: r.appId }) }
+  async deleteRule(appId: string, id: string) { await this.put('rule', `${appId}:${id}`, appId, undefined, { kind: 'rule', appId }) }
+  async listQueues(appId: string) { return this.list<Queue>('queue', (q) => q.appId === appId) }
+  async putQueue(q: Queue) { await this.put('queue', q.id, q.appId, q, { kind: 'queue', appId: q.appId }) }
+  async deleteQueue(appId: string, id: string) { await this.put('queue', id, appId, undefined, { kind: 'queue', appId }) }
   async getAccessTokenByHash(hash: string) { return this.list<AccessToken>('token', (t) => t.hash === hash)[0] }
   async createAccessToken(t: AccessToken) { await this.put('token', t.id, t.accountId, t, { kind: 'account' }) }
 

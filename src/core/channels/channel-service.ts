@@ -5,6 +5,7 @@ import type { Namespaces } from '../control/namespaces'
 import type { Hub } from '../fanout/hub'
 import type { Broker, PresenceStore } from '../ports'
 import type { RateLimiter } from '../limits/rate-limiter'
+import type { RulesEngine } from '../rules/rules-engine'
 import type { StatsService } from '../stats/stats-service'
 import type { HistoryQuery, Message, PresenceMessage } from '../types'
 import { IdGenerator } from './ids'
@@ -44,6 +45,7 @@ export class ChannelService {
     private readonly hub: Hub,
     private readonly stats: StatsService,
     private readonly limits: RateLimiter,
+    private readonly rules: RulesEngine,
     private readonly s: ChannelSettings,
   ) {}
 
@@ -58,6 +60,8 @@ export class ChannelService {
   private prepare(p: Principal, channelName: string, body: unknown) {
     const channel = checkChannelName(channelName)
     authorize(p, channel, 'publish')
+    // service sub-channels carry chat and LiveObjects events: only those services publish there
+    if (channel.includes('::$')) throw denied(`Channel "${channel}" is reserved for the chat and LiveObjects interfaces`)
     const wire = Array.isArray(body) ? body : [body]
     if (wire.length === 0) throw new GatewayError(40001, 'Invalid publish request: no messages')
     if (wire.length > MAX_BATCH_MESSAGES) throw new GatewayError(40001, `Invalid publish request: more than ${MAX_BATCH_MESSAGES} messages`)
@@ -84,6 +88,7 @@ export class ChannelService {
     const persisted = this.namespaces.persistedCached(p.appId, x.channel) ?? (await this.namespaces.isPersisted(p.appId, x.channel))
     const res = await this.broker.publish(p.appId, x.channel, x.drafts, { persisted, clientIds: x.clientIds })
     if (res.appended > 0) {
+      this.rules.published(p.appId, x.channel, x.drafts, res.serials)
       published.inc(undefined, res.appended)
       this.stats.messagesPublished(p.appId, p.accountId, res.appended, x.size, persisted)
     }

@@ -30,12 +30,17 @@ export class Namespaces {
     return m.get(id)
   }
 
+  /**
+   * Whether a channel keeps history for the persisted window: channels of a `persisted` namespace,
+   * and the service sub-channels (`room::$chat`, `ns::$objects:...`), whose history is their state.
+   */
   async isPersisted(appId: string, channel: string): Promise<boolean> {
     return this.persistedCached(appId, channel) ?? (await this.of(appId, channel))?.persisted === true
   }
 
   /** Synchronous answer when the app's rules are cached (the publish hot path), else undefined. */
   persistedCached(appId: string, channel: string): boolean | undefined {
+    if (channel.includes('::$')) return true
     const m = this.cache.get(appId)
     if (!m) return undefined
     const id = namespaceOf(channel)

@@ -1,0 +1,51 @@
+import { expect } from 'bun:test'
+import { APP_ID, type TestGateway } from '../helpers/gateway'
+
+/** Request helpers of the LiveObjects suites (paths are URL-encoded here). */
+export const objPath = (ns: string, id?: string, tail = '') =>
+  `/liveobjects/${encodeURIComponent(ns)}` + (id === undefined ? '' : `/objects/${encodeURIComponent(id)}`) + tail
+
+export async function patch(gw: TestGateway, ns: string, id: string, body: unknown, key?: string) {
+  return gw.request(objPath(ns, id), { method: 'PATCH', json: body, key })
+}
+
+/** PATCH that must succeed; returns the new state. */
+export async function patchOk(gw: TestGateway, ns: string, id: string, data: unknown, version?: string): Promise<any> {
+  const r = await patch(gw, ns, id, version === undefined ? { data } : { data, version })
+  expect(r.status).toBe(200)
+  return r.json()
+}
+
+export async function getJson(gw: TestGateway, path: string, key?: string): Promise<any> {
+  const r = await gw.request(path, { key })
+  expect(r.status).toBe(200)
+  return r.json()
+}
+
+export async function expectError(r: Response, status: number, code: number) {
+  expect(r.status).toBe(status)
+  expect(r.headers.get('content-type')).toBe('application/json')
+  expect(r.headers.get('x-ably-errorcode')).toBe(String(code))
+  const body = (await r.json()) as any
+  expect(body.error).toMatchObject({ code, statusCode: status })
+  expect(typeof body.error.message).toBe('string')
+  return body.error
+}
+
+/** The `next` link of a paginated response to `path`, resolved as a client does, or undefined. */
+export function nextLink(r: Response, path: string): string | undefined {
+  const m = /<([^>]+)>; rel="next"/.exec(r.headers.get('link') ?? '')
+  if (!m) return undefined
+  const u = new URL(m[1]!, 'http://localhost' + path)
+  return u.pathname + u.search
+}
+
+export async function addKey(gw: TestGateway, id: string, capability: Record<string, string[]>): Promise<string> {
+  await gw.core.backend.control.createKey({
+    appId: APP_ID, id, name: id, secret: `${id}-secret`, capability, status: 0, revocableTokens: false, created: 0, modified: 0,
+  })
+  return `${APP_ID}.${id}:${id}-secret`
+}
+
+/** These suites send bursts far above the per-account LiveObjects rate limits (tested elsewhere). */
+export const NO_LIMITS = { rateLimits: false } as const
