@@ -49,7 +49,7 @@ export function createCore(backend: Backend, clock: Clock, s: CoreSettings): Cor
     clock,
     backend,
     auth,
-    tokens: new TokenRequests(auth, backend.nonces, limits, clock, s),
+    tokens: new TokenRequests(auth, backend.nonces, limits, stats, clock, s),
     namespaces,
     hub,
     limits,

@@ -159,3 +159,15 @@ describe('server-side endings', () => {
     expect(typeof err.message).toBe('string')
   })
 })
+
+test('stats count messages delivered to event streams and token requests', async () => {
+  const c = await sse(`v=1.2&channels=stat-out&key=${key()}`)
+  await subscribed('stat-out')
+  for (let i = 0; i < 4; i++) await publish('stat-out', { data: `s${i}` })
+  await c.until((e) => messages(e).length === 4)
+  expect((await gw.request('/keys/testapp.rootkey/requestToken', { method: 'POST', json: {} })).status).toBe(200)
+  const rows = (await (await gw.request('/stats?unit=hour&limit=1')).json()) as any[]
+  expect(rows[0].entries['messages.outbound.realtime.messages.count']).toBeGreaterThanOrEqual(4)
+  expect(rows[0].entries['apiRequests.tokenRequests.succeeded']).toBeGreaterThanOrEqual(1)
+  expect(rows[0].entries['messages.all.messages.count']).toBeGreaterThanOrEqual(rows[0].entries['messages.inbound.rest.messages.count'] + 4)
+})

@@ -83,7 +83,7 @@ export function sseRoutes(core: Core, s: SseSettings) {
     }
 
     const conn = new EventStreamConnection({ mode, enveloped, heartbeats, channels, hash, budget: s.sseBufferBytes, onClose: untrack })
-    const session = new StreamSession(core.hub, core.backend.broker, core.clock, principal, ids.next(), channels, conn)
+    const session = new StreamSession(core.hub, core.backend.broker, core.clock, principal, ids.next(), channels, conn, core.stats)
     conn.session = session
     track(conn)
     request.signal?.addEventListener('abort', () => conn.close())

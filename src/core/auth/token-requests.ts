@@ -2,6 +2,7 @@ import { GatewayError } from '../../errors'
 import { hmacSha256, randomId, safeEqual } from '../../lib/crypto'
 import type { Clock, NonceStore } from '../ports'
 import type { RateLimiter } from '../limits/rate-limiter'
+import type { StatsService } from '../stats/stats-service'
 import type { Authenticator } from './authenticator'
 import { canonicalCapability, intersectCapability, parseCapability } from './capability'
 import type { Principal } from './principal'
@@ -33,6 +34,7 @@ export class TokenRequests {
     private readonly auth: Authenticator,
     private readonly nonces: NonceStore,
     private readonly limits: RateLimiter,
+    private readonly stats: StatsService,
     private readonly clock: Clock,
     private readonly s: TokenRequestSettings,
   ) {}
@@ -72,6 +74,7 @@ export class TokenRequests {
     const details: TokenDetails = { token: '', keyName, issued, expires: issued + ttl, capability: canonicalCapability(cap) }
     if (clientId !== undefined) details.clientId = clientId
     details.token = signToken(key, details, randomId(8))
+    this.stats.tokenRequestSucceeded(key.appId, await this.auth.accountOf(key.appId))
     return details
   }
 }

@@ -4,6 +4,7 @@ import type { Broker, Clock } from '../ports'
 import type { Message } from '../types'
 import { formatSerial, parseSerial } from '../channels/serial'
 import type { Hub, Subscriber } from './hub'
+import type { StatsService } from '../stats/stats-service'
 
 /** Where a session's output goes (the event-stream writer). */
 export interface SessionSink {
@@ -52,6 +53,7 @@ export class StreamSession implements Subscriber {
     readonly connectionId: string,
     readonly channels: string[],
     private readonly sink: SessionSink,
+    private readonly stats?: StatsService,
   ) {
     this.clientId = principal.clientId === '*' ? undefined : principal.clientId
     this.positions = channels.map(() => '')
@@ -124,6 +126,7 @@ export class StreamSession implements Subscriber {
     }
     this.positions[i] = out[out.length - 1]!.serial
     this.sink.deliver(i, out)
+    this.stats?.messagesDelivered(this.principal.appId, this.principal.accountId, out.length)
   }
 
   disconnect(): void {

@@ -12,15 +12,24 @@ export interface StatsView {
   entries: Record<string, number>
 }
 
-interface PendingPublishes { accountId: string; minute: number; count: number; bytes: number; pcount: number; pbytes: number }
+interface Pending {
+  accountId: string
+  minute: number
+  inCount: number
+  inBytes: number
+  persistedCount: number
+  persistedBytes: number
+  outCount: number
+  tokenRequests: number
+}
 
 /**
  * Counts real traffic into the flattened `entries` of the hosted service's stats schema.
- * Publishes are summed per app and minute in a few numbers and written to the store when the
- * minute changes or stats are read, so the publish path does no map work per entry.
+ * Traffic is summed per app and minute in a few numbers and written to the store when the minute
+ * changes or stats are read, so the publish and delivery paths do no map work per entry.
  */
 export class StatsService {
-  private pending = new Map<string, PendingPublishes>()
+  private pending = new Map<string, Pending>()
 
   constructor(private readonly store: StatsStore, private readonly clock: Clock) {}
 
@@ -28,41 +37,57 @@ export class StatsService {
     this.store.add([appId, `account:${accountId}`], at, entries)
   }
 
-  messagesPublished(appId: string, accountId: string, count: number, bytes: number, persisted: boolean) {
+  /** The app's sums of the current minute (the previous minute's are written out first). */
+  private current(appId: string, accountId: string): Pending {
     const now = this.clock.now()
     const minute = now - (now % 60_000)
     let p = this.pending.get(appId)
     if (p && p.minute !== minute) { this.flushApp(appId, p); p = undefined }
-    if (!p) this.pending.set(appId, (p = { accountId, minute, count: 0, bytes: 0, pcount: 0, pbytes: 0 }))
-    p.count += count
-    p.bytes += bytes
-    if (persisted) { p.pcount += count; p.pbytes += bytes }
+    if (!p) this.pending.set(appId, (p = { accountId, minute, inCount: 0, inBytes: 0, persistedCount: 0, persistedBytes: 0, outCount: 0, tokenRequests: 0 }))
+    return p
   }
 
-  private flushApp(appId: string, p: PendingPublishes) {
+  messagesPublished(appId: string, accountId: string, count: number, bytes: number, persisted: boolean) {
+    const p = this.current(appId, accountId)
+    p.inCount += count
+    p.inBytes += bytes
+    if (persisted) { p.persistedCount += count; p.persistedBytes += bytes }
+  }
+
+  /** Messages written to event-stream subscribers. */
+  messagesDelivered(appId: string, accountId: string, count: number) {
+    this.current(appId, accountId).outCount += count
+  }
+
+  tokenRequestSucceeded(appId: string, accountId: string) {
+    this.current(appId, accountId).tokenRequests++
+  }
+
+  private flushApp(appId: string, p: Pending) {
     this.pending.delete(appId)
-    const { count, bytes, pcount, pbytes } = p
     const e: Record<string, number> = {}
-    for (const k of ['messages.all.all', 'messages.all.messages', 'messages.inbound.rest.all', 'messages.inbound.rest.messages', 'messages.inbound.all.all', 'messages.inbound.all.messages']) {
-      e[`${k}.count`] = count
-      e[`${k}.data`] = bytes
-    }
-    if (pcount) {
-      for (const k of ['messages.persisted.all', 'messages.persisted.messages']) {
-        e[`${k}.count`] = pcount
-        e[`${k}.data`] = pbytes
+    const put = (prefixes: string[], count: number, bytes?: number) => {
+      if (!count) return
+      for (const k of prefixes) {
+        e[`${k}.count`] = (e[`${k}.count`] ?? 0) + count
+        if (bytes !== undefined) e[`${k}.data`] = (e[`${k}.data`] ?? 0) + bytes
       }
     }
-    this.add(appId, p.accountId, e, p.minute)
+    put(['messages.all.all', 'messages.all.messages'], p.inCount + p.outCount)
+    put(['messages.inbound.rest.all', 'messages.inbound.rest.messages', 'messages.inbound.all.all', 'messages.inbound.all.messages'], p.inCount, p.inBytes)
+    for (const k of ['messages.all.all', 'messages.all.messages']) if (p.inCount) e[`${k}.data`] = p.inBytes
+    put(['messages.persisted.all', 'messages.persisted.messages'], p.persistedCount, p.persistedBytes)
+    put(['messages.outbound.realtime.all', 'messages.outbound.realtime.messages', 'messages.outbound.all.all', 'messages.outbound.all.messages'], p.outCount)
+    if (p.tokenRequests) {
+      e['apiRequests.tokenRequests.succeeded'] = p.tokenRequests
+      e['apiRequests.all.succeeded'] = p.tokenRequests
+    }
+    if (Object.keys(e).length) this.add(appId, p.accountId, e, p.minute)
   }
 
   /** Writes every pending sum to the store (before reads). */
   flush() {
     for (const [appId, p] of this.pending) this.flushApp(appId, p)
-  }
-
-  apiRequest(appId: string, accountId: string, kind: 'tokenRequests' | 'other', outcome: 'succeeded' | 'failed' | 'refused') {
-    this.add(appId, accountId, { [`apiRequests.${kind}.${outcome}`]: 1, [`apiRequests.all.${outcome}`]: 1 })
   }
 
   /** Adds raw entries (stats loaded through the sandbox's POST /stats). */
