@@ -28,7 +28,5 @@ export class GatewayError extends Error {
 }
 
 /** Shorthands for the common cases, so call sites read as the decision they make. */
-export const badRequest = (message: string, code: ErrorCode = 40000) => new GatewayError(code, message)
-export const invalidParam = (message: string) => new GatewayError(40003, message)
 export const notFound = (message = 'Not found') => new GatewayError(40400, message)
 export const denied = (message?: string) => new GatewayError(40160, message)

@@ -11,6 +11,3 @@ export const fromBase64 = (s: string): Uint8Array => new Uint8Array(Buffer.from(
 export const base64url = (s: string | Uint8Array): string =>
   (typeof s === 'string' ? Buffer.from(s, 'utf8') : Buffer.from(s)).toString('base64url')
 export const fromBase64url = (s: string): string => Buffer.from(s, 'base64url').toString('utf8')
-
-/** Standard base64 alphabet only (no padding errors tolerated beyond what Buffer accepts). */
-export const looksBase64 = (s: string): boolean => /^[A-Za-z0-9+/]+={0,2}$/.test(s) && s.length % 4 === 0

@@ -1,4 +1,4 @@
-/** Structured JSON logs on stdout/stderr. Callers never pass secrets; `redact` helps when in doubt. */
+/** Structured JSON logs on stdout/stderr. Callers never pass secrets, query strings or headers. */
 export type LogLevel = 'debug' | 'info' | 'warn' | 'error' | 'silent'
 const ORDER: Record<LogLevel, number> = { debug: 10, info: 20, warn: 30, error: 40, silent: 100 }
 
@@ -23,11 +23,4 @@ export function createLogger(level: LogLevel): Logger {
     warn: (m, f) => write('warn', m, f),
     error: (m, f) => write('error', m, f),
   }
-}
-
-/** Keeps the public part of a key or token (`appId.keyId` / first chars) and drops the secret. */
-export function redact(credential: string): string {
-  const colon = credential.indexOf(':')
-  if (colon > 0) return credential.slice(0, colon) + ':***'
-  return credential.length > 8 ? credential.slice(0, 6) + '***' : '***'
 }
