@@ -2,7 +2,7 @@ import { afterAll, expect, test } from 'bun:test'
 import { mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
-import { APP_ID, createTestGateway } from './helpers/gateway'
+import { ACCESS_TOKEN, APP_ID, createTestGateway } from './helpers/gateway'
 
 const dir = mkdtempSync(join(tmpdir(), 'gw-persist-'))
 afterAll(() => rmSync(dir, { recursive: true, force: true }))
@@ -39,5 +39,37 @@ test('a restart keeps keys, apps and persisted-channel history', async () => {
     expect(await second.core.backend.control.listAccounts()).toHaveLength(1)
   } finally {
     await second.close()
+  }
+})
+
+test('management records survive a restart: apps, keys, namespaces, rules, queues, limits', async () => {
+  const dir2 = mkdtempSync(join(tmpdir(), 'gw-persist-mgmt-'))
+  const auth = { authorization: `Bearer ${ACCESS_TOKEN}` }
+  const v1 = (gw: Awaited<ReturnType<typeof createTestGateway>>, path: string, method = 'GET', json?: unknown) =>
+    gw.request(`/v1${path}`, { method, json, key: null, headers: auth })
+  try {
+    const first = await createTestGateway({ dataDir: dir2 })
+    const accountId = (await first.core.backend.control.getApp(APP_ID))!.accountId
+    const app = (await (await v1(first, `/accounts/${accountId}/apps`, 'POST', { name: 'kept' })).json()) as any
+    const key = (await (await v1(first, `/apps/${app.id}/keys`, 'POST', { name: 'k', capability: { '*': ['publish'] } })).json()) as any
+    await v1(first, `/apps/${app.id}/namespaces`, 'POST', { id: 'ns', persisted: true })
+    const queue = (await (await v1(first, `/apps/${app.id}/queues`, 'POST', { name: 'q', ttl: 5, maxLength: 10 })).json()) as any
+    await v1(first, `/apps/${app.id}/rules`, 'POST', { ruleType: 'amqp', source: { channelFilter: '.*' }, target: { queueId: queue.id } })
+    await v1(first, `/accounts/${accountId}/limits`, 'PATCH', { history: 7 })
+    await first.close()
+
+    const second = await createTestGateway({ dataDir: dir2 })
+    try {
+      expect(((await (await v1(second, `/accounts/${accountId}/apps`)).json()) as any[]).map((a) => a.name)).toContain('kept')
+      expect((await second.request('/channels/x/messages', { method: 'POST', json: { data: 'k' }, key: key.key })).status).toBe(201)
+      expect(((await (await v1(second, `/apps/${app.id}/namespaces`)).json()) as any[])[0]).toMatchObject({ id: 'ns', persisted: true })
+      expect(((await (await v1(second, `/apps/${app.id}/queues`)).json()) as any[])[0]).toMatchObject({ name: 'q', ttl: 5, maxLength: 10 })
+      expect(((await (await v1(second, `/apps/${app.id}/rules`)).json()) as any[])[0]).toMatchObject({ ruleType: 'amqp', target: { queueId: queue.id } })
+      expect(((await (await v1(second, `/accounts/${accountId}/limits`)).json()) as any).history.override).toBe(7)
+    } finally {
+      await second.close()
+    }
+  } finally {
+    rmSync(dir2, { recursive: true, force: true })
   }
 })
