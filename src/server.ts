@@ -11,6 +11,7 @@ import { sandboxRoutes } from './api/control/sandbox'
 import { fastPublish } from './api/channels/fast-publish'
 import { healthRoutes } from './api/health'
 import { objectRoutes } from './api/objects'
+import { pushRoutes } from './api/push'
 import { parseBody, preflight } from './api/plugins/codec'
 import { errorsPlugin } from './api/plugins/errors'
 import { observability } from './api/observability'
@@ -51,6 +52,7 @@ export function buildApp(core: Core, s: ServerSettings, log: Logger) {
     .use(sandboxRoutes(core, s.sandboxProvisioning))
     .use(objectRoutes(core))
     .use(chatRoutes(core))
+    .use(pushRoutes(core))
 }
 
 export type App = ReturnType<typeof buildApp>

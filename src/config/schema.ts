@@ -33,6 +33,14 @@ const oneOf = <T extends string>(...values: T[]): Parser<T> => (raw) => {
   return raw as T
 }
 
+const httpUrl: Parser<string> = (raw) => {
+  if (raw === '') return raw
+  let u: URL
+  try { u = new URL(raw) } catch { throw new Error('must be an http(s) URL') }
+  if (u.protocol !== 'http:' && u.protocol !== 'https:') throw new Error('must be an http(s) URL')
+  return raw
+}
+
 interface Setting<T> { env: string; default: string; description: string; parse: Parser<T>; secret?: boolean }
 const setting = <T>(env: string, def: string, description: string, parse: Parser<T>, secret = false): Setting<T> =>
   ({ env, default: def, description, parse, secret })
@@ -75,6 +83,7 @@ export const SETTINGS = {
   limitManagementPerMinute: setting('LIMIT_MANAGEMENT_PER_MINUTE', '100', 'Management interface standard operations per account per minute.', positive),
   limitManagementStatsPerMinute: setting('LIMIT_MANAGEMENT_STATS_PER_MINUTE', '20', 'Management interface statistics queries per account per minute.', positive),
   basicAuthRequiresTls: setting('BASIC_AUTH_REQUIRES_TLS', 'false', 'Refuse Basic auth over plain HTTP with 40103, as the hosted service does.', bool),
+  pushWebhookUrl: setting('PUSH_WEBHOOK_URL', '', 'URL that APNs, FCM and web push notifications are POSTed to (a relay); empty: only the ablyChannel push transport delivers.', httpUrl),
 }
 
 export type SettingName = keyof typeof SETTINGS

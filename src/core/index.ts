@@ -12,10 +12,11 @@ import { Sandbox } from './control/sandbox'
 import { Hub } from './fanout/hub'
 import { RateLimiter, type LimitSettings } from './limits/rate-limiter'
 import { ObjectService } from './objects/object-service'
+import { PushService, type PushSettings } from './push/push-service'
 import type { Backend, Clock } from './ports'
 import { StatsService } from './stats/stats-service'
 
-export type CoreSettings = TokenRequestSettings & ChannelSettings & LimitSettings & { basicAuthRequiresTls: boolean }
+export type CoreSettings = TokenRequestSettings & ChannelSettings & LimitSettings & PushSettings & { basicAuthRequiresTls: boolean }
 
 /** The domain services of one node, built on a backend's ports. */
 export interface Core {
@@ -34,6 +35,7 @@ export interface Core {
   chat: ChatService
   integrations: Integrations
   webhooks: WebhookDispatcher
+  push: PushService
 }
 
 export function createCore(backend: Backend, clock: Clock, s: CoreSettings): Core {
@@ -45,6 +47,7 @@ export function createCore(backend: Backend, clock: Clock, s: CoreSettings): Cor
   const webhooks = new WebhookDispatcher(postJson, clock)
   const rules = new RulesEngine(backend.control, backend.queues, webhooks, clock, () => {})
   const management = new Management(backend.control, clock)
+  const push = new PushService(backend.push, backend.control, backend.broker, namespaces, limits, clock, postJson, s)
   return {
     clock,
     backend,
@@ -54,10 +57,11 @@ export function createCore(backend: Backend, clock: Clock, s: CoreSettings): Cor
     hub,
     limits,
     stats,
-    channels: new ChannelService(backend.broker, backend.presence, namespaces, hub, stats, limits, rules, s),
+    channels: new ChannelService(backend.broker, backend.presence, namespaces, hub, stats, limits, rules, s, push),
     management,
     integrations: new Integrations(management, backend.control, backend.queues, clock),
     webhooks,
+    push,
     sandbox: new Sandbox(backend.control, backend.presence, stats, clock),
     objects: new ObjectService(backend.objects, backend.broker, namespaces, hub, clock, {
       stateQuery: (p) => limits.take(p.accountId, 'objectReads'),

@@ -6,6 +6,7 @@
 import type { AccessToken, Account, ApiKey, App, HistoryQuery, Message, MessageDraft, Namespace, PresenceMessage, Queue, QueuedMessage, Rule } from './types'
 import type { ObjectStore } from './objects/ports'
 import type { ChatStore } from './chat/ports'
+import type { PushStore } from './push/ports'
 
 export interface Clock { now(): number }
 export const systemClock: Clock = { now: () => Date.now() }
@@ -157,5 +158,7 @@ export interface Backend {
   objects: ObjectStore
   /** Chat message versions, reactions, rooms and typing (see chat/ports.ts). */
   chat: ChatStore
+  /** Push device registrations, channel subscriptions and delivery state (see push/ports.ts). */
+  push: PushStore
   close(): Promise<void>
 }

@@ -6,7 +6,8 @@ import { pageLinks, statsQuery } from '../params'
 import * as M from './model'
 import { appView, keyView, meView, namespaceView } from './views'
 
-const noContent = () => new Response(null, { status: 204 })
+/** 204 through the codec, so CORS headers come along. */
+const noContent = (request: Request) => respond(request, {}, undefined, { status: 204 })
 
 /** The management interface (`{control_url}/v1`): Bearer access tokens, scoped to their account. */
 export const controlRoutes = (core: Core) => {
@@ -38,7 +39,7 @@ export const controlRoutes = (core: Core) => {
     .patch('/apps/:appId', async ({ request, query, params, body, mp }) =>
       respond(request, query as Query, appView(await mgmt.updateApp(mp, params.appId, body))),
     { capability: 'write:app', params: M.AppParam, body: M.AppBody, detail: { summary: 'Update an app' } })
-    .delete('/apps/:appId', async ({ params, mp }) => { await mgmt.deleteApp(mp, params.appId); return noContent() },
+    .delete('/apps/:appId', async ({ request, params, mp }) => { await mgmt.deleteApp(mp, params.appId); return noContent(request) },
       { capability: 'write:app', params: M.AppParam, detail: { summary: 'Delete an app with its keys and namespaces' } })
 
     .get('/apps/:appId/keys', async ({ request, query, params, mp }) =>
@@ -64,9 +65,9 @@ export const controlRoutes = (core: Core) => {
     .patch('/apps/:appId/namespaces/:namespaceId', async ({ request, query, params, body, mp }) =>
       respond(request, query as Query, namespaceView(await mgmt.updateNamespace(mp, params.appId, params.namespaceId, body))),
     { capability: 'write:namespace', params: M.NamespaceParam, body: M.NamespaceBody, detail: { summary: 'Update a namespace' } })
-    .delete('/apps/:appId/namespaces/:namespaceId', async ({ params, mp }) => {
+    .delete('/apps/:appId/namespaces/:namespaceId', async ({ request, params, mp }) => {
       await mgmt.deleteNamespace(mp, params.appId, params.namespaceId)
-      return noContent()
+      return noContent(request)
     }, { capability: 'write:namespace', params: M.NamespaceParam, detail: { summary: 'Delete a namespace' } })
 
     .get('/accounts/:accountId/stats', ({ request, query, params, mp }) => {

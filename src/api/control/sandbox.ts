@@ -24,10 +24,10 @@ export const sandboxRoutes = (core: Core, enabled: boolean) => {
       }, { additionalProperties: true })),
       detail: { summary: 'Sandbox: create a throwaway app with keys, namespaces and present members' },
     })
-    .delete('/apps/:appId', async ({ params, principal }) => {
+    .delete('/apps/:appId', async ({ request, params, principal }) => {
       guard()
       await core.sandbox.remove(principal, params.appId)
-      return new Response(null, { status: 204 })
+      return respond(request, {}, undefined, { status: 204 })
     }, { auth: true, params: t.Object({ appId: t.String() }), detail: { summary: 'Sandbox: delete an app with one of its keys' } })
     .post('/stats', async ({ request, query, body, principal }) => {
       guard()

@@ -7,6 +7,7 @@ import { RingSnapshot } from './ring-snapshot'
 import { MemoryNonceStore } from './nonce-store'
 import { SqliteObjectStore } from './object-store'
 import { MemoryPresenceStore } from './presence-store'
+import { SqlitePushStore } from './push-store'
 import { MemoryRateLimitStore } from './rate-limit-store'
 import { MemoryQueueStore } from './queue-store'
 import { openDatabase } from './sqlite'
@@ -29,6 +30,7 @@ export function createMemoryBackend(s: MemoryBrokerSettings & { dataDir: string 
     queues: new MemoryQueueStore(),
     objects,
     chat: new SqliteChatStore(db, s.persistedHistoryTtlMs),
+    push: new SqlitePushStore(db),
     async close() {
       await broker.close()
       await objects.close()

@@ -7,6 +7,7 @@ import { RedisKeys } from './keys'
 import { RedisNonceStore } from './nonce-store'
 import { RedisObjectStore } from './object-store'
 import { RedisPresenceStore } from './presence-store'
+import { RedisPushStore } from './push-store'
 import { RedisRateLimitStore } from './rate-limit-store'
 import { RedisQueueStore } from './queue-store'
 import { RedisStatsStore } from './stats-store'
@@ -32,6 +33,7 @@ export async function createRedisBackend(s: RedisBackendSettings, onError: (e: u
     queues: new RedisQueueStore(cmd, keys, s.redisTimeoutMs),
     objects: new RedisObjectStore(cmd, keys, { historyTtlMs: s.persistedHistoryTtlMs, redisTimeoutMs: s.redisTimeoutMs }),
     chat: new RedisChatStore(cmd, keys, s.persistedHistoryTtlMs, s.redisTimeoutMs),
+    push: new RedisPushStore(cmd, keys, s.redisTimeoutMs),
     async close() {
       await broker.close()
       await Promise.allSettled([sub.quit(), cmd.quit()])

@@ -54,4 +54,16 @@ export class RedisKeys {
   chatRooms = (app: string) => `${this.prefix}cr:${app}`
   /** Sorted set of a chat room's typers scored by expiry (ms). */
   chatTyping = (app: string, room: string) => `${this.prefix}ct:${app}:${room}`
+  /**
+   * Push: hash of a device registration (`d` the record as JSON, `c` clientId, `s` state,
+   * `f` consecutive failures, `e` last error as JSON); a device id may hold `:`, so it ends the key.
+   */
+  pushDevice = (app: string, id: string) => `${this.prefix}pd:${app}:${id}`
+  /** Sorted sets (all scores 0, so ordered by id) of an app's device ids and of one client's. */
+  pushDevices = (app: string) => `${this.prefix}pdi:${app}`
+  pushClientDevicesPrefix = (app: string) => `${this.prefix}pdc:${app}:`
+  /** Sorted set (scores 0) of an app's subscriptions as `<channel>\0<c|d>\0<clientId|deviceId>` (no part holds NUL). */
+  pushSubscriptions = (app: string) => `${this.prefix}ps:${app}`
+  /** Prefix of the sets of channels one subscriber is subscribed to: `<prefix><c|d>:<id>`. */
+  pushTargetPrefix = (app: string) => `${this.prefix}pt:${app}:`
 }

@@ -7,7 +7,7 @@ import type { Broker, PresenceStore } from '../ports'
 import type { RateLimiter } from '../limits/rate-limiter'
 import type { RulesEngine } from '../rules/rules-engine'
 import type { StatsService } from '../stats/stats-service'
-import type { HistoryQuery, Message, PresenceMessage } from '../types'
+import type { HistoryQuery, Message, MessageDraft, PresenceMessage } from '../types'
 import { IdGenerator } from './ids'
 import { checkClientIds, draftFromWire, messageSize } from './message'
 import { checkChannelName } from './names'
@@ -47,6 +47,8 @@ export class ChannelService {
     private readonly limits: RateLimiter,
     private readonly rules: RulesEngine,
     private readonly s: ChannelSettings,
+    /** Push fan-out of messages with `extras.push` (core/push). */
+    private readonly push?: { published(appId: string, channel: string, drafts: MessageDraft[]): void },
   ) {}
 
   /** Publishes one message or an array, charged to the account's message budget. */
@@ -89,6 +91,7 @@ export class ChannelService {
     const res = await this.broker.publish(p.appId, x.channel, x.drafts, { persisted, clientIds: x.clientIds })
     if (res.appended > 0) {
       this.rules.published(p.appId, x.channel, x.drafts, res.serials)
+      this.push?.published(p.appId, x.channel, x.drafts)
       published.inc(undefined, res.appended)
       this.stats.messagesPublished(p.appId, p.accountId, res.appended, x.size, persisted)
     }
