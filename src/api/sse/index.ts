@@ -86,7 +86,6 @@ export function sseRoutes(core: Core, s: SseSettings) {
     const session = new StreamSession(core.hub, core.backend.broker, core.clock, principal, ids.next(), channels, conn, core.stats)
     conn.session = session
     track(conn)
-    request.signal?.addEventListener('abort', () => conn.close())
     const start = { resumeFrom, rewind: resumeFrom ? 0 : rewind, replayLimit: s.ringSize }
     try {
       await session.prepare(start)

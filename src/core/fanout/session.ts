@@ -38,10 +38,11 @@ export class StreamSession implements Subscriber {
   readonly clientId?: string
   /** Last delivered serial per channel: what an event id encodes. */
   readonly positions: string[]
-  private readonly index = new Map<string, number>()
+  /** Channel -> position in `channels`, only for streams of many channels (memory per connection counts). */
+  private readonly index?: Map<string, number>
   private replaying = true
-  private buffered: Array<[number, Message[]]> = []
-  private rewound: Message[][] = []
+  private buffered?: Array<[number, Message[]]>
+  private rewound?: Message[][]
   private closed = false
   private expiry?: ReturnType<typeof setTimeout>
 
@@ -57,7 +58,7 @@ export class StreamSession implements Subscriber {
   ) {
     this.clientId = principal.clientId === '*' ? undefined : principal.clientId
     this.positions = channels.map(() => '')
-    channels.forEach((c, i) => this.index.set(c, i))
+    if (channels.length > 8) this.index = new Map(channels.map((c, i) => [c, i]))
   }
 
   /**
@@ -80,7 +81,7 @@ export class StreamSession implements Subscriber {
         const recent = (await this.broker.history(appId, ch, { limit: opts.rewind, direction: 'backwards' }, { persisted: false }))
           .filter((m) => m.serial <= position).reverse()
         if (recent.length) this.positions[i] = serialBefore(recent[0]!.serial)
-        this.rewound[i] = recent
+        ;(this.rewound ??= [])[i] = recent
       }
     }
     this.sink.begin(this.positions)
@@ -90,16 +91,16 @@ export class StreamSession implements Subscriber {
   async replay(opts: SessionStart): Promise<void> {
     for (let i = 0; i < this.channels.length && !this.closed; i++) {
       const from = opts.resumeFrom?.[i]
-      if (from === undefined) { this.forward(i, this.rewound[i] ?? []); continue }
+      if (from === undefined) { this.forward(i, this.rewound?.[i] ?? []); continue }
       const ch = this.channels[i]!
       const { messages, gap } = await this.broker.readAfter(this.principal.appId, ch, from, opts.replayLimit)
       if (gap) this.sink.notice(new GatewayError(80008, `Unable to resume channel "${ch}" exactly: messages after the given event id are no longer retained; continuing live`))
       this.forward(i, messages)
     }
-    this.rewound = []
+    this.rewound = undefined
     this.replaying = false
-    const buffered = this.buffered
-    this.buffered = []
+    const buffered = this.buffered ?? []
+    this.buffered = undefined
     for (const [i, batch] of buffered) this.forward(i, batch)
   }
 
@@ -109,9 +110,9 @@ export class StreamSession implements Subscriber {
   }
 
   deliver(channel: string, batch: Message[]): void {
-    const i = this.index.get(channel)
-    if (i === undefined || this.closed) return
-    if (this.replaying) this.buffered.push([i, batch])
+    const i = this.index ? this.index.get(channel) : this.channels.indexOf(channel)
+    if (i === undefined || i < 0 || this.closed) return
+    if (this.replaying) (this.buffered ??= []).push([i, batch])
     else this.forward(i, batch)
   }
 
