@@ -3,7 +3,8 @@
  * `--pipeline` deep, responses framed by ResponseParser. Runs `--warmup` s (not counted), then
  * `--seconds` s (counted), then stops sending and drains what is in flight. Prints one JSON line
  * (LoadgenResult) on stdout. `{n}` in --url and --body becomes `request index % --variants`.
- * With --server-pid it also reports that process's CPU over the counted window.
+ * With --server-pid it also reports that process's CPU over the counted window. Every second it
+ * prints a progress line on stderr (prefixed with --label) and keeps responses/s as `timeline`.
  *
  *   bun bench/loadgen.ts --url http://127.0.0.1:8080/channels/c-{n}/messages --variants 100 \
  *     --method POST --header 'Authorization: Basic ...' --header 'Content-Type: application/json' \
@@ -35,11 +36,14 @@ export interface LoadgenResult {
   errorSamples: string[]
   connections: number
   pipeline: number
+  /** Responses per second, sampled every second from the start (warm-up included): [seconds, responses/s]. */
+  timeline: Array<[number, number]>
 }
 
 const f = parseFlags(process.argv.slice(2), {
   url: 'string', method: 'string', header: 'strings', body: 'string', variants: 'number',
   seconds: 'number', warmup: 'number', connections: 'number', pipeline: 'number', expect: 'number', 'drain-timeout': 'number', 'server-pid': 'number',
+  label: 'string',
 })
 if (!f.url) throw new Error('--url is required')
 const url = new URL(f.url.replaceAll('{n}', '__N__'))
@@ -142,6 +146,18 @@ function connect(): void {
 const inflight = () => { let n = 0; for (const s of sockets) n += s.data.inflight; return n }
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms))
 
+const timeline: Array<[number, number]> = []
+const tStart = performance.now()
+let lastSample = { t: tStart, received: 0 }
+const sampler = setInterval(() => {
+  const t = performance.now()
+  const rate = ((received - lastSample.received) * 1000) / (t - lastSample.t)
+  lastSample = { t, received }
+  const x = Math.round((t - tStart) / 100) / 10
+  timeline.push([x, rate])
+  process.stderr.write(`  [${f.label ?? 'loadgen'}] ${x.toFixed(0).padStart(3)} s: ${Math.round(rate).toLocaleString('en-US')} responses/s\n`)
+}, 1000)
+
 for (let i = 0; i < connections; i++) connect()
 await sleep(warmup * 1000)
 const startReceived = received
@@ -155,6 +171,7 @@ const elapsed = (performance.now() - t0) / 1000
 const cpu = process.cpuUsage(startCpu)
 const serverCpu1 = serverPid ? cpuSeconds(serverPid) : undefined
 sending = false
+clearInterval(sampler)
 const drainUntil = performance.now() + drainTimeoutMs
 while (inflight() > 0 && performance.now() < drainUntil) await sleep(10)
 const unanswered = inflight() + lost
@@ -167,7 +184,7 @@ const result: LoadgenResult = {
   cpuPercent: ((cpu.user + cpu.system) / 1e6 / elapsed) * 100,
   serverCpuPercent: serverCpu0 !== undefined && serverCpu1 !== undefined ? ((serverCpu1 - serverCpu0) / elapsed) * 100 : undefined,
   sent, received, statuses, unexpected: received - (statusCounts[expect] ?? 0), unanswered,
-  connectionErrors, protocolErrors, errorSamples, connections, pipeline,
+  connectionErrors, protocolErrors, errorSamples, connections, pipeline, timeline,
 }
 process.stdout.write(`${JSON.stringify(result)}\n`)
 process.exit(0)

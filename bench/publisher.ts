@@ -1,86 +1,200 @@
 /**
- * Sequence publisher of the fanout and latency scenarios (an agent, see lib/agent.ts): P
- * keep-alive `Bun.connect` connections POST `{"name":"bench","data":"<p>.<seq>[.<stamp>]:<pad>"}`
- * (sequence-payload.ts) to one channel, each numbering its own publishes from 0. Either as fast as
- * the acknowledgements allow (`rate` 0: each connection keeps `pipeline` publishes in flight) or
- * at a fixed total rate, spread over the connections that have room. Responses are framed by
- * ResponseParser; only 201 counts as published. Driven by lib/publisher-client.ts.
+ * Sequence publisher of the event-stream scenarios (an agent, see lib/agent.ts). Publishing is
+ * organised in lanes: lane k POSTs to `lanes[k].channel` with `lanes[k].auth` and numbers its
+ * messages from 0 (`{"name":"bench","data":"<k>.<seq>[.<stamp>]:<pad>"}`, sequence-payload.ts),
+ * `batch` messages per publish (a JSON array when > 1). A lane has at most one publish in flight,
+ * so the order of its messages is defined; a publish that is not answered 201 (e.g. 429 refused)
+ * gives its numbers back, so the lane's admitted messages stay gap-free. Lane k uses keep-alive
+ * connection k % connections, which keeps up to `pipeline` publishes (of different lanes) in flight.
+ *
+ * Either as fast as the acknowledgements allow (`rate` 0) or paced: each lane publishes `rate`
+ * messages per second on its own schedule (lanes staggered over one period). As fast as allowed
+ * may be bounded by an allowance of messages the parent raises as subscribers receive (`allow`:
+ * flow control, when nothing in the gateway holds publishers back). Records every publish's
+ * latency (write to response). Driven by lib/publisher-client.ts.
  */
 import type { Socket } from 'bun'
 import { serveAgent } from './lib/agent'
 import { ResponseParser } from './lib/http-response-parser'
+import { distribution, type Distribution } from './lib/percentiles'
 import { paddingFor, sequenceData, wallMicros } from './lib/sequence-payload'
+
+export interface Lane { channel: string; auth: string }
 
 export interface PublishArgs {
   host: string
   port: number
-  channel: string
-  /** Authorization header value. */
-  auth: string
+  lanes: Lane[]
   connections: number
+  /** Publishes in flight per connection (each lane has at most one). */
   pipeline: number
-  /** Publishes per second over all connections; 0 = as fast as acknowledgements come back. */
+  /** Messages per second per lane; 0 = as fast as acknowledgements come back. */
   rate: number
+  /** Messages per publish. */
+  batch: number
   /** Carry the send time (µs) in the data, for latency. */
   stamps: boolean
-  /** Approximate JSON body size. */
+  /** Approximate JSON size of one message. */
   bytes: number
+  /** Rate 0: messages that may be written before the first `allow` (default unbounded). */
+  allowance?: number
 }
 
-export interface PublishCounts { sent: number; published: number }
+export interface PublishCounts {
+  /** Publishes written, publishes answered 201, messages in them, publishes answered 429. */
+  sent: number
+  published: number
+  messages: number
+  refused: number
+}
 
 export interface PublishResult extends PublishCounts {
-  /** Acknowledged (201) publishes per publisher id = the seqs every subscriber must receive. */
+  /** Admitted messages per lane = the seqs every subscriber of the lane must receive. */
   acked: number[]
+  /** Messages refused with 429, per lane. */
+  refusedByLane: number[]
+  /** Per lane: ms (performance.now of the publisher) of its first and last publish. */
+  firstSentMs: number[]
+  lastSentMs: number[]
   statuses: Record<string, number>
   unanswered: number
   connectionErrors: number
   protocolErrors: number
   errorSamples: string[]
-  /** Rate mode: the furthest a publish fell behind its schedule (ms), e.g. for lack of a free connection. */
+  /** Rate mode: the furthest a publish fell behind its schedule (ms). */
   maxLagMs: number
+  /** Write-to-response time of every publish since the last reset, µs. */
+  latencyUs: Distribution
 }
 
-interface Conn { p: number; seq: number; inflight: number; parser: ResponseParser; socket?: Socket<Conn>; pending: Buffer | null }
+interface LaneState {
+  k: number
+  conn: Conn
+  seq: number
+  busy: boolean
+  /** Rate mode: publishes issued, and the ms of the first one's due time. */
+  issued: number
+  phaseMs: number
+  acked: number
+  refused: number
+  first: number
+  last: number
+  /** Request bytes up to `Content-Length: `. */
+  prefix: string
+}
+
+interface Sent { lane: LaneState; count: number; at: number }
+
+interface Conn {
+  i: number
+  lanes: LaneState[]
+  cursor: number
+  /** Publishes in flight, oldest first (HTTP/1.1 answers in order). */
+  queue: Sent[]
+  parser: ResponseParser
+  socket?: Socket<Conn>
+  pending: Buffer | null
+}
 
 let a: PublishArgs
-let prefix = ''
 let padding = ''
 let conns: Conn[] = []
+let lanes: LaneState[] = []
 let sending = false
-let acked: number[] = []
 let sent = 0
 let published = 0
+let messages = 0
+let refused = 0
 let connectionErrors = 0
 let protocolErrors = 0
 let maxLagMs = 0
+/** Messages written, and how many may be (flow control). */
+let written = 0
+let allowance = Infinity
+let t0 = 0
+let periodMs = 0
+let latencies = new Float64Array(1 << 16)
+let latencyCount = 0
 let ticker: ReturnType<typeof setInterval> | undefined
 const statuses: Record<string, number> = {}
 const errorSamples: string[] = []
 const sample = (msg: string) => { if (errorSamples.length < 5) errorSamples.push(msg) }
 
-function publish(c: Conn): void {
+function publish(l: LaneState): void {
+  const c = l.conn
   const s = c.socket!
-  const data = sequenceData(c.p, c.seq++, a.stamps ? wallMicros() : undefined, padding)
-  const body = `{"name":"bench","data":"${data}"}`
-  const bytes = Buffer.from(`${prefix}${Buffer.byteLength(body)}\r\n\r\n${body}`)
-  c.inflight++
+  const stamp = a.stamps ? wallMicros() : undefined
+  let body: string
+  if (a.batch === 1) body = `{"name":"bench","data":"${sequenceData(l.k, l.seq++, stamp, padding)}"}`
+  else {
+    const parts: string[] = []
+    for (let i = 0; i < a.batch; i++) parts.push(`{"name":"bench","data":"${sequenceData(l.k, l.seq++, stamp, padding)}"}`)
+    body = `[${parts.join(',')}]`
+  }
+  const bytes = Buffer.from(`${l.prefix}${Buffer.byteLength(body)}\r\n\r\n${body}`)
+  const now = performance.now()
+  if (!l.first) l.first = now
+  l.last = now
+  l.busy = true
+  c.queue.push({ lane: l, count: a.batch, at: now })
   sent++
+  written += a.batch
   if (c.pending) { c.pending = Buffer.concat([c.pending, bytes]); return }
   const n = s.write(bytes)
   c.pending = n >= bytes.length ? null : bytes.subarray(Math.max(0, n))
 }
 
 function onResponse(c: Conn, status: number): void {
-  c.inflight--
+  const p = c.queue.shift()!
+  const l = p.lane
+  const now = performance.now()
+  if (latencyCount === latencies.length) {
+    const grown = new Float64Array(latencies.length * 2)
+    grown.set(latencies)
+    latencies = grown
+  }
+  latencies[latencyCount++] = (now - p.at) * 1000
   statuses[status] = (statuses[status] ?? 0) + 1
-  if (status === 201) { acked[c.p]!++; published++ }
-  if (sending && a.rate === 0) publish(c)
+  l.busy = false
+  if (status === 201) {
+    l.acked += p.count
+    published++
+    messages += p.count
+  } else {
+    l.seq -= p.count // not appended: the lane's next publish reuses these numbers
+    if (status === 429) { refused++; l.refused += p.count }
+  }
+  if (!sending) return
+  if (a.rate === 0) fill(c)
+  else pump(l, now)
 }
 
-function connect(p: number): Promise<void> {
-  const c: Conn = { p, seq: 0, inflight: 0, pending: null, parser: new ResponseParser((status) => onResponse(c, status)) }
-  conns[p] = c
+/** As fast as acknowledgements allow: keep `pipeline` publishes of free lanes in flight. */
+function fill(c: Conn): void {
+  if (!c.socket) return
+  const n = c.lanes.length
+  for (let k = 0; k < n && c.queue.length < a.pipeline && written + a.batch <= allowance; k++) {
+    const l = c.lanes[(c.cursor + k) % n]!
+    if (l.busy) continue
+    publish(l)
+    c.cursor = (c.cursor + k + 1) % n
+    k = -1 // rescan from the new cursor
+  }
+}
+
+/** Paced: publishes lane `l`'s next message if it is due and the lane and its connection have room. */
+function pump(l: LaneState, now: number): void {
+  if (l.busy || !l.conn.socket || l.conn.queue.length >= a.pipeline) return
+  const due = t0 + l.phaseMs + l.issued * periodMs
+  if (now < due) return
+  maxLagMs = Math.max(maxLagMs, now - due)
+  l.issued++
+  publish(l)
+}
+
+function connect(i: number): Promise<void> {
+  const c: Conn = { i, lanes: [], cursor: 0, queue: [], pending: null, parser: new ResponseParser((status) => onResponse(c, status)) }
+  conns[i] = c
   return new Promise<void>((resolve, reject) => {
     Bun.connect<Conn>({
       hostname: a.host, port: a.port, data: c,
@@ -93,7 +207,7 @@ function connect(p: number): Promise<void> {
         data(s, chunk) {
           try { c.parser.feed(chunk) } catch (e) {
             protocolErrors++
-            sample(`publisher ${p}: ${(e as Error).message}`)
+            sample(`connection ${i}: ${(e as Error).message}`)
             s.end()
           }
         },
@@ -104,63 +218,75 @@ function connect(p: number): Promise<void> {
         },
         close(_s, err) {
           c.socket = undefined
-          if (!sending && c.inflight === 0) return
+          if (!sending && c.queue.length === 0) return
           connectionErrors++
-          sample(`publisher ${p}: connection closed with ${c.inflight} in flight${err ? `: ${err.message}` : ''}`)
+          sample(`connection ${i}: closed with ${c.queue.length} in flight${err ? `: ${err.message}` : ''}`)
         },
-        connectError(_s, err) { reject(new Error(`publisher ${p}: connect: ${err.message}`)) },
+        connectError(_s, err) { reject(new Error(`connection ${i}: connect: ${err.message}`)) },
       },
     }).catch(reject)
   })
 }
 
-/** Fixed rate: every millisecond, sends what the schedule says is due on connections with room. */
-function startTicker(): void {
-  const t0 = performance.now()
-  let issued = 0
-  let cursor = 0
-  ticker = setInterval(() => {
-    const now = performance.now()
-    const due = Math.floor(((now - t0) * a.rate) / 1000)
-    while (issued < due) {
-      let c: Conn | undefined
-      for (let k = 0; k < conns.length && !c; k++) {
-        const cand = conns[(cursor + k) % conns.length]!
-        if (cand.socket && cand.inflight < a.pipeline) { c = cand; cursor = (cursor + k + 1) % conns.length }
-      }
-      if (!c) break // every connection is busy: the backlog shows up as lag
-      maxLagMs = Math.max(maxLagMs, now - t0 - (issued * 1000) / a.rate)
-      publish(c)
-      issued++
-    }
-  }, 1)
-}
-
-async function start(args: PublishArgs): Promise<{ connections: number }> {
-  a = args
-  prefix = `POST /channels/${encodeURIComponent(a.channel)}/messages HTTP/1.1\r\nHost: ${a.host}:${a.port}\r\n` +
-    `Authorization: ${a.auth}\r\nContent-Type: application/json\r\nContent-Length: `
+async function start(args: PublishArgs): Promise<{ connections: number; lanes: number }> {
+  a = { ...args, batch: Math.max(1, Math.floor(args.batch)) }
+  allowance = args.allowance ?? Infinity
   padding = paddingFor(a.bytes)
-  acked = Array.from({ length: a.connections }, () => 0)
   conns = []
-  await Promise.all(Array.from({ length: a.connections }, (_, p) => connect(p)))
+  await Promise.all(Array.from({ length: Math.min(a.connections, a.lanes.length) }, (_, i) => connect(i)))
+  periodMs = a.rate > 0 ? (a.batch * 1000) / a.rate : 0
+  lanes = a.lanes.map((lane, k) => {
+    const conn = conns[k % conns.length]!
+    const l: LaneState = {
+      k, conn, seq: 0, busy: false, issued: 0, phaseMs: (periodMs * k) / a.lanes.length, acked: 0, refused: 0, first: 0, last: 0,
+      prefix: `POST /channels/${encodeURIComponent(lane.channel)}/messages HTTP/1.1\r\nHost: ${a.host}:${a.port}\r\n` +
+        `Authorization: ${lane.auth}\r\nContent-Type: application/json\r\nContent-Length: `,
+    }
+    conn.lanes.push(l)
+    return l
+  })
   sending = true
-  if (a.rate > 0) startTicker()
-  else for (const c of conns) for (let k = 0; k < a.pipeline; k++) publish(c)
-  return { connections: conns.length }
+  t0 = performance.now()
+  if (a.rate > 0) {
+    ticker = setInterval(() => {
+      const now = performance.now()
+      for (const l of lanes) pump(l, now)
+    }, 1)
+  } else for (const c of conns) fill(c)
+  return { connections: conns.length, lanes: lanes.length }
 }
 
-const counts = (): PublishCounts => ({ sent, published })
+const counts = (): PublishCounts => ({ sent, published, messages, refused })
+
+/** Flow control: up to `messages` messages may have been written in all; publishing resumes at once. */
+function allow({ messages: n }: { messages: number }): number {
+  const before = written
+  allowance = n
+  if (sending && a.rate === 0) for (const c of conns) fill(c)
+  return before
+}
+
+/** Forgets the publish latencies recorded so far (the warm-up). */
+function reset(): number {
+  const n = latencyCount
+  latencyCount = 0
+  return n
+}
 
 async function stop({ drainMs }: { drainMs: number }): Promise<PublishResult> {
   sending = false
   if (ticker) clearInterval(ticker)
-  const inflight = () => conns.reduce((n, c) => n + (c.socket ? c.inflight : 0), 0)
+  const inflight = () => conns.reduce((n, c) => n + (c.socket ? c.queue.length : 0), 0)
   const until = performance.now() + drainMs
   while (inflight() > 0 && performance.now() < until) await Bun.sleep(5)
-  const unanswered = conns.reduce((n, c) => n + c.inflight, 0)
+  const unanswered = conns.reduce((n, c) => n + c.queue.length, 0)
   for (const c of conns) c.socket?.end()
-  return { sent, published, acked, statuses, unanswered, connectionErrors, protocolErrors, errorSamples, maxLagMs }
+  return {
+    sent, published, messages, refused, statuses, unanswered, connectionErrors, protocolErrors, errorSamples, maxLagMs,
+    acked: lanes.map((l) => l.acked), refusedByLane: lanes.map((l) => l.refused),
+    firstSentMs: lanes.map((l) => l.first), lastSentMs: lanes.map((l) => l.last),
+    latencyUs: distribution(latencies.subarray(0, latencyCount)),
+  }
 }
 
-serveAgent({ start, counts, stop })
+serveAgent({ start, counts, allow, reset, stop })

@@ -1,10 +1,10 @@
 /**
- * Subscriber process of the fanout, connections and latency scenarios (an agent, see
- * lib/agent.ts): holds many event streams on raw `Bun.connect` sockets (GET written by hand,
- * optionally from several loopback source addresses), counts `message` records and checks, per
- * subscriber and publisher, that sequence numbers arrive exactly once and in order
- * (sse-stream-parser.ts, sequence-payload.ts). In latency mode it also records
- * publish-to-delivery times. Driven by lib/sse-subscriber-client.ts.
+ * Subscriber process of the event-stream scenarios (an agent, see lib/agent.ts): holds many
+ * event streams on raw `Bun.connect` sockets (GET written by hand, optionally from several
+ * loopback source addresses), counts `message` records and checks, per subscriber and publisher
+ * lane, that sequence numbers arrive exactly once and in order (sse-stream-parser.ts,
+ * sequence-payload.ts). Streams may be grouped (each group its own channels, key and lanes). In
+ * latency mode it also records publish-to-delivery times. Driven by lib/sse-subscriber-client.ts.
  */
 import type { Socket } from 'bun'
 import { serveAgent } from './lib/agent'
@@ -14,9 +14,17 @@ import { SseStreamParser, type SseSink } from './lib/sse-stream-parser'
 export interface OpenArgs {
   host: string
   port: number
-  /** Request target, e.g. `/sse?v=1.2&channels=c&key=...`. */
+  /** Request target of every stream, e.g. `/sse?v=1.2&channels=c&key=...` (unless `groups`). */
   path: string
   count: number
+  /**
+   * Streams of different channels: stream i of this process belongs to group (first + i) % groups.length,
+   * opens that group's path and must receive exactly the messages of its lanes (publisher ids).
+   * Without groups every stream must receive every lane 0 .. publishers-1.
+   */
+  groups?: Array<{ path: string; lanes: number[] }>
+  /** Index of this process's first stream among all processes (default 0). */
+  first?: number
   /** Local addresses to connect from, used round robin (empty: the OS picks). */
   sources: string[]
   /** Connections being opened at once. */
@@ -32,6 +40,8 @@ export interface OpenResult { established: number; failed: number; ms: number; e
 export interface Snapshot {
   /** Messages received, summed over subscribers. */
   received: number
+  /** Messages received by the subscriber that has the fewest, among those still open (0 when none is). */
+  minReceived: number
   /** Streams open now (head received, not ended or closed). */
   open: number
   /** Streams ended or closed by the server or the network (never by us). */
@@ -49,7 +59,7 @@ export interface SettleResult extends Snapshot {
   complete: number
   /** Acknowledged messages some subscriber never received (summed over subscribers). */
   missing: number
-  /** Distinct orders of arrival across subscribers (1 when all saw the same sequence). */
+  /** Distinct orders of arrival across subscribers of the same channels (1 when all saw the same sequence). */
   orders: number
   ms: number
   /** Latency mode: publish-to-delivery times in µs, one per delivery. */
@@ -65,6 +75,9 @@ const sockets: Array<Socket<number> | undefined> = []
 let expected = new Int32Array(0)
 /** Rolling hash of the arrival order per subscriber. */
 let orderHash = new Int32Array(0)
+/** Group of each stream, and the lanes of each group. */
+let groupOf = new Int32Array(0)
+let groupLanes: number[][] = []
 let lost = new Uint8Array(0)
 let latencies = new Float64Array(0)
 let latencyCount = 0
@@ -84,6 +97,7 @@ const sink: SseSink = {
     if (seq < 0 || publisher >= args.publishers) { foreign++; return }
     const k = sub * args.publishers + publisher
     const next = expected[k]!
+    if (next < 0) { foreign++; return } // a lane this stream did not subscribe to
     if (seq === next) expected[k] = next + 1
     else if (seq > next) { ahead++; expected[k] = seq + 1 } else behind++
     orderHash[sub] = (Math.imul(orderHash[sub]!, 31) + publisher * 1_000_003 + seq) | 0
@@ -112,7 +126,14 @@ function open(a: OpenArgs): Promise<OpenResult> {
   expected = new Int32Array(a.count * a.publishers)
   orderHash = new Int32Array(a.count)
   lost = new Uint8Array(a.count)
-  const request = Buffer.from(`GET ${a.path} HTTP/1.1\r\nHost: ${a.host}:${a.port}${REQUEST_TAIL}`)
+  const groups = a.groups?.length ? a.groups : [{ path: a.path, lanes: Array.from({ length: a.publishers }, (_, p) => p) }]
+  groupLanes = groups.map((g) => g.lanes)
+  groupOf = Int32Array.from({ length: a.count }, (_, i) => ((a.first ?? 0) + i) % groups.length)
+  if (a.groups?.length) {
+    expected.fill(-1)
+    for (let i = 0; i < a.count; i++) for (const p of groupLanes[groupOf[i]!]!) expected[i * a.publishers + p] = 0
+  }
+  const requests = groups.map((g) => Buffer.from(`GET ${g.path} HTTP/1.1\r\nHost: ${a.host}:${a.port}${REQUEST_TAIL}`))
   const t0 = performance.now()
   let next = 0
   let inFlight = 0
@@ -142,7 +163,7 @@ function open(a: OpenArgs): Promise<OpenResult> {
         // not in Bun's typings, but Bun 1.4 binds the socket to it before connecting
         ...(source ? { localAddress: source } : {}),
         socket: {
-          open(s) { sockets[i] = s; s.write(request) },
+          open(s) { sockets[i] = s; s.write(requests[groupOf[i]!]!) },
           data(s, chunk) {
             const p = parsers[i]!
             if (a.latency) readAt = wallMicros()
@@ -173,29 +194,33 @@ function open(a: OpenArgs): Promise<OpenResult> {
 
 function snapshot(): Snapshot {
   let received = 0
+  let minReceived = Infinity
   let open = 0
   let lostCount = 0
   for (let i = 0; i < parsers.length; i++) {
     const p = parsers[i]!
     received += p.messages
+    if (!lost[i] && p.status === 200 && sockets[i] && p.messages < minReceived) minReceived = p.messages
     if (lost[i]) lostCount++
     else if (p.status === 200 && sockets[i]) open++
   }
-  return { received, open, lost: lostCount, ahead, behind, foreign, protocolErrors, errorSamples: errorSamples.slice() }
+  return { received, minReceived: minReceived === Infinity ? 0 : minReceived, open, lost: lostCount, ahead, behind, foreign, protocolErrors, errorSamples: errorSamples.slice() }
 }
 
 /** Waits until every subscriber has every acknowledged message (or the timeout); then checks. */
 async function settle({ acked, timeoutMs }: { acked: number[]; timeoutMs: number }): Promise<SettleResult> {
-  const total = acked.reduce((a, b) => a + b, 0)
   const P = args.publishers
+  const totals = groupLanes.map((lanes) => lanes.reduce((n, p) => n + (acked[p] ?? 0), 0))
   const t0 = performance.now()
   const count = () => {
     let complete = 0
     let missing = 0
     let waiting = 0
     for (let i = 0; i < parsers.length; i++) {
+      const g = groupOf[i]!
+      const total = totals[g]!
       let ok = parsers[i]!.messages === total
-      for (let p = 0; p < P; p++) {
+      for (const p of groupLanes[g]!) {
         const have = expected[i * P + p]!
         const want = acked[p] ?? 0
         if (have < want) { missing += want - have; ok = false } else if (have !== want) ok = false
@@ -210,7 +235,9 @@ async function settle({ acked, timeoutMs }: { acked: number[]; timeoutMs: number
     await Bun.sleep(20)
     c = count()
   }
-  const orders = new Set(orderHash).size
+  const hashes = groupLanes.map(() => new Set<number>())
+  for (let i = 0; i < parsers.length; i++) hashes[groupOf[i]!]!.add(orderHash[i]!)
+  const orders = Math.max(...hashes.map((h) => h.size))
   return {
     ...snapshot(), complete: c.complete, missing: c.missing, orders, ms: performance.now() - t0,
     ...(args.latency ? { latencies: Array.from(latencies.subarray(0, latencyCount)) } : {}),

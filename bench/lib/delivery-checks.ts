@@ -23,18 +23,21 @@ export function publishCheck(label: string, r: PublishResult): Check {
   }
 }
 
-/** Every subscriber got every acknowledged message exactly once, in order; and all in the same order. */
-export function deliveryChecks(label: string, subscribers: number, acked: number, s: SettleResult): Check[] {
+/**
+ * Every subscriber got every acknowledged message exactly once, in order; and all (of the same
+ * channels) in the same order. `acked`: messages each subscriber must have, or a description.
+ */
+export function deliveryChecks(label: string, subscribers: number, acked: number | string, s: SettleResult): Check[] {
   const anomalies = s.ahead + s.behind + s.foreign + s.protocolErrors
   return [{
     name: `${label}: every subscriber received every acknowledged message once and in order`,
     ok: s.complete === subscribers && s.missing === 0 && anomalies === 0 && s.lost === 0,
-    detail: `${fmt(s.complete)} of ${fmt(subscribers)} subscribers complete (${fmt(acked)} messages each) ${fmt(s.ms)} ms after the last acknowledgement; ` +
+    detail: `${fmt(s.complete)} of ${fmt(subscribers)} subscribers complete (${typeof acked === 'number' ? `${fmt(acked)} messages each` : acked}) ${fmt(s.ms)} ms after the last acknowledgement; ` +
       `missing ${fmt(s.missing)}, gaps/reorders ${s.ahead}, duplicates/late ${s.behind}, foreign ${s.foreign}, protocol errors ${s.protocolErrors}, ` +
       `streams ended or cut ${s.lost}${samples(s.errorSamples)}`,
   }, {
     name: `${label}: all subscribers saw the same order`, ok: s.orders === 1,
-    detail: `${s.orders} distinct arrival order${s.orders === 1 ? '' : 's'} over ${fmt(subscribers)} subscribers`,
+    detail: `${s.orders} distinct arrival order${s.orders === 1 ? '' : 's'} over ${fmt(subscribers)} subscribers${typeof acked === 'string' ? ' (compared among the subscribers of the same channels)' : ''}`,
   }]
 }
 

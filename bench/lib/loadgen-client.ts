@@ -18,6 +18,8 @@ export interface LoadSpec {
   pipeline: number
   /** Server process whose CPU use the generator reports. */
   serverPid?: number
+  /** Prefix of its progress lines. */
+  label?: string
 }
 
 const LOADGEN = resolve(import.meta.dir, '../loadgen.ts')
@@ -31,6 +33,7 @@ export async function runLoadgen(spec: LoadSpec): Promise<LoadgenResult> {
     ...(spec.headers ?? []).flatMap((h) => ['--header', h]),
     ...(spec.body !== undefined ? ['--body', spec.body] : []),
     ...(spec.serverPid ? ['--server-pid', String(spec.serverPid)] : []),
+    ...(spec.label ? ['--label', spec.label] : []),
   ]
   const proc = spawnTracked([BUN, LOADGEN, ...args], { stdout: 'pipe' })
   const out = await new Response(proc.stdout as ReadableStream<Uint8Array>).text()

@@ -1,7 +1,8 @@
-/** The console table and the files of bench/results/<timestamp>/ (results.json, summary.md). */
+/** The console table and the files of bench/results/<timestamp>/ (results.json, summary.md, charts as .svg). */
 import { cpus, loadavg } from 'node:os'
 import { join } from 'node:path'
 import type { Headline, RunOptions, ScenarioResult, Table } from './scenario'
+import { renderChart } from './svg-chart'
 
 const HEAD = ['target', 'request', 'req/s', 'responses', 'non-expected', 'unanswered', 'conn err', 'loadgen CPU', 'server CPU']
 
@@ -67,6 +68,7 @@ function markdown(r: ScenarioResult, o: RunOptions, startedAt: string): string {
     ...(r.headlines ?? []).map((h) => `- **${headline(h)}**`),
     ...Object.entries(r.ratios).map(([k, v]) => `**${k}: ${v.toFixed(3)}**`),
     '',
+    ...(r.charts?.length ? ['## Charts', '', ...r.charts.flatMap((c) => [`![${c.title}](${c.file})`, '']), ''] : []),
     '## Checks',
     '',
     ...r.checks.map((c) => `- ${c.ok ? '✅' : '❌'} ${c.name}: ${c.detail}`),
@@ -79,5 +81,6 @@ function markdown(r: ScenarioResult, o: RunOptions, startedAt: string): string {
 export async function writeResults(r: ScenarioResult, o: RunOptions, startedAt: string): Promise<void> {
   const ok = r.checks.every((c) => c.ok)
   await Bun.write(join(o.outDir, 'results.json'), `${JSON.stringify({ ...r, ok, startedAt, options: o, machine: machine() }, null, 2)}\n`)
+  for (const c of r.charts ?? []) await Bun.write(join(o.outDir, c.file), renderChart(c))
   await Bun.write(join(o.outDir, 'summary.md'), markdown(r, o, startedAt))
 }

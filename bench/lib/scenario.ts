@@ -17,6 +17,16 @@ export interface RunOptions {
   sseBufferBytes?: number
   /** Gateways write a CPU profile into outDir (`bun --cpu-prof`). */
   profile?: boolean
+  /** Also run against Redis (private redis-server, two gateway nodes), after the memory run with the same parameters. */
+  redis: boolean
+  /** channels: channels to publish to (default 10,000). */
+  channels?: number
+  /** accounts: accounts publishing at their limit (default 50). */
+  accounts?: number
+  /** accounts: messages per publish (default 10). */
+  batch?: number
+  /** fanout: most messages the publishers may be ahead of the slowest subscriber (flow control); 0 = unbounded. */
+  window?: number
   /** CI smoke mode: a few seconds; only correctness is asserted, never speed. */
   short: boolean
   /** bench/results/<timestamp>/: logs of the children, results.json, summary.md. */
@@ -39,6 +49,15 @@ export interface Table { title: string; head: string[]; rows: string[][] }
 /** A headline number and the target it is reported against (never asserted). */
 export interface Headline { name: string; value: number; unit: string; target?: string; met?: boolean }
 
+/** One line of a chart: [x, y] points, e.g. [seconds, deliveries/s]. */
+export interface Series { name: string; points: Array<[number, number]>; dashed?: boolean }
+
+/** A chart written as <file> next to summary.md and linked from it (svg-chart.ts). */
+export type Chart = { file: string; title: string } & (
+  | { kind: 'line'; xLabel: string; yLabel: string; series: Series[] }
+  | { kind: 'bar'; yLabel: string; categories: string[]; groups: Array<{ name: string; values: number[] }> }
+)
+
 export interface ScenarioResult {
   scenario: string
   description: string
@@ -54,6 +73,7 @@ export interface ScenarioResult {
   ratios: Record<string, number>
   checks: Check[]
   notes?: string[]
+  charts?: Chart[]
 }
 
 export type Scenario = (o: RunOptions) => Promise<ScenarioResult>

@@ -1,6 +1,7 @@
 /**
  * Parent side of bench/sse-subscriber.ts: one or more subscriber processes (shards) holding
- * `count` event streams on one channel of a gateway; results are summed over the shards.
+ * `count` event streams on one channel of a gateway, or on the channels of `groups`; results are
+ * summed over the shards.
  */
 import { resolve } from 'node:path'
 import type { OpenResult, SettleResult, Snapshot } from '../sse-subscriber'
@@ -15,7 +16,14 @@ export interface SubscribersSpec {
   channel: string
   key: string
   count: number
+  /** Publisher lanes (ids 0 .. publishers-1 in the data). */
   publishers: number
+  /**
+   * Streams on different channels: stream i opens group i % groups.length (several channels on one
+   * stream, `channels=a,b,c`) with its key and must receive exactly that group's lanes. Streams of
+   * the same group are compared for arrival order only within one subscriber process.
+   */
+  groups?: Array<{ channels: string[]; key: string; lanes: number[] }>
   latency?: boolean
   /** Streams per subscriber process (default: all in one). */
   perProcess?: number
@@ -76,7 +84,8 @@ export async function startSubscribers(s: SubscribersSpec): Promise<Subscribers>
       // each shard takes its own slice of source addresses' capacity by starting the round robin elsewhere
       const shardSources = sources.length ? sources.map((_, k) => sources[(k + i) % sources.length]!) : []
       return agent.call<OpenResult>('open', {
-        host: url.hostname, port: Number(url.port), path: ssePath(s.channel, s.key), count, sources: shardSources,
+        host: url.hostname, port: Number(url.port), path: ssePath(s.channel, s.key), count, sources: shardSources, first: i * perProcess,
+        groups: s.groups?.map((g) => ({ path: ssePath(g.channels.join(','), g.key), lanes: g.lanes })),
         concurrency: s.concurrency ?? 256, publishers: s.publishers, latency: s.latency ?? false, timeoutMs: s.openTimeoutMs ?? 60_000,
       }, (s.openTimeoutMs ?? 60_000) + 10_000)
     }))
@@ -115,7 +124,7 @@ const sum = (xs: number[]) => xs.reduce((a, b) => a + b, 0)
 function merge(parts: Snapshot[]): Snapshot {
   const total = (k: keyof Omit<Snapshot, 'errorSamples'>) => sum(parts.map((p) => p[k]))
   return {
-    received: total('received'), open: total('open'), lost: total('lost'), ahead: total('ahead'), behind: total('behind'),
+    received: total('received'), minReceived: Math.min(...parts.map((p) => p.minReceived)), open: total('open'), lost: total('lost'), ahead: total('ahead'), behind: total('behind'),
     foreign: total('foreign'), protocolErrors: total('protocolErrors'), errorSamples: parts.flatMap((p) => p.errorSamples).slice(0, 8),
   }
 }

@@ -40,19 +40,21 @@ export interface GatewayOptions {
   fdLimit?: number
   /** Write a CPU profile of the gateway into logDir when it stops (`bun --cpu-prof`, plus its markdown form). */
   cpuProfile?: boolean
+  /** A DATA_DIR prepared by the caller (kept at stop); default a fresh temporary one, removed at stop. */
+  dataDir?: string
 }
 
-/** `bun src/main.ts` on a fresh temporary DATA_DIR with BENCH_KEY as its root key. */
+/** `bun src/main.ts` on a fresh temporary DATA_DIR (or o.dataDir) with BENCH_KEY as its root key. */
 export async function startGateway(o: GatewayOptions): Promise<Target & { key: string }> {
   const port = freePort()
   const name = o.name ?? 'gateway'
-  const dataDir = mkdtempSync(join(tmpdir(), 'gateway-bench-'))
+  const dataDir = o.dataDir ?? mkdtempSync(join(tmpdir(), 'gateway-bench-'))
   const profile = o.cpuProfile ? ['--cpu-prof', '--cpu-prof-md', `--cpu-prof-dir=${o.logDir}`, `--cpu-prof-name=${name}`] : []
   const proc = spawnTracked([BUN, ...profile, join(ROOT, 'src/main.ts')], {
     env: { PORT: String(port), HOST: '127.0.0.1', DATA_DIR: dataDir, BOOTSTRAP_KEY: BENCH_KEY, LOG_LEVEL: 'warn', REDIS_URL: '', RATE_LIMITS: 'off', ...o.env },
     stdout: join(o.logDir, `${name}.log`), stderr: join(o.logDir, `${name}.err.log`), fdLimit: o.fdLimit,
   })
-  const removeDataDir = () => rmSync(dataDir, { recursive: true, force: true })
+  const removeDataDir = () => { if (!o.dataDir) rmSync(dataDir, { recursive: true, force: true }) }
   const unregister = onExit(removeDataDir)
   const stop = async () => {
     await stopProcess(proc)

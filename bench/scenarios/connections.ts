@@ -20,6 +20,7 @@ import { rssBytes } from '../lib/memory'
 import type { Check, RunOptions, ScenarioResult } from '../lib/scenario'
 import { startSubscribers } from '../lib/sse-subscriber-client'
 import { startGateway } from '../lib/targets'
+import { Timeline } from '../lib/timeline'
 
 const CHANNEL = 'idle'
 const TARGET_BYTES_PER_CONNECTION = 6 * 1024
@@ -52,6 +53,11 @@ export async function connectionsScenario(o: RunOptions): Promise<ScenarioResult
     await Bun.sleep(1000)
     const rssBefore = rssBytes(gw.pid) ?? 0
     const cpu0 = cpuSeconds(gw.pid) ?? 0
+    // the gateway's open files beyond its idle ones = its streams (sampled from /proc while they open and are held)
+    const timeline = new Timeline('connections', async () => {
+      const streams = Math.max(0, (openFds(gw.pid) ?? fds0) - fds0)
+      return { counters: { 'streams opened': streams }, gauges: { 'streams open': streams, 'gateway RSS MiB': (rssBytes(gw.pid) ?? 0) / 2 ** 20 } }
+    }).start()
     const subs = await startSubscribers({
       base: gw.base, channel: CHANNEL, key: gw.key, count: k, publishers: 1, logDir: o.outDir,
       perProcess, perSourceAddress: PER_SOURCE, fdLimit: perProcess + 1024, concurrency: 256, openTimeoutMs: 180_000, cpuProfile: o.profile,
@@ -82,6 +88,9 @@ export async function connectionsScenario(o: RunOptions): Promise<ScenarioResult
         detail: `publish answered ${res.status}; ${fmt(settled.complete)} of ${fmt(k)} streams received it exactly once within ${fmt(settled.ms)} ms`,
       })
       const rssAfter = rssBytes(gw.pid) ?? 0
+      const perSecond = await timeline.stop()
+      const streamsOver = perSecond.find((x) => x.name === 'streams open')?.points ?? []
+      const rssOver = perSecond.find((x) => x.name === 'gateway RSS MiB')?.points ?? []
 
       const perConn = (rss: number) => (rss - rssBefore) / Math.max(1, opened.established)
       const mib = (b: number) => `${(b / 2 ** 20).toFixed(1)} MiB`
@@ -110,6 +119,15 @@ export async function connectionsScenario(o: RunOptions): Promise<ScenarioResult
         ratios: {},
         checks,
         notes,
+        charts: [
+          { file: 'throughput.svg', title: 'Streams opened per second and streams open (gateway file descriptors)', kind: 'line', xLabel: 'seconds', yLabel: 'streams',
+            series: perSecond.filter((x) => x.name !== 'gateway RSS MiB') },
+          { file: 'memory.svg', title: 'Gateway memory per connection (bytes, VmRSS growth ÷ streams)', kind: 'bar', yLabel: 'bytes per connection',
+            categories: ['all open', `held ${o.seconds} s`, 'after final publish', 'target'],
+            groups: [{ name: '', values: [perConn(rssOpened), bytesPerConn, perConn(rssAfter), TARGET_BYTES_PER_CONNECTION] }] },
+          { file: 'memory-over-streams.svg', title: 'Gateway RSS (MiB) against open streams, sampled every second', kind: 'line', xLabel: 'open streams', yLabel: 'RSS MiB',
+            series: [{ name: 'gateway RSS', points: streamsOver.map(([, n], i) => [n, rssOver[i]?.[1] ?? 0] as [number, number]) }] },
+        ],
         details: {
           requested, attempted: k, gatewayFdLimit: gwLimit, harnessFdLimit: ownLimit, gatewayFdsAtStart: fds0, gatewayFdsOpened: fdsOpened,
           rssBefore, rssOpened, rssHeld, rssAfter, bytesPerConnection: bytesPerConn, openMs: opened.ms, gatewayCpuSecondsToOpen: openCpu,
