@@ -1,4 +1,5 @@
 import { t } from 'elysia'
+import { AnyQuery, HistoryParams, optionalQuery } from '../query-schemas'
 
 /** Schemas of the channel REST interface (validation + the OpenAPI document). */
 const Str = t.Optional(t.Union([t.String(), t.Null()]))
@@ -37,16 +38,8 @@ export const TokenRequestBody = t.Optional(t.Object(
   { additionalProperties: true },
 ))
 
-const Q = (fields: Record<string, ReturnType<typeof t.String>>) =>
-  t.Object(Object.fromEntries(Object.entries(fields).map(([k, v]) => [k, t.Optional(v)])), { additionalProperties: true })
-
-export const HistoryParams = Q({
-  start: t.String({ description: 'ms since epoch, inclusive' }),
-  end: t.String({ description: 'ms since epoch, inclusive' }),
-  limit: t.String({ description: 'page size, default 100, max 1000' }),
-  direction: t.String({ description: 'forwards | backwards (default)' }),
-  cursor: t.String({ description: 'page position, from a Link header' }),
-})
+const Q = optionalQuery
+export { AnyQuery, HistoryParams }
 
 export const PresenceParams = Q({ clientId: t.String(), connectionId: t.String(), limit: t.String() })
 export const ChannelListParams = Q({ prefix: t.String(), limit: t.String(), by: t.String({ description: 'id (default) | value' }), cursor: t.String() })
@@ -55,6 +48,5 @@ export const StatsParams = Q({
   start: t.String(), end: t.String(), limit: t.String(), direction: t.String(),
   unit: t.String({ description: 'minute (default) | hour | day | month' }), by: t.String(), cursor: t.String(),
 })
-export const AnyQuery = t.Object({}, { additionalProperties: true })
 export const ChannelParam = t.Object({ channel: t.String() })
 export const KeyNameParam = t.Object({ keyName: t.String() })

@@ -1,7 +1,8 @@
 import { Elysia } from 'elysia'
 import type { Core } from '../../core'
-import { intParam, pageLinks } from '../params'
+import { pageLinks } from '../params'
 import { authPlugin } from '../plugins/auth'
+import { listRooms } from './rooms-route'
 import { respond, type Query } from '../plugins/codec'
 import * as M from './model'
 import { chatV4Routes } from './v4'
@@ -20,14 +21,8 @@ const specChatRoutes = (core: Core) => {
   const chat = core.chat
   return new Elysia({ name: 'chat-spec', prefix: '/chat', normalize: false })
     .use(authPlugin(core))
-    .get('/rooms', async ({ request, query, principal }) => {
-      const q = query as Query
-      const limit = intParam(q, 'limit', 100, 1, 1000)
-      const rooms = await chat.rooms(principal, q.cursor || undefined, limit)
-      const page = rooms.slice(0, limit)
-      const next = rooms.length > limit ? { cursor: page[page.length - 1]!.roomId } : undefined
-      return respond(request, q, page, { links: pageLinks('rooms', q, next) })
-    }, { auth: true, query: M.RoomListParams, detail: { summary: 'Active chat rooms (paginated)' } })
+    .get('/rooms', ({ request, query, principal }) => listRooms(core, request, query as Query, principal),
+      { auth: true, query: M.RoomListParams, detail: { summary: 'Active chat rooms (paginated)' } })
 
     .get('/rooms/:roomId', async ({ request, query, params, principal }) =>
       respond(request, query as Query, await chat.room(principal, params.roomId)),

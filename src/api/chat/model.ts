@@ -1,4 +1,5 @@
 import { t } from 'elysia'
+import { AnyQuery, HISTORY_FIELDS, optionalQuery } from '../query-schemas'
 
 /**
  * Schemas of the chat interface (validation + the OpenAPI document). Types are checked here;
@@ -7,8 +8,7 @@ import { t } from 'elysia'
 const Obj = t.Record(t.String(), t.Any())
 const Opt = <T extends Parameters<typeof t.Optional>[0]>(s: T) => t.Optional(t.Union([s, t.Null()]))
 
-const Q = (fields: Record<string, ReturnType<typeof t.String>>) =>
-  t.Object(Object.fromEntries(Object.entries(fields).map(([k, v]) => [k, t.Optional(v)])), { additionalProperties: true })
+const Q = optionalQuery
 
 export const RoomParam = t.Object({ roomId: t.String({ description: 'room id (name), URL-encoded' }) })
 export const MessageParam = t.Object({ roomId: t.String(), serial: t.String({ description: 'message serial' }) })
@@ -65,17 +65,13 @@ export const V4ReactionBody = t.Object({
 }, { additionalProperties: true })
 
 export const HistoryParams = Q({
-  start: t.String({ description: 'ms since epoch, inclusive' }),
-  end: t.String({ description: 'ms since epoch, inclusive' }),
-  limit: t.String({ description: 'page size, default 100, max 1000' }),
-  direction: t.String({ description: 'forwards | backwards (default)' }),
+  ...HISTORY_FIELDS,
   orderBy: t.String({ description: 'oldestFirst | newestFirst (alias of direction)' }),
   fromSerial: t.String({ description: 'start after (forwards) or before (backwards) this serial' }),
-  cursor: t.String({ description: 'page position, from a Link header' }),
 })
 
 export const RoomListParams = Q({ limit: t.String({ description: 'default 100, max 1000' }), cursor: t.String() })
 export const SendParams = Q({ idempotencyKey: t.String({ description: 'a repeat within the idempotency window returns the first message' }) })
 export const ReactionDeleteParams = Q({ type: t.String(), name: t.String(), clientId: t.String() })
 export const ClientReactionsParams = Q({ forClientId: t.String() })
-export const AnyQuery = t.Object({}, { additionalProperties: true })
+export { AnyQuery }

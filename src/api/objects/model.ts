@@ -1,8 +1,8 @@
 import { t } from 'elysia'
+import { AnyQuery, HistoryParams, optionalQuery } from '../query-schemas'
 
 /** Schemas of the LiveObjects REST interface (validation + the OpenAPI document). */
-const Q = (fields: Record<string, ReturnType<typeof t.String>>) =>
-  t.Object(Object.fromEntries(Object.entries(fields).map(([k, v]) => [k, t.Optional(v)])), { additionalProperties: true })
+const Q = optionalQuery
 
 export const NamespaceListParams = Q({
   limit: t.String({ description: 'page size, default 100, max 1000' }),
@@ -13,14 +13,7 @@ export const ObjectListParams = Q({
   prefix: t.String({ description: 'only objects whose id starts with this' }),
   cursor: t.String({ description: 'page position, from a Link header' }),
 })
-export const HistoryParams = Q({
-  start: t.String({ description: 'ms since epoch, inclusive' }),
-  end: t.String({ description: 'ms since epoch, inclusive' }),
-  limit: t.String({ description: 'page size, default 100, max 1000' }),
-  direction: t.String({ description: 'forwards | backwards (default)' }),
-  cursor: t.String({ description: 'page position, from a Link header' }),
-})
-export const AnyQuery = t.Object({}, { additionalProperties: true })
+export { AnyQuery, HistoryParams }
 
 export const NamespaceParam = t.Object({ namespace: t.String() })
 export const ObjectParam = t.Object({ namespace: t.String(), object_id: t.String() })

@@ -1,4 +1,5 @@
 import { t } from 'elysia'
+import { AnyQuery } from '../query-schemas'
 
 /**
  * Schemas of the push admin interface (validation + the OpenAPI document). Fields whose values
@@ -54,5 +55,5 @@ export const SubscriptionListQuery = Q({
 export const SubscriptionRemoveQuery = Q({ channel: 'this channel', deviceId: 'this device', clientId: 'this client', fullWait: 'ignored (always synchronous)' })
 export const ChannelListQuery = Q({ limit: 'page size, default 100, max 1000', cursor: 'page position, from a Link header' })
 export const PublishQuery = Q({ fullWait: 'true: answer after delivery, with each delivery\'s outcome' })
-export const AnyQuery = t.Object({}, { additionalProperties: true })
+export { AnyQuery }
 export const DeviceParam = t.Object({ deviceId: t.String() })

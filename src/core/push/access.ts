@@ -83,3 +83,23 @@ export function deviceTokenOfBearer(value: string): string | undefined {
 }
 
 export const tokenMatches = (d: DeviceRecord, token: string) => safeEqual(d.token, token)
+
+/**
+ * Without push-admin, a list or delete filter must name the caller itself: its own clientId, or a
+ * device it owns (a device that is not registered matches nothing); a filter is required.
+ */
+export async function requireOwnFilter(
+  a: PushActor, q: { deviceId?: string; clientId?: string }, what: string,
+  getDevice: (appId: string, deviceId: string) => Promise<DeviceRecord | undefined>,
+): Promise<void> {
+  if (a.admin) return
+  if (q.deviceId === undefined && q.clientId === undefined) throw denied(`${what} of other clients requires push-admin: filter by your own deviceId or clientId`)
+  if (q.clientId !== undefined) {
+    if (q.clientId !== clientOf(a)) throw denied(`${what} of clientId "${q.clientId}" requires push-admin`)
+    requireSubscribe(a, what)
+  }
+  if (q.deviceId !== undefined) {
+    const d = await getDevice(a.appId, q.deviceId)
+    if (d && !ownsDevice(a, d)) throw denied(`${what}: device "${q.deviceId}" belongs to another client`)
+  }
+}

@@ -1,6 +1,6 @@
 import { GatewayError, denied, notFound } from '../../errors'
 import type { Clock } from '../ports'
-import { clientOf, newDeviceToken, ownsDevice, requireSubscribe, type PushActor } from './access'
+import { clientOf, newDeviceToken, ownsDevice, requireOwnFilter, requireSubscribe, type PushActor } from './access'
 import type { DeviceQuery, DeviceRecord, PushRecipient, PushStore } from './ports'
 import {
   checkClientId, checkFormFactor, checkId, checkMetadata, checkPlatform, checkRecipient, invalid, isObject, optString, type Obj,
@@ -76,7 +76,7 @@ export class DeviceRegistrations {
   }
 
   async list(a: PushActor, q: DeviceQuery): Promise<DeviceRecord[]> {
-    await this.scope(a, q, 'Listing devices')
+    await requireOwnFilter(a, q, 'Listing devices', (app, id) => this.store.getDevice(app, id))
     return this.store.listDevices(a.appId, q)
   }
 
@@ -89,7 +89,7 @@ export class DeviceRegistrations {
 
   async removeWhere(a: PushActor, q: { deviceId?: string; clientId?: string }): Promise<number> {
     if (q.deviceId === undefined && q.clientId === undefined) throw new GatewayError(40003, 'Removing devices needs a deviceId or clientId param')
-    await this.scope(a, q, 'Removing devices')
+    await requireOwnFilter(a, q, 'Removing devices', (app, id) => this.store.getDevice(app, id))
     return this.store.deleteDevices(a.appId, q)
   }
 
@@ -102,22 +102,6 @@ export class DeviceRegistrations {
     return next
   }
 
-  /**
-   * Without push-admin a filter must name the caller itself: its own clientId or a device it
-   * owns (a device that is not registered matches nothing).
-   */
-  private async scope(a: PushActor, q: { deviceId?: string; clientId?: string }, what: string) {
-    if (a.admin) return
-    if (q.clientId !== undefined) {
-      if (q.clientId !== clientOf(a)) throw denied(`${what} of clientId "${q.clientId}" requires push-admin`)
-      requireSubscribe(a, what)
-    }
-    if (q.deviceId !== undefined) {
-      const d = await this.store.getDevice(a.appId, q.deviceId)
-      if (d && !ownsDevice(a, d)) throw denied(`${what}: device "${q.deviceId}" belongs to another client`)
-    }
-    if (q.clientId === undefined && q.deviceId === undefined) throw denied(`${what} of other clients requires push-admin: filter by your own deviceId or clientId`)
-  }
 
   /**
    * Without push-admin: a new registration needs push-subscribe; an existing one must be the

@@ -1,7 +1,7 @@
 import { GatewayError, denied, notFound } from '../../errors'
 import { checkChannelName, namespaceOf } from '../channels/names'
 import type { Namespaces } from '../control/namespaces'
-import { clientOf, ownsDevice, requireAdmin, requireSubscribe, type PushActor } from './access'
+import { clientOf, ownsDevice, requireAdmin, requireOwnFilter, requireSubscribe, type PushActor } from './access'
 import type { PushStore, SubscriptionQuery, SubscriptionRecord } from './ports'
 import { checkClientId, checkId, invalid, isObject, optString } from './validation'
 
@@ -46,7 +46,7 @@ export class ChannelSubscriptions {
     if (q.deviceId !== undefined && q.clientId !== undefined && !q.concat) {
       throw new GatewayError(40003, 'deviceId and clientId params cannot be combined unless concatFilters=true')
     }
-    await this.scope(a, q, 'Listing push subscriptions')
+    await requireOwnFilter(a, q, 'Listing push subscriptions', (app, id) => this.store.getDevice(app, id))
     return this.store.listSubscriptions(a.appId, q)
   }
 
@@ -55,7 +55,7 @@ export class ChannelSubscriptions {
     if (q.channel === undefined && q.deviceId === undefined && q.clientId === undefined) {
       throw new GatewayError(40003, 'Removing push subscriptions needs a channel, deviceId or clientId param')
     }
-    await this.scope(a, q, 'Removing push subscriptions')
+    await requireOwnFilter(a, q, 'Removing push subscriptions', (app, id) => this.store.getDevice(app, id))
     return this.store.deleteSubscriptions(a.appId, q)
   }
 
@@ -63,20 +63,5 @@ export class ChannelSubscriptions {
   async channels(a: PushActor, after: string | undefined, limit: number): Promise<string[]> {
     requireAdmin(a, 'Listing push channels')
     return this.store.channels(a.appId, after, limit)
-  }
-
-  /** Without push-admin, every deviceId / clientId filter must be the caller's own, and one is needed. */
-  private async scope(a: PushActor, q: Target, what: string) {
-    if (a.admin) return
-    if (q.deviceId === undefined && q.clientId === undefined) throw denied(`${what} of other clients requires push-admin: filter by your own deviceId or clientId`)
-    if (q.clientId !== undefined) {
-      if (q.clientId !== clientOf(a)) throw denied(`${what} of clientId "${q.clientId}" requires push-admin`)
-      requireSubscribe(a, what)
-    }
-    if (q.deviceId !== undefined) {
-      const d = await this.store.getDevice(a.appId, q.deviceId)
-      // a device that is not registered has no subscriptions left: the filter matches nothing
-      if (d && !ownsDevice(a, d)) throw denied(`${what}: device "${q.deviceId}" belongs to another client`)
-    }
   }
 }
