@@ -1,5 +1,7 @@
 import { GatewayError } from '../../errors'
+import { Ring } from '../../core/channels/ring'
 import { formatSerial, parseSerial } from '../../core/channels/serial'
+import { metrics } from '../../lib/metrics'
 import type { Broker, BrokerListener, PublishOptions, PublishResult } from '../../core/ports'
 import type { HistoryQuery, Message, MessageDraft } from '../../core/types'
 import { idFromSerial, messageFromEntry, packDraft, parseNotification, serialFromId } from './codec'
@@ -8,7 +10,10 @@ import type { RedisKeys } from './keys'
 import { ScriptRunner } from './script-runner'
 import { PUBLISH_SCRIPT } from './scripts'
 
+const fromMemory = metrics.counter('gateway_resume_from_memory_total', 'Event-stream resumes served from the node ring instead of the Redis stream.')
+
 export interface RedisBrokerSettings {
+  ringSize: number
   historyTtlMs: number
   persistedHistoryTtlMs: number
   idempotencyWindowMs: number
@@ -26,6 +31,11 @@ interface Subscription {
   /** Serializes notification handling (a gap fill must finish before the next batch). */
   queue: Promise<void>
   onMessage: (buf: Buffer) => void
+  /**
+   * Cache of what this node delivered since it subscribed: every message after `ring.floor`, in
+   * order. Resumes that start inside it are served from memory; the stream stays the truth.
+   */
+  ring?: Ring
 }
 
 type Entry = [Buffer, [Buffer, Buffer]]
@@ -86,13 +96,26 @@ export class RedisBroker implements Broker {
   async position(app: string, channel: string): Promise<string> {
     await this.subs.get(`${app}\u0000${channel}`)?.subscribed
     const last = await this.range('XREVRANGE', this.keys.stream(app, channel), '+', '-', 1)
-    if (last.length) return last[0]!.serial
-    const [sec, usec] = (await this.t(this.cmd.sendCommand(['TIME']))) as string[]
+    return last.length ? last[0]!.serial : this.redisNow()
+  }
+
+  /** A serial just below any id Redis would assign from now on. */
+  private async redisNow(): Promise<string> {
+    const [sec, usec] = (await this.t(this.cmd.sendCommand(['TIME']))) as unknown as string[]
     return formatSerial(Number(sec) * 1000 + Math.floor(Number(usec) / 1000) - 1, 999_999)
   }
 
   async readAfter(app: string, channel: string, after: string, limit: number): Promise<{ messages: Message[]; gap: boolean }> {
-    await this.subs.get(`${app}\u0000${channel}`)?.subscribed
+    const sub = this.subs.get(`${app}\u0000${channel}`)
+    await sub?.subscribed
+    const ring = sub?.ring
+    if (ring) {
+      ring.expire(Date.now() - this.s.historyTtlMs)
+      if (after >= ring.floor) {
+        fromMemory.inc()
+        return { messages: ring.after(after, limit), gap: false }
+      }
+    }
     const key = this.keys.stream(app, channel)
     const messages = await this.range('XRANGE', key, `(${idFromSerial(after)}`, '+', limit)
     let gap: boolean
@@ -124,7 +147,11 @@ export class RedisBroker implements Broker {
         .then(async () => {
           // a base for gap detection and reconnect catch-up, even before the first notification
           const last = await this.range('XREVRANGE', this.keys.stream(app, channel), '+', '-', 1)
-          if (entry.last === undefined && last.length) entry.last = last[0]!.serial
+          // an empty stream: the ring starts at Redis's "now" (anything before it is gone, or never was)
+          const base = last.length ? last[0]!.serial : await this.redisNow()
+          if (entry.last === undefined && last.length) entry.last = base
+          // the ring is complete from here on; anything delivered before is left to the stream
+          entry.ring = new Ring(this.s.ringSize, entry.last !== undefined && entry.last > base ? entry.last : base)
         })
         .catch((e) => this.onError(e))
       s = entry
@@ -165,6 +192,7 @@ export class RedisBroker implements Broker {
     const fresh = last === undefined ? messages : messages.filter((m) => m.serial > last)
     if (!fresh.length) return
     s.last = fresh[fresh.length - 1]!.serial
+    if (s.ring) for (const m of fresh) s.ring.push(m)
     for (const l of s.listeners) l(s.app, s.channel, fresh)
   }
 
