@@ -54,6 +54,10 @@ async function main() {
     const streams = core.hub.disconnectAll()
     await drained
     clearTimeout(forced)
+    core.chat.close()
+    // webhook deliveries still queued get what is left of the shutdown bound
+    const undelivered = await core.webhooks.settle(Math.max(0, config.shutdownTimeoutMs / 2))
+    if (undelivered) log.warn('webhook messages not delivered before shutdown', { count: undelivered })
     await backend.close()
     log.info('stopped', { streams })
     process.exit(0)

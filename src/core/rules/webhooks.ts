@@ -80,5 +80,11 @@ export class WebhookDispatcher {
     return n
   }
 
-  stop() { this.stopped = true }
+  /** Waits (at most `ms`) for the lanes to empty, then stops retrying; resolves with what is left. */
+  async settle(ms: number): Promise<number> {
+    const until = Date.now() + ms
+    while (this.backlog() > 0 && Date.now() < until) await Bun.sleep(20)
+    this.stopped = true
+    return this.backlog()
+  }
 }
