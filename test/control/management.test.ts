@@ -134,3 +134,28 @@ describe('stats', () => {
     await expectError(await v1(`/apps/${APP_ID}/stats?unit=year`), 400, 40003)
   })
 })
+
+describe('accounts (operator)', () => {
+  test('the bootstrap token creates accounts whose own tokens see only themselves', async () => {
+    const r = await v1('/accounts', { method: 'POST', json: { name: 'tenant-a', id: 'tenant-a' } })
+    expect(r.status).toBe(201)
+    const { account, accessToken } = await body(r)
+    expect(account).toMatchObject({ id: 'tenant-a', name: 'tenant-a' })
+    expect((await body(await v1('/accounts'))).map((a: any) => a.id)).toContain('tenant-a')
+    await expectError(await v1('/accounts', { method: 'POST', json: { name: 'dup', id: 'tenant-a' } }), 409, 40900)
+    await expectError(await v1('/accounts', { method: 'POST', json: {} }), 400, 40001)
+
+    // the tenant's token provisions its own app and key, which work at once
+    const me = await body(await v1('/me', { token: accessToken }))
+    expect(me.account.id).toBe('tenant-a')
+    expect(me.token.capabilities).not.toContain('write:account')
+    const app = await body(await v1('/accounts/tenant-a/apps', { method: 'POST', json: { name: 'tenant app' }, token: accessToken }))
+    const key = (await body(await v1(`/apps/${app.id}/keys`, { method: 'POST', json: { name: 'k', capability: { '*': ['*'] } }, token: accessToken }))).key
+    expect((await gw.request('/channels/t/messages', { method: 'POST', json: { data: 'x' }, key })).status).toBe(201)
+    // tenants do not see each other, nor may they list or create accounts
+    await expectError(await v1(`/accounts/${accountId}/apps`, { token: accessToken }), 404, 40400)
+    await expectError(await v1(`/apps/${app.id}/keys`), 404, 40400)
+    await expectError(await v1('/accounts', { token: accessToken }), 403, 40160)
+    await expectError(await v1('/accounts', { method: 'POST', json: { name: 'x' }, token: accessToken }), 403, 40160)
+  })
+})

@@ -22,6 +22,14 @@ export const controlRoutes = (core: Core) => {
     .get('/me', ({ request, query, mp }) => respond(request, query as Query, meView(mp)),
       { capability: '', detail: { summary: 'The access token, its user and account' } })
 
+    .get('/accounts', async ({ request, query }) =>
+      respond(request, query as Query, (await mgmt.listAccounts()).map((a) => ({ id: a.id, name: a.name, created: a.created }))),
+    { capability: 'read:account', detail: { summary: 'List accounts (operator)' } })
+    .post('/accounts', async ({ request, query, body }) => {
+      const { account, accessToken } = await mgmt.createAccount(body as { id?: unknown; name?: unknown })
+      return respond(request, query as Query, { account: { id: account.id, name: account.name, created: account.created }, accessToken }, { status: 201 })
+    }, { capability: 'write:account', body: M.AccountBody, detail: { summary: 'Create an account with an access token of its own, shown once (operator)' } })
+
     .get('/accounts/:accountId/limits', ({ request, query, params, mp }) =>
       respond(request, query as Query, mgmt.limits(mp, params.accountId, core.limits)),
     { capability: 'read:app', params: M.AccountParam, detail: { summary: 'Rate limits of the account (defaults and overrides)' } })

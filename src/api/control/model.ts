@@ -34,3 +34,8 @@ export const NamespaceParam = t.Object({ appId: t.String(), namespaceId: t.Strin
 export const LimitsBody = t.Record(t.String(), t.Union([t.Number(), t.Null()]), {
   description: 'limit class (messages, history, tokenRequests, objectReads, objectWrites: per second; management, managementStats: per minute) -> rate, or null for the default',
 })
+
+export const AccountBody = t.Object({
+  name: t.String({ description: 'display name' }),
+  id: t.Optional(t.String({ description: 'account id (random when absent)' })),
+}, { additionalProperties: true })

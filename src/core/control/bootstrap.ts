@@ -15,10 +15,14 @@ export interface BootstrapResult {
   created?: { key?: string; accessToken?: string }
 }
 
+/** What an account's own access token may do. */
 export const MANAGEMENT_CAPABILITIES = [
   'read:app', 'write:app', 'read:key', 'write:key', 'read:namespace', 'write:namespace', 'read:queue', 'write:queue',
   'read:rule', 'write:rule', 'read:stats',
 ]
+
+/** The operator's extra capabilities (bootstrap token): list and create accounts (multi-tenant provisioning). */
+export const OPERATOR_CAPABILITIES = ['read:account', 'write:account']
 
 /** Parses `appId.keyId:secret`; throws on anything else. */
 export function parseKeyString(key: string): { appId: string; keyId: string; secret: string } {
@@ -61,7 +65,7 @@ export async function bootstrap(control: ControlStore, clock: Clock, s: Bootstra
   const token = s.bootstrapAccessToken || (accounts.length === 0 ? randomId(40) : '')
   if (token && !(await control.getAccessTokenByHash(sha256Hex(token)))) {
     await control.createAccessToken({
-      id: randomId(12), accountId: account.id, name: 'bootstrap', hash: sha256Hex(token), capabilities: MANAGEMENT_CAPABILITIES, created: now,
+      id: randomId(12), accountId: account.id, name: 'bootstrap', hash: sha256Hex(token), capabilities: [...MANAGEMENT_CAPABILITIES, ...OPERATOR_CAPABILITIES], created: now,
     })
     if (!s.bootstrapAccessToken) created.accessToken = token
   }

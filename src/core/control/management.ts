@@ -3,6 +3,7 @@ import { randomId, sha256Hex } from '../../lib/crypto'
 import { parseCapability } from '../auth/capability'
 import { LIMIT_CLASSES, type LimitClass, type RateLimiter } from '../limits/rate-limiter'
 import type { Clock, ControlStore } from '../ports'
+import { MANAGEMENT_CAPABILITIES } from './bootstrap'
 import type { AccessToken, Account, ApiKey, App, Namespace } from '../types'
 
 /** Who calls the management interface: an access token and the one account it may see. */
@@ -54,6 +55,28 @@ export class Management {
   /** Asserts the token holds `capability` (e.g. `write:key`); 403 / 40160 otherwise. */
   require(p: ManagementPrincipal, capability: string): void {
     if (!p.token.capabilities.includes(capability)) throw new GatewayError(40160, `The access token lacks the "${capability}" capability`)
+  }
+
+  /** Every account (operator tokens only). */
+  async listAccounts(): Promise<Account[]> {
+    return this.control.listAccounts()
+  }
+
+  /**
+   * A new account with an access token of its own (shown once), for multi-tenant provisioning by
+   * the operator. The new token sees only the new account.
+   */
+  async createAccount(input: { id?: unknown; name?: unknown }): Promise<{ account: Account; accessToken: string }> {
+    const name = str(input.name, 'name', true)!
+    const id = input.id === undefined ? randomId(8) : str(input.id, 'id', true)!
+    if (!ID.test(id)) throw bad('id must be 1-64 letters, digits, "_" or "-"')
+    if (await this.control.getAccount(id)) throw new GatewayError(40900, `Account "${id}" already exists`)
+    const now = this.clock.now()
+    const account: Account = { id, name, created: now }
+    await this.control.createAccount(account)
+    const accessToken = randomId(40)
+    await this.control.createAccessToken({ id: randomId(12), accountId: id, name: `${name} token`, hash: sha256Hex(accessToken), capabilities: MANAGEMENT_CAPABILITIES, created: now })
+    return { account, accessToken }
   }
 
   account(p: ManagementPrincipal, accountId: string): Account {
