@@ -26,27 +26,42 @@ const shared = new WeakMap<Message[], Map<string, { bytes: Uint8Array; last: str
 const delivered = metrics.counter('gateway_messages_delivered_total', 'Messages written to event-stream connections.')
 const cut = metrics.counter('gateway_sse_slow_consumers_cut_total', 'Event-stream connections cut for not reading fast enough.')
 
-/** One event-stream response: turns session output into records and watches the byte budget. */
+/**
+ * One event-stream response: turns session output into records and watches the byte budget.
+ * The body is a Bun "direct" stream: writes go straight to the socket (no queue of chunks, about
+ * half the memory per connection of a default stream); when the socket's buffer is full a write
+ * reports it, and bytes written past that point count against the budget until it drains.
+ */
 export class EventStreamConnection implements SessionSink {
   readonly stream: ReadableStream<Uint8Array>
   session?: StreamSession
-  private controller!: ReadableStreamDefaultController<Uint8Array>
+  private controller?: ReadableStreamDirectController
+  /** Bytes written before the response started streaming (replay racing the response). */
+  private early?: Uint8Array[]
+  private release?: () => void
   private closed = false
+  /** Bytes written since the socket's buffer filled up; reset when it drains. */
+  private backlog = 0
+  private draining = false
   private readonly parts: string[]
 
   constructor(private readonly o: ConnectionOptions) {
     this.parts = o.channels.map(() => '0')
-    this.stream = new ReadableStream<Uint8Array>(
-      {
-        start: (c) => {
-          this.controller = c
-          // Bun sends the response head only with the first body bytes: open with a keepalive
-          c.enqueue(keepaliveBytes(o.mode, false))
-        },
-        cancel: () => this.shutdown(),
+    this.stream = new ReadableStream({
+      type: 'direct',
+      pull: (c: ReadableStreamDirectController) => {
+        if (this.closed) return c.close()
+        this.controller = c
+        // Bun sends the response head only with the first body bytes: open with a keepalive
+        c.write(keepaliveBytes(o.mode, false))
+        const early = this.early ?? []
+        this.early = undefined
+        for (const b of early) this.write(b)
+        c.flush()
+        return new Promise<void>((resolve) => { this.release = resolve })
       },
-      { highWaterMark: o.budget, size: (chunk) => chunk?.byteLength ?? 0 },
-    )
+      cancel: () => this.shutdown(),
+    } as unknown as UnderlyingDefaultSource<Uint8Array>)
   }
 
   begin(positions: string[]): void {
@@ -101,23 +116,37 @@ export class EventStreamConnection implements SessionSink {
   /** Server-side close (token expiry, shutdown, slow consumer). */
   close(): void {
     if (this.closed) return
-    try { this.controller.close() } catch { /* already closed by the client */ }
+    try { this.controller?.close() } catch { /* already closed by the client */ }
+    this.release?.()
     this.shutdown()
   }
 
   private write(bytes: Uint8Array) {
     if (this.closed) return
+    const c = this.controller
+    if (!c) {
+      (this.early ??= []).push(bytes)
+      return
+    }
+    let r: number | Promise<number>
     try {
-      this.controller.enqueue(bytes)
+      r = c.write(bytes)
+      c.flush()
     } catch {
       this.shutdown()
       return
     }
-    if ((this.controller.desiredSize ?? 0) < 0) {
-      // the client does not read fast enough: tell it (the record is queued behind the backlog) and cut it
+    if (!(r instanceof Promise)) return
+    this.backlog += bytes.byteLength
+    if (!this.draining) {
+      this.draining = true
+      r.then(() => { this.backlog = 0; this.draining = false }, () => {})
+    }
+    if (this.backlog > this.o.budget) {
+      // the client does not read fast enough: tell it (the record waits behind the backlog) and cut it
       cut.inc()
       const err = new GatewayError(80020, `Subscriber too slow: more than ${this.o.budget} bytes waiting`)
-      try { this.controller.enqueue(utf8Encode(errorRecord(this.o.mode, err.toBody()))) } catch { /* closed */ }
+      try { c.write(utf8Encode(errorRecord(this.o.mode, err.toBody()))) } catch { /* closed */ }
       this.close()
     }
   }
