@@ -24,24 +24,58 @@ export async function connectRedis(s: RedisSettings, onError: (e: Error) => void
   return client as RedisClient
 }
 
-/** Rejects with 503 / 50003 when `p` takes longer than `ms` or fails: the backend is unavailable. */
 const latency = metrics.histogram('gateway_redis_command_seconds', 'Latency of Redis commands.', [0.0005, 0.001, 0.002, 0.005, 0.01, 0.025, 0.05, 0.1, 0.5, 1])
 const failures = metrics.counter('gateway_redis_errors_total', 'Redis commands that failed or timed out.')
 
-export async function withTimeout<T>(p: Promise<T>, ms: number): Promise<T> {
-  let timer: ReturnType<typeof setTimeout> | undefined
+const unavailable = () => new GatewayError(50003, 'Service unavailable: the message store cannot be reached', { status: 503 })
+
+/**
+ * Commands in flight with their deadlines. One sweeper timer (every 25 ms, while any are pending)
+ * fails the late ones: no timer per command on the hot path.
+ */
+const inFlight = new Set<{ deadline: number; fail: () => void }>()
+let sweeper: ReturnType<typeof setInterval> | undefined
+
+function sweep() {
+  const now = performance.now()
+  for (const e of inFlight) if (e.deadline <= now) { inFlight.delete(e); e.fail() }
+  if (inFlight.size === 0 && sweeper) { clearInterval(sweeper); sweeper = undefined }
+}
+
+/** Rejects with 503 / 50003 when `p` takes longer than `ms` or fails: the backend is unavailable. */
+export function withTimeout<T>(p: Promise<T>, ms: number): Promise<T> {
   const t0 = performance.now()
-  try {
-    return await Promise.race([
-      p,
-      new Promise<never>((_, reject) => { timer = setTimeout(() => reject(new Error('redis timeout')), ms) }),
-    ])
-  } catch (e) {
-    failures.inc()
-    if (e instanceof GatewayError) throw e
-    throw new GatewayError(50003, 'Service unavailable: the message store cannot be reached', { status: 503 })
-  } finally {
-    clearTimeout(timer)
-    latency.observe({}, (performance.now() - t0) / 1000)
-  }
+  return new Promise<T>((resolve, reject) => {
+    let settled = false
+    const entry = {
+      deadline: t0 + ms,
+      fail: () => {
+        if (settled) return
+        settled = true
+        failures.inc()
+        reject(unavailable())
+      },
+    }
+    inFlight.add(entry)
+    if (!sweeper) {
+      sweeper = setInterval(sweep, 25)
+      sweeper.unref?.()
+    }
+    p.then(
+      (v) => {
+        inFlight.delete(entry)
+        if (settled) return
+        settled = true
+        latency.observe({}, (performance.now() - t0) / 1000)
+        resolve(v)
+      },
+      (e) => {
+        inFlight.delete(entry)
+        if (settled) return
+        settled = true
+        failures.inc()
+        reject(e instanceof GatewayError ? e : unavailable())
+      },
+    )
+  })
 }
