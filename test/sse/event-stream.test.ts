@@ -171,3 +171,20 @@ test('stats count messages delivered to event streams and token requests', async
   expect(rows[0].entries['apiRequests.tokenRequests.succeeded']).toBeGreaterThanOrEqual(1)
   expect(rows[0].entries['messages.all.messages.count']).toBeGreaterThanOrEqual(rows[0].entries['messages.inbound.rest.messages.count'] + 4)
 })
+
+test('revoking the key ends the streams opened with it (error 40131)', async () => {
+  const control = gw.core.backend.control
+  await control.createKey({ appId: APP_ID, id: 'revokeme', name: 'r', secret: 'revoke-secret', capability: { '*': ['*'] }, status: 0, revocableTokens: false, created: 0, modified: 0 })
+  const c = await sse(`v=1.2&channels=rv&key=${encodeURIComponent('testapp.revokeme:revoke-secret')}`)
+  expect(c.status).toBe(200)
+  const other = await sse(`v=1.2&channels=rv&key=${key()}`)
+  await subscribed('rv', 2)
+  const k = (await control.getKey('testapp.revokeme'))!
+  await control.createKey({ ...k, status: 1 })
+  await c.until((e) => e.some((x) => x.event === 'error'), 5000)
+  await c.ended
+  expect(JSON.parse(c.events.find((x) => x.event === 'error')!.data)).toMatchObject({ code: 40131, statusCode: 401 })
+  // streams of other keys carry on
+  await publish('rv', { data: 'still here' })
+  await other.until((e) => messages(e).length === 1)
+})

@@ -50,6 +50,14 @@ function channelList(q: Q, max: number): string[] {
 export function sseRoutes(core: Core, s: SseSettings) {
   const live = new Set<EventStreamConnection>()
   metrics.gauge('gateway_sse_connections', 'Open event-stream connections on this node.', () => live.size)
+  // a revoked key (or a disabled app) ends the streams opened with it, on every node
+  core.backend.control.onChange((e) => {
+    if (e.kind !== 'key' && e.kind !== 'app') return
+    for (const conn of live) {
+      const p = conn.session?.principalOf
+      if (p && (!e.appId || p.appId === e.appId)) core.auth.key(p.keyName).catch((err) => conn.end(err))
+    }
+  })
   const ids = new IdGenerator()
   let timer: ReturnType<typeof setInterval> | undefined
 

@@ -91,6 +91,7 @@ export class Authenticator {
     let m = this.matchers.get(canonicalJson)
     if (!m) {
       m = new CapabilityMatcher(parsed ?? JSON.parse(canonicalJson))
+      if (this.matchers.size >= CACHE_MAX) this.matchers.clear()
       this.matchers.set(canonicalJson, m)
     }
     return m

@@ -130,6 +130,9 @@ export class StreamSession implements Subscriber {
     this.stats?.messagesDelivered(this.principal.appId, this.principal.accountId, out.length)
   }
 
+  /** The credentials the stream was opened with. */
+  get principalOf(): Principal { return this.principal }
+
   disconnect(): void {
     this.sink.close()
     this.close()
