@@ -7,7 +7,7 @@ import type { HistoryQuery, Message, MessageDraft } from '../../core/types'
 import { idFromSerial, messageFromEntry, packDraft, parseNotification, serialFromId } from './codec'
 import { BUFFERS, withTimeout, type RedisClient } from './connection'
 import type { RedisKeys } from './keys'
-import { ScriptRunner } from './script-runner'
+import { ScriptRunner, type Sender } from './script-runner'
 import { PUBLISH_SCRIPT } from './scripts'
 
 const fromMemory = metrics.counter('gateway_resume_from_memory_total', 'Event-stream resumes served from the node ring instead of the Redis stream.')
@@ -56,8 +56,9 @@ export class RedisBroker implements Broker {
     private readonly keys: RedisKeys,
     private readonly s: RedisBrokerSettings,
     private readonly onError: (e: unknown) => void,
+    fast?: Sender,
   ) {
-    this.publishScript = new ScriptRunner(cmd, PUBLISH_SCRIPT)
+    this.publishScript = new ScriptRunner(fast ?? cmd, PUBLISH_SCRIPT)
     // after a reconnect, notifications may have been missed: catch up from the streams
     sub.on('ready', () => { for (const s of this.subs.values()) this.enqueue(s, () => this.catchUp(s)) })
   }

@@ -1,4 +1,6 @@
+import { RedisClient as BunRedisClient } from 'bun'
 import { RESP_TYPES, createClient } from 'redis'
+import type { Sender } from './script-runner'
 import { GatewayError } from '../../errors'
 import { metrics } from '../../lib/metrics'
 
@@ -78,4 +80,26 @@ export function withTimeout<T>(p: Promise<T>, ms: number): Promise<T> {
       },
     )
   })
+}
+
+/**
+ * Bun's native Redis client, for the commands of the publish path (publish and rate-limit
+ * scripts): here it costs about a sixth of node-redis per command (its writes go through Node's
+ * stream layer). Replies come back as strings, so it serves only commands without binary replies.
+ * Fails fast while Redis is unreachable and reconnects by itself.
+ */
+export async function connectFastSender(s: RedisSettings, onError: (e: Error) => void): Promise<{ send: Sender; close(): void }> {
+  const client = new BunRedisClient(s.redisUrl, { enableOfflineQueue: false, autoReconnect: true, maxRetries: 1_000_000, connectionTimeout: s.redisTimeoutMs })
+  let closed = false
+  client.onclose = (e) => {
+    if (closed) return
+    onError(e)
+    // after a give-up (or an idle close) try again, forever, every half second
+    setTimeout(() => { if (!closed && !client.connected) client.connect().catch(() => {}) }, 500).unref?.()
+  }
+  await withTimeout(client.connect(), s.redisTimeoutMs)
+  return {
+    send: (args) => client.send(String(args[0]), args.slice(1) as string[]),
+    close: () => { closed = true; client.close() },
+  }
 }

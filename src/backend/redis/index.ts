@@ -1,7 +1,7 @@
 import type { Backend } from '../../core/ports'
 import { RedisBroker, type RedisBrokerSettings } from './broker'
 import { RedisChatStore } from './chat-store'
-import { connectRedis, type RedisSettings } from './connection'
+import { connectFastSender, connectRedis, type RedisSettings } from './connection'
 import { RedisControlStore } from './control-store'
 import { RedisKeys } from './keys'
 import { RedisNonceStore } from './nonce-store'
@@ -19,8 +19,9 @@ export async function createRedisBackend(s: RedisBackendSettings, onError: (e: u
   const report = (e: unknown) => onError(e)
   const cmd = await connectRedis(s, report)
   const sub = await connectRedis(s, report)
+  const fast = await connectFastSender(s, report)
   const keys = new RedisKeys(s.redisPrefix)
-  const broker = new RedisBroker(cmd, sub, keys, s, report)
+  const broker = new RedisBroker(cmd, sub, keys, s, report, fast.send)
   const control = await RedisControlStore.open(cmd, sub, keys, s.redisTimeoutMs)
   return {
     kind: 'redis',
@@ -29,13 +30,14 @@ export async function createRedisBackend(s: RedisBackendSettings, onError: (e: u
     presence: new RedisPresenceStore(cmd, keys, s.redisTimeoutMs),
     stats: new RedisStatsStore(cmd, keys, report),
     nonces: new RedisNonceStore(cmd, keys, s.redisTimeoutMs),
-    limits: new RedisRateLimitStore(cmd, keys, s.redisTimeoutMs),
+    limits: new RedisRateLimitStore(fast.send, keys, s.redisTimeoutMs),
     queues: new RedisQueueStore(cmd, keys, s.redisTimeoutMs),
     objects: new RedisObjectStore(cmd, keys, { historyTtlMs: s.persistedHistoryTtlMs, redisTimeoutMs: s.redisTimeoutMs }),
     chat: new RedisChatStore(cmd, keys, s.persistedHistoryTtlMs, s.redisTimeoutMs),
     push: new RedisPushStore(cmd, keys, s.redisTimeoutMs),
     async close() {
       await broker.close()
+      fast.close()
       await Promise.allSettled([sub.quit(), cmd.quit()])
     },
   }

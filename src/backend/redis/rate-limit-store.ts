@@ -1,15 +1,15 @@
 import type { RateLimitStore } from '../../core/ports'
 import { withTimeout, type RedisClient } from './connection'
 import type { RedisKeys } from './keys'
-import { ScriptRunner } from './script-runner'
+import { ScriptRunner, type Sender } from './script-runner'
 import { TAKE_TOKENS_SCRIPT } from './scripts'
 
 /** Token buckets in Redis, one atomic script per check: the budget holds across all nodes together. */
 export class RedisRateLimitStore implements RateLimitStore {
   private script: ScriptRunner
 
-  constructor(cmd: RedisClient, private readonly keys: RedisKeys, private readonly timeoutMs: number) {
-    this.script = new ScriptRunner(cmd, TAKE_TOKENS_SCRIPT)
+  constructor(client: RedisClient | Sender, private readonly keys: RedisKeys, private readonly timeoutMs: number) {
+    this.script = new ScriptRunner(client, TAKE_TOKENS_SCRIPT)
   }
 
   async take(key: string, cost: number, rate: number, burst: number, now: number) {

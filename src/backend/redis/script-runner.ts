@@ -2,20 +2,30 @@ import type { RedisClient } from './connection'
 
 type Options = Parameters<RedisClient['sendCommand']>[1]
 
-/** Runs a Lua script by its SHA, loading it once (and again after a Redis restart: NOSCRIPT). */
+/** Sends one raw command (`[name, ...args]`) and resolves with the reply. */
+export type Sender = (args: Array<string | Buffer>) => Promise<unknown>
+
+/**
+ * Runs a Lua script by its SHA, loading it once (and again after a Redis restart: NOSCRIPT).
+ * Runs on a node-redis client, or on any sender (the publish path uses Bun's native client).
+ */
 export class ScriptRunner {
   private sha?: string
-  constructor(private readonly cmd: RedisClient, private readonly source: string) {}
+  private readonly send: (args: Array<string | Buffer>, options?: Options) => Promise<unknown>
+
+  constructor(client: RedisClient | Sender, private readonly source: string) {
+    this.send = typeof client === 'function' ? (args) => client(args) : (args, options) => client.sendCommand(args, options)
+  }
 
   async run(keys: string[], args: Array<string | Buffer>, options?: Options) {
     if (this.sha) {
       try {
-        return await this.cmd.sendCommand(['EVALSHA', this.sha, String(keys.length), ...keys, ...args], options)
+        return await this.send(['EVALSHA', this.sha, String(keys.length), ...keys, ...args], options)
       } catch (e) {
         if (!String((e as Error).message).includes('NOSCRIPT')) throw e
       }
     }
-    this.sha = String(await this.cmd.sendCommand(['SCRIPT', 'LOAD', this.source]))
-    return this.cmd.sendCommand(['EVALSHA', this.sha, String(keys.length), ...keys, ...args], options)
+    this.sha = String(await this.send(['SCRIPT', 'LOAD', this.source]))
+    return this.send(['EVALSHA', this.sha, String(keys.length), ...keys, ...args], options)
   }
 }
