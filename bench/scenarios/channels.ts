@@ -12,7 +12,7 @@ import { backendsOf, startDeployment, type Backend } from '../lib/deployment'
 import { basicAuth, startPublisher } from '../lib/publisher-client'
 import type { Check, Headline, RunOptions, ScenarioResult, Series } from '../lib/scenario'
 import { startSubscribers } from '../lib/sse-subscriber-client'
-import { Timeline } from '../lib/timeline'
+import { measureDeliveryWindow } from '../lib/measure-window'
 
 const MESSAGE_BYTES = 100
 /** Channels per event stream: the gateway's default SSE_MAX_CHANNELS. */
@@ -61,18 +61,7 @@ export async function channelsScenario(o: RunOptions): Promise<ScenarioResult> {
           base: d.publishTo.base, logDir: o.outDir, lanes: Array.from({ length: channels }, (_, k) => ({ channel: name(k), auth: basicAuth(d.key) })),
           connections: o.connections, pipeline: o.pipeline, rate: 0, stamps: false, bytes: MESSAGE_BYTES, cpuProfile: o.profile, name: `publisher-${backend}`,
         })
-        const timeline = new Timeline(label, async () => {
-          const [s, p] = await Promise.all([subs.snapshot(), pub.counts()])
-          return { counters: { publishes: p.published, deliveries: s.received } }
-        }).start()
-        const sample = async () => {
-          const [s, p] = await Promise.all([subs.snapshot(), pub.counts()])
-          return { t: performance.now(), s, p, cpu: [d.cpuSeconds(), subs.cpuSeconds(), pub.cpuSeconds()] as const }
-        }
-        await Bun.sleep(o.warmup * 1000)
-        const a = await sample()
-        await Bun.sleep(o.seconds * 1000)
-        const b = await sample()
+        const { a, b, timeline } = await measureDeliveryWindow(label, d, subs, pub, o.warmup, o.seconds)
         const published = await pub.stop()
         const settled = await subs.settle(published.acked, o.short ? 20_000 : 60_000)
         for (const s of await timeline.stop()) series.push({ ...s, name: `${s.name}${o.redis ? `, ${backend}` : ''}`, dashed: backend === 'redis' })

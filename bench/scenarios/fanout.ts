@@ -18,7 +18,7 @@ import { backendsOf, startDeployment, type Backend } from '../lib/deployment'
 import { sameChannel, startPublisher } from '../lib/publisher-client'
 import type { Check, Headline, RunOptions, ScenarioResult, Series } from '../lib/scenario'
 import { startSubscribers } from '../lib/sse-subscriber-client'
-import { Timeline } from '../lib/timeline'
+import { measureDeliveryWindow } from '../lib/measure-window'
 
 const TARGET_DELIVERIES = 1_500_000
 const TARGET_PUBLISHERS = 20
@@ -71,18 +71,7 @@ export async function fanoutScenario(o: RunOptions): Promise<ScenarioResult> {
             ...(window > 0 ? { allowance: window } : {}),
           })
           const flow = window > 0 ? holdToSlowestSubscriber(pub, subs, window) : undefined
-          const timeline = new Timeline(label, async () => {
-            const [s, p] = await Promise.all([subs.snapshot(), pub.counts()])
-            return { counters: { publishes: p.published, deliveries: s.received } }
-          }).start()
-          const sample = async () => {
-            const [s, p] = await Promise.all([subs.snapshot(), pub.counts()])
-            return { t: performance.now(), s, p, cpu: [d.cpuSeconds(), subs.cpuSeconds(), pub.cpuSeconds()] as const }
-          }
-          await Bun.sleep(o.warmup * 1000)
-          const a = await sample()
-          await Bun.sleep(o.seconds * 1000)
-          const b = await sample()
+          const { a, b, timeline } = await measureDeliveryWindow(label, d, subs, pub, o.warmup, o.seconds)
           const held = await flow?.stop()
           const published = await pub.stop()
           const settled = await subs.settle(published.acked, settleMs)
