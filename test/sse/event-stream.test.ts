@@ -169,6 +169,10 @@ test('stats count messages delivered to event streams and token requests', async
   const rows = (await (await gw.request('/stats?unit=hour&limit=1')).json()) as any[]
   expect(rows[0].entries['messages.outbound.realtime.messages.count']).toBeGreaterThanOrEqual(4)
   expect(rows[0].entries['apiRequests.tokenRequests.succeeded']).toBeGreaterThanOrEqual(1)
+  expect(rows[0].entries['apiRequests.other.succeeded']).toBeGreaterThanOrEqual(4)
+  expect(rows[0].entries['connections.all.opened']).toBeGreaterThanOrEqual(1)
+  expect(rows[0].entries['connections.all.peak']).toBeGreaterThanOrEqual(1)
+  expect(rows[0].entries['connections.all.peak']).toBeLessThanOrEqual(rows[0].entries['connections.all.opened'])
   expect(rows[0].entries['messages.all.messages.count']).toBeGreaterThanOrEqual(rows[0].entries['messages.inbound.rest.messages.count'] + 4)
 })
 

@@ -28,6 +28,7 @@ export function fastPublish(core: Core, maxBodySize: number, log: Logger, debug:
       if (len !== null && Number(len) > maxBodySize) throw new GatewayError(40009, `Request body too large (limit is ${maxBodySize} bytes)`)
       const creds = credentialsOf(req, NO_QUERY)
       const principal = core.auth.cached(creds) ?? (await core.auth.authenticate(creds))
+      core.stats.apiRequest(principal.appId, principal.accountId)
       let body: unknown
       try { body = await req.json() } catch { throw new GatewayError(40001, 'Invalid request body: malformed JSON') }
       if (body === null || typeof body !== 'object') throw new GatewayError(40001, 'Invalid request body: must be an object or an array')

@@ -4,8 +4,9 @@ import { STATS_UNITS, intervalId, intervalStart } from '../../core/stats/interva
 const MINUTE_RETENTION_MS = 48 * 3_600_000
 type Buckets = Map<number, Record<string, number>>
 
+/** Counters add up; `*.peak` entries keep the highest value. */
 const addInto = (target: Record<string, number>, entries: Record<string, number>) => {
-  for (const k in entries) target[k] = (target[k] ?? 0) + entries[k]!
+  for (const k in entries) target[k] = k.endsWith('.peak') ? Math.max(target[k] ?? 0, entries[k]!) : (target[k] ?? 0) + entries[k]!
 }
 
 /**

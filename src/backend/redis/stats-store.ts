@@ -2,12 +2,18 @@ import type { StatsRecord, StatsStore, StatsUnit } from '../../core/ports'
 import { STATS_UNITS, intervalId, intervalStart } from '../../core/stats/intervals'
 import type { RedisClient } from './connection'
 import type { RedisKeys } from './keys'
+import { ScriptRunner } from './script-runner'
+import { HASH_MAX_SCRIPT } from './scripts'
 
 const RETENTION_S: Record<StatsUnit, number> = { minute: 2 * 86_400, hour: 60 * 86_400, day: 800 * 86_400, month: 3650 * 86_400 }
 
 /** Stats counters shared by all nodes: one hash per scope, unit and interval, indexed by a sorted set. */
 export class RedisStatsStore implements StatsStore {
-  constructor(private readonly cmd: RedisClient, private readonly keys: RedisKeys, private readonly onError: (e: unknown) => void) {}
+  private readonly max: ScriptRunner
+
+  constructor(private readonly cmd: RedisClient, private readonly keys: RedisKeys, private readonly onError: (e: unknown) => void) {
+    this.max = new ScriptRunner(cmd, HASH_MAX_SCRIPT)
+  }
 
   add(scopes: string[], at: number, entries: Record<string, number>): void {
     const ops: Promise<unknown>[] = []
@@ -15,7 +21,10 @@ export class RedisStatsStore implements StatsStore {
       for (const unit of STATS_UNITS) {
         const start = intervalStart(unit, at)
         const key = this.keys.stats(scope, unit, start)
-        for (const [k, v] of Object.entries(entries)) ops.push(this.cmd.sendCommand(['HINCRBY', key, k, String(v)]))
+        for (const [k, v] of Object.entries(entries)) {
+          // counters add up; `*.peak` entries keep the highest value
+          ops.push(k.endsWith('.peak') ? this.max.run([key], [k, String(v)]) : this.cmd.sendCommand(['HINCRBY', key, k, String(v)]))
+        }
         ops.push(this.cmd.sendCommand(['EXPIRE', key, String(RETENTION_S[unit])]))
         ops.push(this.cmd.sendCommand(['ZADD', this.keys.statsIndex(scope, unit), String(start), String(start)]))
       }

@@ -44,6 +44,8 @@ export class StreamSession implements Subscriber {
   private buffered?: Array<[number, Message[]]>
   private rewound?: Message[][]
   private closed = false
+  /** Counted in the app's open connections (stats). */
+  private counted = false
   private expiry?: ReturnType<typeof setTimeout>
 
   constructor(
@@ -71,6 +73,10 @@ export class StreamSession implements Subscriber {
       this.expiry = setTimeout(() => this.sink.end(new GatewayError(40142, 'Token expired')), Math.max(0, expires - this.clock.now()))
     }
     for (const ch of this.channels) this.hub.add(appId, ch, this)
+    if (this.stats && !this.closed) {
+      this.stats.connectionOpened(appId, this.principal.accountId)
+      this.counted = true
+    }
     for (let i = 0; i < this.channels.length; i++) {
       const ch = this.channels[i]!
       const from = opts.resumeFrom?.[i]
@@ -143,6 +149,7 @@ export class StreamSession implements Subscriber {
     this.closed = true
     if (this.expiry) clearTimeout(this.expiry)
     for (const ch of this.channels) this.hub.remove(this.principal.appId, ch, this)
+    if (this.counted) this.stats?.connectionClosed(this.principal.appId)
   }
 }
 

@@ -21,6 +21,10 @@ interface Pending {
   persistedBytes: number
   outCount: number
   tokenRequests: number
+  apiRequests: number
+  connectionsOpened: number
+  /** Most event-stream connections open at once during the minute. */
+  connectionsPeak: number
 }
 
 /**
@@ -30,6 +34,8 @@ interface Pending {
  */
 export class StatsService {
   private pending = new Map<string, Pending>()
+  /** Event-stream connections open now, per app. */
+  private open = new Map<string, number>()
 
   constructor(private readonly store: StatsStore, private readonly clock: Clock) {}
 
@@ -43,7 +49,10 @@ export class StatsService {
     const minute = now - (now % 60_000)
     let p = this.pending.get(appId)
     if (p && p.minute !== minute) { this.flushApp(appId, p); p = undefined }
-    if (!p) this.pending.set(appId, (p = { accountId, minute, inCount: 0, inBytes: 0, persistedCount: 0, persistedBytes: 0, outCount: 0, tokenRequests: 0 }))
+    if (!p) {
+      p = { accountId, minute, inCount: 0, inBytes: 0, persistedCount: 0, persistedBytes: 0, outCount: 0, tokenRequests: 0, apiRequests: 0, connectionsOpened: 0, connectionsPeak: this.open.get(appId) ?? 0 }
+      this.pending.set(appId, p)
+    }
     return p
   }
 
@@ -63,6 +72,25 @@ export class StatsService {
     this.current(appId, accountId).tokenRequests++
   }
 
+  /** An authenticated REST request (any interface of `{base_url}`). */
+  apiRequest(appId: string, accountId: string) {
+    this.current(appId, accountId).apiRequests++
+  }
+
+  connectionOpened(appId: string, accountId: string) {
+    const n = (this.open.get(appId) ?? 0) + 1
+    this.open.set(appId, n)
+    const p = this.current(appId, accountId)
+    p.connectionsOpened++
+    if (n > p.connectionsPeak) p.connectionsPeak = n
+  }
+
+  connectionClosed(appId: string) {
+    const n = (this.open.get(appId) ?? 1) - 1
+    if (n > 0) this.open.set(appId, n)
+    else this.open.delete(appId)
+  }
+
   private flushApp(appId: string, p: Pending) {
     this.pending.delete(appId)
     const e: Record<string, number> = {}
@@ -78,10 +106,11 @@ export class StatsService {
     for (const k of ['messages.all.all', 'messages.all.messages']) if (p.inCount) e[`${k}.data`] = p.inBytes
     put(['messages.persisted.all', 'messages.persisted.messages'], p.persistedCount, p.persistedBytes)
     put(['messages.outbound.realtime.all', 'messages.outbound.realtime.messages', 'messages.outbound.all.all', 'messages.outbound.all.messages'], p.outCount)
-    if (p.tokenRequests) {
-      e['apiRequests.tokenRequests.succeeded'] = p.tokenRequests
-      e['apiRequests.all.succeeded'] = p.tokenRequests
-    }
+    if (p.tokenRequests) e['apiRequests.tokenRequests.succeeded'] = p.tokenRequests
+    if (p.apiRequests) e['apiRequests.other.succeeded'] = p.apiRequests
+    if (p.tokenRequests + p.apiRequests) e['apiRequests.all.succeeded'] = p.tokenRequests + p.apiRequests
+    if (p.connectionsOpened) e['connections.all.opened'] = p.connectionsOpened
+    if (p.connectionsPeak) e['connections.all.peak'] = p.connectionsPeak
     if (Object.keys(e).length) this.add(appId, p.accountId, e, p.minute)
   }
 
