@@ -1,7 +1,8 @@
 /**
  * The ports of the core. Every backend (memory + SQLite, Redis) implements these; the core and
  * the API know nothing else about storage. Contracts are stated per method; the shared contract
- * test suite (test/contract) holds every backend to them.
+ * suites (test/http, sse, compat, control, chat, objects, push, run again with TEST_BACKEND=redis)
+ * hold every backend to them.
  */
 import type { AccessToken, Account, ApiKey, App, HistoryQuery, Message, MessageDraft, Namespace, PresenceMessage, Queue, QueuedMessage, Rule } from './types'
 import type { ObjectStore } from './objects/ports'
