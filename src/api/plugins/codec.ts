@@ -55,11 +55,17 @@ export function respond(request: Request, query: Query, body: unknown, r: Reply 
   return encode(format, body, status, headers, query)
 }
 
+/** Shared header sets for the common case (no CORS, no links, no extra headers): cheaper responses. */
+const PLAIN_JSON = new Headers({ 'content-type': JSON_TYPE })
+const PLAIN_MSGPACK = new Headers({ 'content-type': MSGPACK_TYPE })
+const isEmpty = (o: Record<string, string>) => { for (const _ in o) return false; return true }
+
 function encode(format: Format, body: unknown, status: number, headers: Record<string, string>, query: Query): Response {
   switch (format) {
-    case 'msgpack':
-      headers['content-type'] = MSGPACK_TYPE
-      return new Response(body === undefined ? null : (pack(body) as Uint8Array<ArrayBuffer>), { status, headers })
+    case 'msgpack': {
+      const h = isEmpty(headers) ? PLAIN_MSGPACK : Object.assign(headers, { 'content-type': MSGPACK_TYPE })
+      return new Response(body === undefined ? null : (pack(body) as Uint8Array<ArrayBuffer>), { status, headers: h })
+    }
     case 'jsonp': {
       const cb = query.callback && CALLBACK.test(query.callback) ? query.callback : 'callback'
       headers['content-type'] = 'application/javascript'
@@ -68,9 +74,10 @@ function encode(format: Format, body: unknown, status: number, headers: Record<s
     case 'html':
       headers['content-type'] = 'text/html; charset=utf-8'
       return new Response(`<!DOCTYPE html><html><body><pre>${escapeHtml(JSON.stringify(body ?? null, null, 2))}</pre></body></html>`, { status, headers })
-    default:
-      headers['content-type'] = JSON_TYPE
-      return new Response(body === undefined ? null : JSON.stringify(body), { status, headers })
+    default: {
+      const h = isEmpty(headers) ? PLAIN_JSON : Object.assign(headers, { 'content-type': JSON_TYPE })
+      return new Response(body === undefined ? null : JSON.stringify(body), { status, headers: h })
+    }
   }
 }
 

@@ -41,9 +41,9 @@ export class Namespaces {
   /** Synchronous answer when the app's rules are cached (the publish hot path), else undefined. */
   persistedCached(appId: string, channel: string): boolean | undefined {
     if (channel.includes('::$')) return true
-    const m = this.cache.get(appId)
-    if (!m) return undefined
     const id = namespaceOf(channel)
-    return id === undefined ? false : m.get(id)?.persisted === true
+    if (id === undefined) return false
+    const m = this.cache.get(appId)
+    return m ? m.get(id)?.persisted === true : undefined
   }
 }
