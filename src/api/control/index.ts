@@ -1,13 +1,11 @@
 import { Elysia } from 'elysia'
 import type { Core } from '../../core'
-import { respond, type Query } from '../plugins/codec'
+import { noContent, respond, type Query } from '../plugins/codec'
 import { managementAuth } from '../plugins/management-auth'
 import { pageLinks, statsQuery } from '../params'
 import * as M from './model'
 import { appView, keyView, meView, namespaceView } from './views'
 
-/** 204 through the codec, so CORS headers come along. */
-const noContent = (request: Request) => respond(request, {}, undefined, { status: 204 })
 
 /** The management interface (`{control_url}/v1`): Bearer access tokens, scoped to their account. */
 export const controlRoutes = (core: Core) => {

@@ -1,7 +1,7 @@
 import { Elysia, t } from 'elysia'
 import type { Core } from '../../core'
 import type { Queue, Rule } from '../../core/types'
-import { respond, type Query } from '../plugins/codec'
+import { noContent, respond, type Query } from '../plugins/codec'
 import { managementAuth } from '../plugins/management-auth'
 import { intParam } from '../params'
 import { AppParam } from './model'
@@ -43,7 +43,7 @@ export const integrationRoutes = (core: Core) => {
     .patch('/apps/:appId/rules/:ruleId', async ({ request, query, params, body, mp }) =>
       respond(request, query as Query, ruleView(await it.updateRule(mp, params.appId, params.ruleId, body as Record<string, unknown>))),
     { capability: 'write:rule', params: RuleParam, body: RuleBody, detail: { summary: 'Update a rule' } })
-    .delete('/apps/:appId/rules/:ruleId', async ({ request, params, mp }) => { await it.deleteRule(mp, params.appId, params.ruleId); return respond(request, {}, undefined, { status: 204 }) },
+    .delete('/apps/:appId/rules/:ruleId', async ({ request, params, mp }) => { await it.deleteRule(mp, params.appId, params.ruleId); return noContent(request) },
       { capability: 'write:rule', params: RuleParam, detail: { summary: 'Delete a rule' } })
 
     .get('/apps/:appId/queues', async ({ request, query, params, mp }) => respond(request, query as Query, (await it.listQueues(mp, params.appId)).map(queueView)),
@@ -51,7 +51,7 @@ export const integrationRoutes = (core: Core) => {
     .post('/apps/:appId/queues', async ({ request, query, params, body, mp }) =>
       respond(request, query as Query, queueView(await it.createQueue(mp, params.appId, body as Record<string, unknown>)), { status: 201 }),
     { capability: 'write:queue', params: AppParam, body: QueueBody, detail: { summary: 'Create a queue' } })
-    .delete('/apps/:appId/queues/:queueId', async ({ request, params, mp }) => { await it.deleteQueue(mp, params.appId, params.queueId); return respond(request, {}, undefined, { status: 204 }) },
+    .delete('/apps/:appId/queues/:queueId', async ({ request, params, mp }) => { await it.deleteQueue(mp, params.appId, params.queueId); return noContent(request) },
       { capability: 'write:queue', params: QueueParam, detail: { summary: 'Delete a queue and its messages' } })
     .post('/apps/:appId/queues/:queueId/messages', async ({ request, query, params, mp }) => {
       const q = query as Query

@@ -2,7 +2,7 @@ import { Elysia, t } from 'elysia'
 import type { Core } from '../../core'
 import { GatewayError } from '../../errors'
 import { authPlugin } from '../plugins/auth'
-import { respond, type Query } from '../plugins/codec'
+import { noContent, respond, type Query } from '../plugins/codec'
 
 /**
  * Sandbox provisioning (off unless SANDBOX_PROVISIONING=true): `POST /apps` creates a throwaway
@@ -27,7 +27,7 @@ export const sandboxRoutes = (core: Core, enabled: boolean) => {
     .delete('/apps/:appId', async ({ request, params, principal }) => {
       guard()
       await core.sandbox.remove(principal, params.appId)
-      return respond(request, {}, undefined, { status: 204 })
+      return noContent(request)
     }, { auth: true, params: t.Object({ appId: t.String() }), detail: { summary: 'Sandbox: delete an app with one of its keys' } })
     .post('/stats', async ({ request, query, body, principal }) => {
       guard()

@@ -81,6 +81,9 @@ function encode(format: Format, body: unknown, status: number, headers: Record<s
   }
 }
 
+/** 204 No Content, through `respond` so CORS (and an envelope, when asked) come along. */
+export const noContent = (request: Request, query: Query = {}): Response => respond(request, query, undefined, { status: 204 })
+
 /**
  * Error response with the exact Content-Type and the X-Ably-ErrorCode / X-Ably-ErrorMessage
  * headers; msgpack for msgpack clients, JSON for everyone else (JSONP and HTML included).

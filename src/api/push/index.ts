@@ -4,7 +4,7 @@ import { deviceTokenOfBearer } from '../../core/push/access'
 import type { DeviceState } from '../../core/push/ports'
 import { GatewayError } from '../../errors'
 import { credentialsOf } from '../plugins/auth'
-import { respond, type Query } from '../plugins/codec'
+import { noContent, respond, type Query } from '../plugins/codec'
 import { intParam, pageLinks, pageOf } from '../params'
 import * as M from './model'
 import { deviceView, parseSubscriptionCursor, subscriptionCursor } from './wire'
@@ -38,7 +38,6 @@ const pushAuth = (core: Core) =>
 /** The push admin interface of the channel REST API (`/push/...`), as the hosted service serves it. */
 export const pushRoutes = (core: Core) => {
   const { devices, subscriptions, publisher } = core.push
-  const deleted = (request: Request, query: unknown) => respond(request, query as Query, undefined, { status: 204 })
   return new Elysia({ name: 'push', normalize: false })
     .use(pushAuth(core))
     .post('/push/deviceRegistrations', async ({ request, query, body, actor }) =>
@@ -71,13 +70,13 @@ export const pushRoutes = (core: Core) => {
 
     .delete('/push/deviceRegistrations/:deviceId', async ({ request, query, params, actor }) => {
       await devices.remove(actor, params.deviceId)
-      return deleted(request, query)
+      return noContent(request, query as Query)
     }, { pushAuth: true, params: M.DeviceParam, query: M.AnyQuery, detail: { summary: 'Remove a device and its subscriptions' } })
 
     .delete('/push/deviceRegistrations', async ({ request, query, actor }) => {
       const q = query as Query
       await devices.removeWhere(actor, { deviceId: opt(q.deviceId), clientId: opt(q.clientId) })
-      return deleted(request, query)
+      return noContent(request, query as Query)
     }, { pushAuth: true, query: M.DeviceRemoveQuery, detail: { summary: 'Remove the devices matching deviceId / clientId' } })
 
     .post('/push/deviceRegistrations/:deviceId/resetUpdateToken', async ({ request, query, params, actor }) =>
@@ -102,7 +101,7 @@ export const pushRoutes = (core: Core) => {
     .delete('/push/channelSubscriptions', async ({ request, query, actor }) => {
       const q = query as Query
       await subscriptions.remove(actor, { channel: opt(q.channel), deviceId: opt(q.deviceId), clientId: opt(q.clientId) })
-      return deleted(request, query)
+      return noContent(request, query as Query)
     }, { pushAuth: true, query: M.SubscriptionRemoveQuery, detail: { summary: 'Remove the channel subscriptions matching channel / deviceId / clientId' } })
 
     .get('/push/channels', async ({ request, query, actor }) => {

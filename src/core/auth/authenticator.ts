@@ -2,7 +2,7 @@ import { GatewayError } from '../../errors'
 import { safeEqual } from '../../lib/crypto'
 import { fromBase64, utf8Decode } from '../../lib/encoding'
 import type { Clock, ControlStore } from '../ports'
-import type { ApiKey } from '../types'
+import type { ApiKey, App } from '../types'
 import { CapabilityMatcher, intersectCapability, parseCapability } from './capability'
 import type { Principal } from './principal'
 import { parseJwt, parseTokenKeyName, verifyJwt, verifyToken } from './tokens'
@@ -73,18 +73,14 @@ export class Authenticator {
     return c.clientIdHeader ? this.withClientId(p, c.clientIdHeader) : p
   }
 
-  /** Resolves the API key named `keyName` or throws 40101 / 40131. */
-  async key(keyName: string): Promise<ApiKey> {
+  /** Resolves the API key named `keyName` and its (enabled) app, or throws 40101 / 40131 / 40300. */
+  async key(keyName: string): Promise<{ key: ApiKey; app: App }> {
     const key = await this.control.getKey(keyName)
     if (!key) throw new GatewayError(40101, 'Invalid credentials: key not found')
     if (key.status !== 0) throw new GatewayError(40131, 'Key has been revoked')
     const app = await this.control.getApp(key.appId)
     if (!app || app.status !== 'enabled') throw new GatewayError(40300, 'Application disabled')
-    return key
-  }
-
-  async accountOf(appId: string): Promise<string> {
-    return (await this.control.getApp(appId))?.accountId ?? ''
+    return { key, app }
   }
 
   matcher(canonicalJson: string, parsed?: Record<string, string[]>): CapabilityMatcher {
@@ -120,9 +116,8 @@ export class Authenticator {
   private async verifyBasic(keyString: string): Promise<Principal> {
     const colon = keyString.indexOf(':')
     if (colon < 0) throw new GatewayError(40101, 'Invalid credentials: malformed key')
-    const key = await this.key(keyString.slice(0, colon))
+    const { key, app } = await this.key(keyString.slice(0, colon))
     if (!safeEqual(keyString.slice(colon + 1), key.secret)) throw new GatewayError(40101, 'Invalid credentials')
-    const app = (await this.control.getApp(key.appId))!
     return {
       kind: 'basic', appId: key.appId, accountId: app.accountId, keyName: `${key.appId}.${key.id}`, tlsOnly: app.tlsOnly,
       capability: this.matcher(JSON.stringify(key.capability), key.capability),
@@ -132,26 +127,25 @@ export class Authenticator {
   private async verifyToken(token: string): Promise<Principal> {
     const keyName = parseTokenKeyName(token)
     if (keyName) {
-      const key = await this.key(keyName)
+      const { key, app } = await this.key(keyName)
       const claims = verifyToken(token, key)
-      return this.tokenPrincipal('token', key, claims.capability, claims.clientId, claims.expires)
+      return this.tokenPrincipal('token', key, app, claims.capability, claims.clientId, claims.expires)
     }
     const jwt = parseJwt(token)
     if (jwt) {
       if (!jwt.header.kid) throw new GatewayError(40144, 'Invalid JWT: kid (key name) missing')
-      const key = await this.key(jwt.header.kid)
+      const { key, app } = await this.key(jwt.header.kid)
       const claims = verifyJwt(jwt, key)
       if (!claims.capability) throw new GatewayError(40144, 'Invalid JWT: x-ably-capability must be specified')
       const cap = intersectCapability(key.capability, parseCapability(claims.capability))
       if (!cap) throw new GatewayError(40160, 'JWT capability has no intersection with the key', { status: 401 })
-      return this.tokenPrincipal('jwt', key, JSON.stringify(cap), claims.clientId, claims.expires)
+      return this.tokenPrincipal('jwt', key, app, JSON.stringify(cap), claims.clientId, claims.expires)
     }
     throw new GatewayError(40143, 'Token not recognised')
   }
 
-  private async tokenPrincipal(kind: 'token' | 'jwt', key: ApiKey, capJson: string, clientId: string | undefined, expires: number): Promise<Principal> {
+  private tokenPrincipal(kind: 'token' | 'jwt', key: ApiKey, app: App, capJson: string, clientId: string | undefined, expires: number): Principal {
     if (expires <= this.clock.now()) throw new GatewayError(40142, 'Token expired')
-    const app = (await this.control.getApp(key.appId))!
     return {
       kind, appId: key.appId, accountId: app.accountId, keyName: `${key.appId}.${key.id}`, clientId, expires, tlsOnly: app.tlsOnly,
       capability: this.matcher(capJson),

@@ -40,8 +40,8 @@ export class TokenRequests {
   ) {}
 
   async request(keyName: string, body: Record<string, unknown>, principal: () => Promise<Principal>): Promise<TokenDetails> {
-    const key = await this.auth.key(keyName)
-    await this.limits.take(await this.auth.accountOf(key.appId), 'tokenRequests')
+    const { key, app } = await this.auth.key(keyName)
+    await this.limits.take(app.accountId, 'tokenRequests')
     if (body.mac !== undefined) {
       if (str(body.keyName) !== keyName) throw new GatewayError(40101, 'Token request keyName does not match the path')
       const timestamp = Number(body.timestamp)
@@ -74,7 +74,7 @@ export class TokenRequests {
     const details: TokenDetails = { token: '', keyName, issued, expires: issued + ttl, capability: canonicalCapability(cap) }
     if (clientId !== undefined) details.clientId = clientId
     details.token = signToken(key, details, randomId(8))
-    this.stats.tokenRequestSucceeded(key.appId, await this.auth.accountOf(key.appId))
+    this.stats.tokenRequestSucceeded(key.appId, app.accountId)
     return details
   }
 }
