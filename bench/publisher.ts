@@ -38,6 +38,12 @@ export interface PublishArgs {
   bytes: number
   /** Rate 0: messages that may be written before the first `allow` (default unbounded). */
   allowance?: number
+  /**
+   * Paced: the furthest (ms) a lane catches up on its schedule after a stall; slots further back
+   * are skipped (and counted), so a stall is never followed by a burst beyond this many ms of the
+   * rate (default unbounded: every missed slot is sent as soon as the answers allow).
+   */
+  maxCatchUpMs?: number
 }
 
 export interface PublishCounts {
@@ -63,6 +69,8 @@ export interface PublishResult extends PublishCounts {
   errorSamples: string[]
   /** Rate mode: the furthest a publish fell behind its schedule (ms). */
   maxLagMs: number
+  /** Rate mode: messages of slots skipped because their lane was more than `maxCatchUpMs` behind. */
+  skipped: number
   /** Write-to-response time of every publish since the last reset, µs. */
   latencyUs: Distribution
 }
@@ -108,6 +116,7 @@ let refused = 0
 let connectionErrors = 0
 let protocolErrors = 0
 let maxLagMs = 0
+let skipped = 0
 /** Messages written, and how many may be (flow control). */
 let written = 0
 let allowance = Infinity
@@ -188,6 +197,12 @@ function pump(l: LaneState, now: number): void {
   const due = t0 + l.phaseMs + l.issued * periodMs
   if (now < due) return
   maxLagMs = Math.max(maxLagMs, now - due)
+  const catchUp = a.maxCatchUpMs ?? Infinity
+  if (now - due > catchUp) {
+    const skip = Math.floor((now - due - catchUp) / periodMs)
+    l.issued += skip
+    skipped += skip * a.batch
+  }
   l.issued++
   publish(l)
 }
@@ -282,7 +297,7 @@ async function stop({ drainMs }: { drainMs: number }): Promise<PublishResult> {
   const unanswered = conns.reduce((n, c) => n + c.queue.length, 0)
   for (const c of conns) c.socket?.end()
   return {
-    sent, published, messages, refused, statuses, unanswered, connectionErrors, protocolErrors, errorSamples, maxLagMs,
+    sent, published, messages, refused, statuses, unanswered, connectionErrors, protocolErrors, errorSamples, maxLagMs, skipped,
     acked: lanes.map((l) => l.acked), refusedByLane: lanes.map((l) => l.refused),
     firstSentMs: lanes.map((l) => l.first), lastSentMs: lanes.map((l) => l.last),
     latencyUs: distribution(latencies.subarray(0, latencyCount)),

@@ -25,15 +25,7 @@ export async function json(r: Response, status = 200): Promise<any> {
   return text ? JSON.parse(text) : undefined
 }
 
-export async function expectError(r: Response, status: number, code: number) {
-  const text = await r.text()
-  expect(`${r.status} ${text}`).toStartWith(`${status} `)
-  expect(r.headers.get('content-type')).toBe('application/json')
-  expect(r.headers.get('x-ably-errorcode')).toBe(String(code))
-  const body = JSON.parse(text)
-  expect(body.error).toMatchObject({ code, statusCode: status })
-  expect(typeof body.error.message).toBe('string')
-}
+export { expectError } from '../helpers/errors'
 
 export async function send(gw: TestGateway, name: string, body: unknown, init: { headers?: Record<string, string>; key?: string } = {}) {
   return json(await gw.request(`${room(name)}/messages`, { method: 'POST', json: body, ...init }), 201)

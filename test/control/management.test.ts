@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import { ACCESS_TOKEN, APP_ID, basic, createTestGateway, type TestGateway } from '../helpers/gateway'
 import { sha256Hex } from '../../src/lib/crypto'
+import { expectError } from '../helpers/errors'
 
 let gw: TestGateway
 let accountId: string
@@ -17,11 +18,6 @@ const v1 = (path: string, init: { method?: string; json?: unknown; token?: strin
   return gw.request(`/v1${path}`, { method: init.method ?? 'GET', json: init.json, key: null, headers })
 }
 const body = async (r: Response) => (await r.json()) as any
-const expectError = async (r: Response, status: number, code: number) => {
-  expect(r.status).toBe(status)
-  expect(r.headers.get('content-type')).toBe('application/json')
-  expect((await body(r)).error).toMatchObject({ code, statusCode: status })
-}
 
 describe('access tokens', () => {
   test('GET /me shows the token, user and account', async () => {

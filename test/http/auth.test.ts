@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import { APP_ID, TestClock, basic, createTestGateway, type TestGateway } from '../helpers/gateway'
 import { makeJwt, signedTokenRequest } from '../helpers/tokens'
+import { expectError } from '../helpers/errors'
 
 const KEY_NAME = 'testapp.rootkey'
 const SECRET = 's3cr3t-root-secret'
@@ -17,11 +18,6 @@ beforeAll(async () => {
 })
 afterAll(async () => { await gw.close() })
 
-const expectError = async (r: Response, status: number, code: number) => {
-  const body = (await r.json()) as any
-  expect({ status: r.status, code: body.error?.code, statusCode: body.error?.statusCode }).toEqual({ status, code, statusCode: status })
-  expect(r.headers.get('x-ably-errorcode')).toBe(String(code))
-}
 const requestToken = (keyName: string, json: unknown, key: string | null = gw.key) =>
   gw.request(`/keys/${keyName}/requestToken`, { method: 'POST', json, key })
 const bearer = (token: string, base64 = true) => ({ authorization: `Bearer ${base64 ? Buffer.from(token).toString('base64') : token}` })

@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import { APP_ID, createTestGateway, type TestGateway } from '../helpers/gateway'
+import { expectError } from '../helpers/errors'
 
 let gw: TestGateway
 beforeAll(async () => {
@@ -13,10 +14,6 @@ afterAll(async () => { await gw.close() })
 const LIMITED = 'testapp.meta:meta-secret'
 
 const json = async (r: Response) => { expect(r.headers.get('content-type')).toBe('application/json'); return (await r.json()) as any }
-const expectError = async (r: Response, status: number, code: number) => {
-  const body = (await r.json()) as any
-  expect({ status: r.status, code: body.error?.code }).toEqual({ status, code })
-}
 const member = (clientId: string, action: number, i: number) =>
   ({ id: `conn1:${i}:0`, action, clientId, connectionId: 'conn1', timestamp: Date.now() + i, data: `d-${clientId}` })
 

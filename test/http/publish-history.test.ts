@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import { pack, unpack } from 'msgpackr'
 import { createTestGateway, type TestGateway } from '../helpers/gateway'
+import { expectError } from '../helpers/errors'
 
 let gw: TestGateway
 beforeAll(async () => { gw = await createTestGateway() })
@@ -12,14 +13,6 @@ const history = async (channel: string, qs = '') => {
   const r = await gw.request(`/channels/${encodeURIComponent(channel)}/messages${qs}`)
   expect(r.status).toBe(200)
   return { body: (await r.json()) as any[], link: r.headers.get('link') ?? '' }
-}
-const expectError = async (r: Response, status: number, code: number) => {
-  expect(r.status).toBe(status)
-  expect(r.headers.get('content-type')).toBe('application/json')
-  expect(r.headers.get('x-ably-errorcode')).toBe(String(code))
-  const body = (await r.json()) as any
-  expect(body.error).toMatchObject({ code, statusCode: status })
-  expect(typeof body.error.message).toBe('string')
 }
 
 describe('publish', () => {

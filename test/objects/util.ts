@@ -22,15 +22,7 @@ export async function getJson(gw: TestGateway, path: string, key?: string): Prom
   return r.json()
 }
 
-export async function expectError(r: Response, status: number, code: number) {
-  expect(r.status).toBe(status)
-  expect(r.headers.get('content-type')).toBe('application/json')
-  expect(r.headers.get('x-ably-errorcode')).toBe(String(code))
-  const body = (await r.json()) as any
-  expect(body.error).toMatchObject({ code, statusCode: status })
-  expect(typeof body.error.message).toBe('string')
-  return body.error
-}
+export { expectError } from '../helpers/errors'
 
 /** The `next` link of a paginated response to `path`, resolved as a client does, or undefined. */
 export function nextLink(r: Response, path: string): string | undefined {

@@ -4,7 +4,7 @@ import { metrics } from '../../lib/metrics'
 import type { SessionSink, StreamSession } from '../../core/fanout/session'
 import type { Message } from '../../core/types'
 import { compactSerial, encodeEventId } from './event-id'
-import { errorRecord, keepaliveBytes, messageRecord, type StreamMode } from './format'
+import { errorRecord, keepaliveBytes, messageRecord, payloads, type StreamMode } from './format'
 
 export interface ConnectionOptions {
   mode: StreamMode
@@ -18,10 +18,15 @@ export interface ConnectionOptions {
 }
 
 /**
- * Bytes of a whole batch for single-channel streams, keyed by the shared batch array: every
- * connection of that channel and variant writes the very same bytes.
+ * Records of a whole batch for single-channel streams, keyed by the shared batch array: every
+ * connection of that channel and variant writes the very same text. The first connection writes
+ * the string (Bun encodes it into the socket: no byte array for the common single subscriber);
+ * from the second on, the text is encoded once and the bytes are shared.
  */
-const shared = new WeakMap<Message[], Map<string, { bytes: Uint8Array; last: string }>>()
+const shared = new WeakMap<Message[], Map<string, SharedRecords>>()
+interface SharedRecords { text: string; last: string; bytes?: Uint8Array; written: boolean }
+
+type Chunk = string | Uint8Array
 
 const delivered = metrics.counter('gateway_messages_delivered_total', 'Messages written to event-stream connections.')
 const cut = metrics.counter('gateway_sse_slow_consumers_cut_total', 'Event-stream connections cut for not reading fast enough.')
@@ -36,17 +41,20 @@ export class EventStreamConnection implements SessionSink {
   readonly stream: ReadableStream<Uint8Array>
   session?: StreamSession
   private controller?: ReadableStreamDirectController
-  /** Bytes written before the response started streaming (replay racing the response). */
-  private early?: Uint8Array[]
+  /** Records written before the response started streaming (replay racing the response). */
+  private early?: Chunk[]
   private release?: () => void
   private closed = false
   /** Bytes written since the socket's buffer filled up; reset when it drains. */
   private backlog = 0
   private draining = false
   private readonly parts: string[]
+  /** Key of this connection's record text among the connections of its channel. */
+  private readonly variant: string
 
   constructor(private readonly o: ConnectionOptions) {
     this.parts = o.channels.map(() => '0')
+    this.variant = `${o.mode}${o.enveloped ? 1 : 0}${o.hash}`
     this.stream = new ReadableStream({
       type: 'direct',
       pull: (c: ReadableStreamDirectController) => {
@@ -74,33 +82,36 @@ export class EventStreamConnection implements SessionSink {
     const { mode, enveloped, channels, hash } = this.o
     const channel = channels[index]!
     if (channels.length === 1) {
-      const variant = `${mode}${enveloped ? 1 : 0}${hash}`
+      // the whole text is the same for every connection of this channel and variant
       let byVariant = shared.get(batch)
       if (!byVariant) shared.set(batch, (byVariant = new Map()))
-      let done = byVariant.get(variant)
+      let done = byVariant.get(this.variant)
       if (!done) {
+        const data = payloads(batch, channel, mode, enveloped)
         let text = ''
         let last = ''
-        for (const m of batch) {
-          last = compactSerial(m.serial)
-          text += messageRecord(mode, enveloped, `${hash}:${last}`, m, channel)
+        for (let i = 0; i < batch.length; i++) {
+          last = compactSerial(batch[i]!.serial)
+          text += messageRecord(mode, `${hash}:${last}`, data[i]!)
         }
-        byVariant.set(variant, (done = { bytes: utf8Encode(text), last }))
+        byVariant.set(this.variant, (done = { text, last, written: false }))
       }
       this.parts[0] = done.last
-      this.write(done.bytes)
+      this.write(done.bytes ?? (done.written ? (done.bytes = utf8Encode(done.text)) : done.text))
+      done.written = true
       return
     }
+    const data = payloads(batch, channel, mode, enveloped)
     let text = ''
-    for (const m of batch) {
-      this.parts[index] = compactSerial(m.serial)
-      text += messageRecord(mode, enveloped, encodeEventId(hash, this.parts), m, channel)
+    for (let i = 0; i < batch.length; i++) {
+      this.parts[index] = compactSerial(batch[i]!.serial)
+      text += messageRecord(mode, encodeEventId(hash, this.parts), data[i]!)
     }
-    this.write(utf8Encode(text))
+    this.write(text)
   }
 
   notice(err: GatewayError): void {
-    this.write(utf8Encode(errorRecord(this.o.mode, err.toBody())))
+    this.write(errorRecord(this.o.mode, err.toBody()))
   }
 
   end(err: GatewayError): void {
@@ -121,23 +132,23 @@ export class EventStreamConnection implements SessionSink {
     this.shutdown()
   }
 
-  private write(bytes: Uint8Array) {
+  private write(chunk: Chunk) {
     if (this.closed) return
     const c = this.controller
     if (!c) {
-      (this.early ??= []).push(bytes)
+      (this.early ??= []).push(chunk)
       return
     }
     let r: number | Promise<number>
     try {
-      r = c.write(bytes)
+      r = c.write(chunk)
       c.flush()
     } catch {
       this.shutdown()
       return
     }
     if (!(r instanceof Promise)) return
-    this.backlog += bytes.byteLength
+    this.backlog += typeof chunk === 'string' ? Buffer.byteLength(chunk) : chunk.byteLength
     if (!this.draining) {
       this.draining = true
       r.then(() => { this.backlog = 0; this.draining = false }, () => {})
@@ -146,7 +157,7 @@ export class EventStreamConnection implements SessionSink {
       // the client does not read fast enough: tell it (the record waits behind the backlog) and cut it
       cut.inc()
       const err = new GatewayError(80020, `Subscriber too slow: more than ${this.o.budget} bytes waiting`)
-      try { c.write(utf8Encode(errorRecord(this.o.mode, err.toBody()))) } catch { /* closed */ }
+      try { c.write(errorRecord(this.o.mode, err.toBody())) } catch { /* closed */ }
       this.close()
     }
   }

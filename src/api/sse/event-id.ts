@@ -16,7 +16,28 @@ export function channelsHash(channels: string[]): string {
   return h.toString(36)
 }
 
+/** Last ms part seen and its base-36 text: consecutive serials mostly share the millisecond. */
+let lastMsText = ''
+let lastMs36 = ''
+
+/** Called for every delivered message: no regex, and the ms part is converted once per millisecond. */
 export function compactSerial(serial: string): string {
+  const dash = serial.indexOf('-')
+  const msText = serial.slice(0, dash)
+  if (msText !== lastMsText) {
+    const ms = dash > 0 && dash <= 16 ? Number(msText) : NaN
+    if (!Number.isInteger(ms)) return compactChecked(serial)
+    lastMsText = msText
+    lastMs36 = ms.toString(36)
+  }
+  const seqText = serial.slice(dash + 1)
+  if (seqText === '000000') return lastMs36
+  const seq = seqText.length <= 10 ? Number(seqText) : NaN
+  if (!Number.isInteger(seq) || seq < 0) return compactChecked(serial)
+  return seq ? `${lastMs36}-${seq.toString(36)}` : lastMs36
+}
+
+function compactChecked(serial: string): string {
   const p = parseSerial(serial)
   if (!p) return '0'
   return p.seq ? `${p.ms.toString(36)}-${p.seq.toString(36)}` : p.ms.toString(36)
