@@ -111,4 +111,19 @@ describe('queues', () => {
     expect((await v1(`/apps/${APP_ID}/queues/${qid}`, 'DELETE')).status).toBe(204)
     expect((await v1(`/apps/${APP_ID}/queues/${qid}/messages`, 'POST')).status).toBe(404)
   })
+
+  test('concurrent pushes keep a bounded queue at exactly its bound, and deliveries are counted per message', async () => {
+    const queues = gw.backend.queues
+    const now = clock.now()
+    const dropped = await Promise.all(Array.from({ length: 20 }, (_, i) => queues.push('race', [{ channel: 'c', message: { data: i } }, { channel: 'c', message: { data: i } }], 5, now)))
+    expect(dropped.reduce((a, b) => a + b, 0)).toBe(35)
+    expect(await queues.counts('race', 60_000, now)).toEqual({ ready: 5, unacknowledged: 0, total: 5 })
+    const first = await queues.receive('race', 2, 1000, 60_000, now)
+    expect(first.map((m) => m.redelivered)).toEqual([0, 0])
+    const again = await queues.receive('race', 10, 1000, 60_000, now + 2000)
+    expect(again.map((m) => m.redelivered).sort()).toEqual([0, 0, 0, 1, 1]) // the order of redeliveries differs by backend
+    expect(await queues.ack('race', again.map((m) => m.deliveryTag))).toBe(5)
+    expect(await queues.counts('race', 60_000, now + 2000)).toEqual({ ready: 0, unacknowledged: 0, total: 0 })
+    await queues.drop('race')
+  })
 })

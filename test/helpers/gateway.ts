@@ -2,6 +2,7 @@ import { mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { basename, join } from 'node:path'
 import { createBackend } from '../../src/backend'
+import type { Backend } from '../../src/core/ports'
 import { loadConfig, type Config } from '../../src/config'
 import { createCore, type Core } from '../../src/core'
 import { bootstrap } from '../../src/core/control/bootstrap'
@@ -19,6 +20,8 @@ export interface TestGateway {
   /** Set by `listen()`. */
   server?: ReturnType<typeof serve>
   core: Core
+  /** The store under the core, for tests of a port's contract on either backend. */
+  backend: Backend
   config: Config
   key: string
   /** Sends a request to the app in-process (no port). `path` is relative to the root. */
@@ -53,7 +56,7 @@ export async function createTestGateway(overrides: Partial<Config> = {}, clock: 
   const log = createLogger(config.logLevel)
   const app = buildApp(core, config, log)
   const gw: TestGateway = {
-    app, core, config, key: ROOT_KEY,
+    app, core, backend, config, key: ROOT_KEY,
     listen: () => {
       gw.server = serve(app, core, config, log, { port: 0, hostname: '127.0.0.1' })
       return `${config.tlsCertFile ? 'https' : 'http'}://127.0.0.1:${gw.server.port}`

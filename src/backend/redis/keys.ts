@@ -39,10 +39,14 @@ export class RedisKeys {
   objectActivity = (app: string) => `${this.prefix}oa:${app}`
   /** Counter issuing the object versions of an app. */
   objectVersions = (app: string) => `${this.prefix}ov:${app}`
-  /** An app queue: sorted set of delivery tags by visible-at time, and hash of the items. */
+  /**
+   * An app queue: sorted set of delivery tags by visible-at time, hash of the items, the tag
+   * sequence, and hash of how often each item was handed out.
+   */
   queueVisible = (queueId: string) => `${this.prefix}qv:${queueId}`
   queueItems = (queueId: string) => `${this.prefix}qi:${queueId}`
   queueSeq = (queueId: string) => `${this.prefix}qs:${queueId}`
+  queueDeliveries = (queueId: string) => `${this.prefix}qd:${queueId}`
   /** Token bucket of a rate limit (`<account>:<class>`). */
   bucket = (key: string) => `${this.prefix}rl:${key}`
   /**

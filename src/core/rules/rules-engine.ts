@@ -6,6 +6,9 @@ import type { WebhookDispatcher } from './webhooks'
 
 interface Compiled { rule: Rule; filter: RegExp }
 
+/** A cached load: the promise every caller awaits (so they resume in arrival order) and its value once known. */
+interface Cached<T> { promise: Promise<T>; value?: T }
+
 /** The wire form of a message as rules deliver it (JSON: binary data base64-encoded). */
 function wire(m: Message): Record<string, unknown> {
   const out: Record<string, unknown> = { id: m.id, serial: m.serial, timestamp: m.timestamp }
@@ -26,10 +29,12 @@ function wire(m: Message): Record<string, unknown> {
  * Integration rules: after a publish is acknowledged, messages of channels matching an enabled
  * rule's `channelFilter` go to its webhook (http) or into one of the app's queues (amqp). The
  * rules of an app are cached until they change; an app without rules costs one map lookup.
+ * Publishes are routed in the order they were acknowledged: callers share one pending load of
+ * an app's rules and queues, so a later publish never overtakes an earlier one waiting for it.
  */
 export class RulesEngine {
-  private cache = new Map<string, Compiled[]>()
-  private queuesCache = new Map<string, Map<string, Queue>>()
+  private cache = new Map<string, Cached<Compiled[]>>()
+  private queuesCache = new Map<string, Cached<Map<string, Queue>>>()
 
   constructor(
     private readonly control: ControlStore,
@@ -47,34 +52,33 @@ export class RulesEngine {
 
   /** Called after every acknowledged publish; never throws and never makes the publisher wait. */
   published(appId: string, channel: string, drafts: MessageDraft[], serials: string[]): void {
-    const rules = this.cache.get(appId)
-    if (rules && rules.length === 0) return
-    void this.route(appId, channel, drafts, serials, rules).catch(this.onError)
+    if (this.cache.get(appId)?.value?.length === 0) return
+    void this.route(appId, channel, drafts, serials).catch(this.onError)
   }
 
-  private async route(appId: string, channel: string, drafts: MessageDraft[], serials: string[], cached: Compiled[] | undefined) {
-    const rules = cached ?? (await this.load(appId))
+  private async route(appId: string, channel: string, drafts: MessageDraft[], serials: string[]) {
+    const rules = await this.cached(this.cache, appId, async () =>
+      (await this.control.listRules(appId)).map((rule) => ({ rule, filter: new RegExp(rule.source.channelFilter) })))
     let items: Array<Record<string, unknown>> | undefined
     for (const { rule, filter } of rules) {
       if (rule.status !== 'enabled' || !filter.test(channel)) continue
       items ??= drafts.map((d, i) => wire({ ...d, serial: serials[i]!, timestamp: parseSerial(serials[i]!)?.ms ?? this.clock.now() }))
       if (rule.ruleType === 'http') this.webhooks.enqueue(rule, channel, items)
       else {
-        const q = (this.queuesCache.get(appId) ?? (await this.loadQueues(appId))).get(rule.target.queueId ?? '')
+        const queues = await this.cached(this.queuesCache, appId, async () => new Map((await this.control.listQueues(appId)).map((q) => [q.id, q])))
+        const q = queues.get(rule.target.queueId ?? '')
         if (q) await this.queues.push(q.id, items.map((message) => ({ channel, message })), q.maxLength, this.clock.now())
       }
     }
   }
 
-  private async load(appId: string): Promise<Compiled[]> {
-    const compiled = (await this.control.listRules(appId)).map((rule) => ({ rule, filter: new RegExp(rule.source.channelFilter) }))
-    this.cache.set(appId, compiled)
-    return compiled
-  }
-
-  private async loadQueues(appId: string) {
-    const m = new Map((await this.control.listQueues(appId)).map((q) => [q.id, q]))
-    this.queuesCache.set(appId, m)
-    return m
+  /** The cached load of an app, started once; a failed load is forgotten so the next publish retries. */
+  private cached<T>(cache: Map<string, Cached<T>>, appId: string, load: () => Promise<T>): Promise<T> {
+    const hit = cache.get(appId)
+    if (hit) return hit.promise
+    const entry: Cached<T> = { promise: load() }
+    cache.set(appId, entry)
+    entry.promise.then((v) => { entry.value = v }, () => { if (cache.get(appId) === entry) cache.delete(appId) })
+    return entry.promise
   }
 }
