@@ -51,7 +51,7 @@ export const observability = (core: Core, log: Logger, debug: boolean) => {
   metrics.gauge('gateway_subscriptions', 'Channel subscriptions of event-stream connections on this node.', () => core.hub.size().subscriptions)
   metrics.gauge('gateway_ring_channels', 'Channels held in memory by the broker.', () => core.backend.broker.memory?.().channels ?? 0)
   metrics.gauge('gateway_ring_messages', 'Messages held in the in-memory ring buffers.', () => core.backend.broker.memory?.().messages ?? 0)
-  metrics.gauge('gateway_ring_bytes', 'Approximate bytes of the in-memory ring buffers.', () => core.backend.broker.memory?.().bytes ?? 0)
+  metrics.gauge('gateway_ring_bytes', 'Bytes of the encoded messages in the in-memory ring buffers.', () => core.backend.broker.memory?.().bytes ?? 0)
   return new Elysia({ name: 'observability', normalize: false })
     .onRequest(({ request }) => { if (debug) started.set(request, performance.now()) })
     .onAfterResponse({ as: 'global' }, ({ request, route, set, response }) => {

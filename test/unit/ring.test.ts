@@ -1,7 +1,11 @@
 import { describe, expect, test } from 'bun:test'
-import { Ring } from '../../src/core/channels/ring'
+import { ringCodec } from '../../src/backend/shared/ring-codec'
+import { Ring as CoreRing } from '../../src/core/channels/ring'
 import { formatSerial, nextSerial, parseSerial } from '../../src/core/channels/serial'
 import type { Message } from '../../src/core/types'
+
+/** The ring with the backends' codec. */
+class Ring extends CoreRing { constructor(capacity: number, floor: string) { super(capacity, floor, ringCodec) } }
 
 const msg = (i: number, ts = 1000 + i): Message => ({ id: `m${i}`, serial: formatSerial(ts, 0), timestamp: ts })
 
@@ -63,5 +67,74 @@ describe('Ring floor', () => {
     r.expire(1004)
     expect(r.floor).toBe(msg(3).serial)
     expect(r.after(r.floor).map((m) => m.id)).toEqual(['m4'])
+  })
+})
+
+describe('Ring storage', () => {
+  test('a message reads back with every field as published, binary data included', () => {
+    const r = new Ring(4, '0')
+    const m: Message = {
+      id: 'x:0', serial: formatSerial(5000, 7), timestamp: 5000, name: 'n', data: new Uint8Array([0, 1, 255]), encoding: 'cipher',
+      clientId: 'c', connectionId: 'k', extras: { headers: { a: 'b' }, n: [1, null, true] }, action: 1,
+    }
+    r.push(m)
+    r.push({ id: 'y:0', serial: formatSerial(5001, 0), timestamp: 5001 })
+    expect(r.at(0)).toEqual(m)
+    expect(r.at(1)).toEqual({ id: 'y:0', serial: formatSerial(5001, 0), timestamp: 5001 })
+    expect(Object.keys(r.at(1)).sort()).toEqual(['id', 'serial', 'timestamp'])
+  })
+
+  test('text beyond ASCII, empty strings, action 0 and binary inside extras read back unchanged', () => {
+    const r = new Ring(4, '0')
+    const m: Message = {
+      id: 'ïd:0', serial: formatSerial(5000, 0), timestamp: 5000, name: '', data: 'é€😀 mixed ascii then 日本語', clientId: 'ünï',
+      extras: { bin: new Uint8Array([7, 8]) }, action: 0,
+    }
+    r.push(m)
+    r.push({ id: 'e', serial: formatSerial(5001, 0), timestamp: 5001, data: '' })
+    expect(r.at(0)).toEqual(m)
+    expect(r.at(1).data).toBe('')
+  })
+
+  test('thousands of pushes of varied sizes wrap, grow and compact the buffer without corrupting a message', () => {
+    const r = new Ring(50, '0')
+    const expected: Message[] = []
+    let seed = 7
+    const rand = () => (seed = (seed * 1103515245 + 12345) % 2 ** 31) / 2 ** 31
+    for (let i = 0; i < 5000; i++) {
+      const size = rand() < 0.05 ? 20_000 : Math.floor(rand() * 300)
+      const data = i % 3 ? `m${i}-` + 'x'.repeat(size) : new Uint8Array(size).fill(i % 251)
+      const m: Message = { id: `m${i}`, serial: formatSerial(10_000 + i, i % 4), timestamp: 10_000 + i, data }
+      r.push(m)
+      expected.push(m)
+      if (i % 97 === 0) expect(r.after(formatSerial(0, 0))).toEqual(expected.slice(-50))
+      if (i === 4000) {
+        r.expire(10_000 + i - 9) // a partly emptied ring keeps working
+        expected.splice(0, expected.length - 10)
+        expect(r.size).toBe(10)
+      }
+    }
+    expect(r.after(formatSerial(0, 0))).toEqual(expected.slice(-50))
+    expect(r.floor).toBe(expected.at(-51)!.serial)
+    expect(r.byteSize).toBeLessThan(50 * 20_100)
+  })
+
+  test('binary data read from the ring stays intact after the ring moves on', () => {
+    const r = new Ring(2, '0')
+    r.push({ id: 'a', serial: formatSerial(1, 0), timestamp: 1, data: new Uint8Array([1, 2, 3]) })
+    const read = r.at(0).data as Uint8Array
+    for (let i = 1; i < 200; i++) r.push({ id: `b${i}`, serial: formatSerial(1 + i, 0), timestamp: 1 + i, data: new Uint8Array(500).fill(9) })
+    expect([...read]).toEqual([1, 2, 3])
+  })
+
+  test('an emptied ring gives its large buffer back', () => {
+    const r = new Ring(100, '0')
+    for (let i = 0; i < 100; i++) r.push({ id: `m${i}`, serial: formatSerial(1 + i, 0), timestamp: 1 + i, data: 'x'.repeat(10_000) })
+    expect(r.byteSize).toBeGreaterThan(1_000_000)
+    r.expire(1000)
+    expect(r.byteSize).toBe(0)
+    r.push({ id: 'small', serial: formatSerial(2000, 0), timestamp: 2000, data: 'tiny' })
+    expect((r as unknown as { bytes: Uint8Array }).bytes.length).toBeLessThan(100_000)
+    expect(r.at(0).data).toBe('tiny')
   })
 })

@@ -1,5 +1,6 @@
 import { formatSerial, nextSerial, parseSerial } from '../../core/channels/serial'
 import { Ring } from '../../core/channels/ring'
+import { ringCodec } from '../shared/ring-codec'
 import type { Broker, BrokerListener, Clock, PublishOptions, PublishResult } from '../../core/ports'
 import type { HistoryQuery, Message, MessageDraft } from '../../core/types'
 import type { SqliteMessageLog } from './message-log'
@@ -48,7 +49,7 @@ export class MemoryBroker implements Broker {
     const c = this.state(snap.app, snap.channel)
     c.ring.floor = snap.floor // pushes past the capacity raise it again
     for (const m of snap.messages) c.ring.push(m)
-    const last = parseSerial(c.ring.newest()?.serial ?? '')
+    const last = parseSerial(c.ring.position())
     if (last && (last.ms > c.lastMs || (last.ms === c.lastMs && last.seq > c.lastSeq))) { c.lastMs = last.ms; c.lastSeq = last.seq }
   }
 
@@ -62,7 +63,7 @@ export class MemoryBroker implements Broker {
       const last = this.log.lastSerial(appId, channel)
       const parsed = last ? parseSerial(last) : undefined
       const floor = last ?? formatSerial(now - 1, 999_999)
-      c = { ring: new Ring(this.s.ringSize, floor), lastMs: parsed?.ms ?? 0, lastSeq: parsed?.seq ?? -1, seen: new Map(), listeners: new Set(), lastActivity: now }
+      c = { ring: new Ring(this.s.ringSize, floor, ringCodec), lastMs: parsed?.ms ?? 0, lastSeq: parsed?.seq ?? -1, seen: new Map(), listeners: new Set(), lastActivity: now }
       app.set(channel, c)
     }
     return c
@@ -109,8 +110,7 @@ export class MemoryBroker implements Broker {
   }
 
   async position(appId: string, channel: string): Promise<string> {
-    const ring = this.state(appId, channel).ring
-    return ring.newest()?.serial ?? ring.floor
+    return this.state(appId, channel).ring.position()
   }
 
   async readAfter(appId: string, channel: string, after: string, limit: number): Promise<{ messages: Message[]; gap: boolean }> {
@@ -123,8 +123,7 @@ export class MemoryBroker implements Broker {
     const now = this.clock.now()
     const names = new Set<string>()
     for (const [name, c] of this.apps.get(appId) ?? []) {
-      const newest = c.ring.newest()
-      const live = c.listeners.size > 0 || (newest !== undefined && newest.timestamp >= now - this.s.historyTtlMs)
+      const live = c.listeners.size > 0 || (c.ring.size > 0 && c.ring.timestampAt(c.ring.size - 1) >= now - this.s.historyTtlMs)
       if (live && name.startsWith(prefix) && (after === undefined || name > after)) names.add(name)
     }
     for (const name of this.log.channels(appId, after ?? prefix, now - this.s.persistedHistoryTtlMs, limit + 1)) {
@@ -150,10 +149,7 @@ export class MemoryBroker implements Broker {
       for (const c of app.values()) {
         channels++
         messages += c.ring.size
-        for (let i = 0; i < c.ring.size; i++) {
-          const d = c.ring.at(i).data
-          bytes += 160 + (typeof d === 'string' ? d.length * 2 : d?.byteLength ?? 0)
-        }
+        bytes += c.ring.byteSize
       }
     }
     return { channels, messages, bytes }

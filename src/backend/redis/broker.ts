@@ -1,5 +1,6 @@
 import { GatewayError } from '../../errors'
 import { Ring } from '../../core/channels/ring'
+import { ringCodec } from '../shared/ring-codec'
 import { formatSerial, parseSerial } from '../../core/channels/serial'
 import { metrics } from '../../lib/metrics'
 import type { Broker, BrokerListener, PublishOptions, PublishResult } from '../../core/ports'
@@ -152,7 +153,7 @@ export class RedisBroker implements Broker {
           const base = last.length ? last[0]!.serial : await this.redisNow()
           if (entry.last === undefined && last.length) entry.last = base
           // the ring is complete from here on; anything delivered before is left to the stream
-          entry.ring = new Ring(this.s.ringSize, entry.last !== undefined && entry.last > base ? entry.last : base)
+          entry.ring = new Ring(this.s.ringSize, entry.last !== undefined && entry.last > base ? entry.last : base, ringCodec)
         })
         .catch((e) => this.onError(e))
       s = entry

@@ -1,0 +1,98 @@
+import { Packr } from 'msgpackr'
+import type { RingCodec } from '../../core/channels/ring'
+import type { Message } from '../../core/types'
+import { utf8Decode } from '../../lib/encoding'
+
+/** Extras are msgpack (they may hold binary); binary is copied out on decode, since the ring reuses its buffer. */
+const packr = new Packr({ useRecords: false, copyBuffers: true })
+const encoder = new TextEncoder()
+
+const NAME = 1, ENCODING = 2, TEXT = 4, BINARY = 8, EXTRAS = 16, CLIENT_ID = 32, CONNECTION_ID = 64, ACTION = 128
+
+/** Extras of the message being pushed, packed by `maxSize` and written by `write` (called back to back). */
+let packedExtras: Uint8Array | undefined
+
+/** Writes `s` as UTF-8 after a 4-byte length; ASCII byte by byte (no allocation), anything else through the encoder. */
+function writeString(t: Uint8Array, o: number, s: string): number {
+  let p = o + 4
+  for (let i = 0; i < s.length; i++) {
+    const c = s.charCodeAt(i)
+    if (c > 0x7f) {
+      p = o + 4 + encoder.encodeInto(s, t.subarray(o + 4)).written
+      break
+    }
+    t[p++] = c
+  }
+  return writeLength(t, o, p - o - 4)
+}
+
+function writeBytes(t: Uint8Array, o: number, b: Uint8Array): number {
+  t.set(b, o + 4)
+  return writeLength(t, o, b.byteLength)
+}
+
+function writeLength(t: Uint8Array, o: number, n: number): number {
+  t[o] = n & 0xff
+  t[o + 1] = (n >>> 8) & 0xff
+  t[o + 2] = (n >>> 16) & 0xff
+  t[o + 3] = n >>> 24
+  return o + 4 + n
+}
+
+/**
+ * A ring message: a byte of which fields are present, then id and each present field (UTF-8
+ * strings and bytes after a 4-byte length, extras as msgpack, action a byte). Written straight
+ * into the ring's buffer: pushing a message allocates nothing but what extras need.
+ */
+export const ringCodec: RingCodec = {
+  maxSize(m) {
+    let n = 5 + 3 * m.id.length
+    if (m.name !== undefined) n += 4 + 3 * m.name.length
+    if (m.encoding !== undefined) n += 4 + 3 * m.encoding.length
+    if (m.data !== undefined) n += 4 + (typeof m.data === 'string' ? 3 * m.data.length : m.data.byteLength)
+    packedExtras = m.extras !== undefined ? packr.pack(m.extras) : undefined
+    if (packedExtras) n += 4 + packedExtras.byteLength
+    if (m.clientId !== undefined) n += 4 + 3 * m.clientId.length
+    if (m.connectionId !== undefined) n += 4 + 3 * m.connectionId.length
+    if (m.action !== undefined) n += 1
+    return n
+  },
+
+  write(m, t, offset) {
+    let flags = 0
+    let o = writeString(t, offset + 1, m.id)
+    if (m.name !== undefined) { flags |= NAME; o = writeString(t, o, m.name) }
+    if (m.encoding !== undefined) { flags |= ENCODING; o = writeString(t, o, m.encoding) }
+    if (typeof m.data === 'string') { flags |= TEXT; o = writeString(t, o, m.data) }
+    else if (m.data !== undefined) { flags |= BINARY; o = writeBytes(t, o, m.data) }
+    if (packedExtras) { flags |= EXTRAS; o = writeBytes(t, o, packedExtras); packedExtras = undefined }
+    if (m.clientId !== undefined) { flags |= CLIENT_ID; o = writeString(t, o, m.clientId) }
+    if (m.connectionId !== undefined) { flags |= CONNECTION_ID; o = writeString(t, o, m.connectionId) }
+    if (m.action !== undefined) { flags |= ACTION; t[o++] = m.action }
+    t[offset] = flags
+    return o
+  },
+
+  decode(b, serial, timestamp) {
+    const flags = b[0]!
+    let o = 1
+    const field = () => {
+      const n = b[o]! | (b[o + 1]! << 8) | (b[o + 2]! << 16) | (b[o + 3]! * 2 ** 24)
+      const bytes = b.subarray(o + 4, o + 4 + n)
+      o += 4 + n
+      return bytes
+    }
+    const m = { id: utf8Decode(field()) } as Message
+    if (flags & NAME) m.name = utf8Decode(field())
+    if (flags & ENCODING) m.encoding = utf8Decode(field())
+    if (flags & TEXT) m.data = utf8Decode(field())
+    else if (flags & BINARY) m.data = field().slice()
+    if (flags & EXTRAS) m.extras = packr.unpack(field()) as Message['extras']
+    if (flags & CLIENT_ID) m.clientId = utf8Decode(field())
+    if (flags & CONNECTION_ID) m.connectionId = utf8Decode(field())
+    if (flags & ACTION) m.action = b[o]!
+    m.serial = serial
+    m.timestamp = timestamp
+    return m
+  },
+}
