@@ -127,14 +127,17 @@ describe('Ring storage', () => {
     expect([...read]).toEqual([1, 2, 3])
   })
 
-  test('an emptied ring gives its large buffer back', () => {
+  test('the index grows with what the ring holds, and an emptied ring gives its large buffers back', () => {
     const r = new Ring(100, '0')
+    expect((r as unknown as { ms: Float64Array }).ms.length).toBe(16)
     for (let i = 0; i < 100; i++) r.push({ id: `m${i}`, serial: formatSerial(1 + i, 0), timestamp: 1 + i, data: 'x'.repeat(10_000) })
     expect(r.byteSize).toBeGreaterThan(1_000_000)
     r.expire(1000)
     expect(r.byteSize).toBe(0)
     r.push({ id: 'small', serial: formatSerial(2000, 0), timestamp: 2000, data: 'tiny' })
-    expect((r as unknown as { bytes: Uint8Array }).bytes.length).toBeLessThan(100_000)
+    const inside = r as unknown as { bytes: Uint8Array; ms: Float64Array }
+    expect(inside.bytes.length).toBeLessThan(100_000)
+    expect(inside.ms.length).toBe(16)
     expect(r.at(0).data).toBe('tiny')
   })
 })

@@ -12,6 +12,7 @@ export interface RingCodec {
 }
 
 const MIN_BYTES = 4096
+const MIN_SLOTS = 16
 
 /**
  * Fixed-capacity circular buffer of a channel's recent messages, oldest first, serials
@@ -24,11 +25,12 @@ const MIN_BYTES = 4096
  * Serials must be in the broker's format (`formatSerial`).
  */
 export class Ring {
-  private readonly ms: Float64Array
-  private readonly seq: Float64Array
-  private readonly ts: Float64Array
-  private readonly off: Float64Array
-  private readonly len: Uint32Array
+  // index of the slots, grown by doubling up to `capacity`: a channel holding few messages holds small arrays
+  private ms: Float64Array
+  private seq: Uint32Array
+  private ts: Float64Array
+  private off: Uint32Array
+  private len: Uint32Array
   private bytes = new Uint8Array(0)
   /** Where the next encoding goes; live bytes are [off of the oldest, end). */
   private end = 0
@@ -40,11 +42,12 @@ export class Ring {
   private floorSeq = 0
 
   constructor(readonly capacity: number, floor: string, private readonly codec: RingCodec) {
-    this.ms = new Float64Array(capacity)
-    this.seq = new Float64Array(capacity)
-    this.ts = new Float64Array(capacity)
-    this.off = new Float64Array(capacity)
-    this.len = new Uint32Array(capacity)
+    const slots = Math.min(capacity, MIN_SLOTS)
+    this.ms = new Float64Array(slots)
+    this.seq = new Uint32Array(slots)
+    this.ts = new Float64Array(slots)
+    this.off = new Uint32Array(slots)
+    this.len = new Uint32Array(slots)
     this.floorText = floor
   }
 
@@ -73,9 +76,10 @@ export class Ring {
 
   push(m: Message): void {
     if (this.count === this.capacity) this.dropOldest()
+    else if (this.count === this.ms.length) this.resize(Math.min(this.capacity, this.count * 2))
     const size = this.codec.maxSize(m)
     if (this.end + size > this.bytes.length) this.compact(size)
-    const slot = (this.head + this.count) % this.capacity
+    const slot = this.slot(this.count)
     const dash = m.serial.indexOf('-')
     this.ms[slot] = Number(m.serial.slice(0, dash))
     this.seq[slot] = Number(m.serial.slice(dash + 1))
@@ -87,7 +91,7 @@ export class Ring {
     this.count++
   }
 
-  private slot(i: number) { return (this.head + i) % this.capacity }
+  private slot(i: number) { return (this.head + i) % this.ms.length }
 
   /** i-th message, 0 = oldest. */
   at(i: number): Message {
@@ -133,8 +137,10 @@ export class Ring {
   expire(minTimestamp: number): void {
     while (this.count && this.ts[this.head]! < minTimestamp) this.dropOldest()
     if (this.count === 0) {
+      // an idle channel holds no large buffers
       this.end = 0
-      if (this.bytes.length > MIN_BYTES) this.bytes = new Uint8Array(0) // an idle channel holds no large buffer
+      if (this.bytes.length > MIN_BYTES) this.bytes = new Uint8Array(0)
+      if (this.ms.length > MIN_SLOTS) this.resize(MIN_SLOTS)
     }
   }
 
@@ -165,8 +171,23 @@ export class Ring {
   private dropOldest() {
     this.floorMs = this.ms[this.head]!
     this.floorSeq = this.seq[this.head]!
-    this.head = (this.head + 1) % this.capacity
+    this.head = (this.head + 1) % this.ms.length
     this.count--
+  }
+
+  /** Moves the slots, oldest first, into arrays of `slots` entries. */
+  private resize(slots: number) {
+    const order = Array.from({ length: this.count }, (_, i) => this.slot(i))
+    const move = <A extends Float64Array | Uint32Array>(from: A, to: A): A => {
+      for (let i = 0; i < order.length; i++) to[i] = from[order[i]!]!
+      return to
+    }
+    this.ms = move(this.ms, new Float64Array(slots))
+    this.seq = move(this.seq, new Uint32Array(slots))
+    this.ts = move(this.ts, new Float64Array(slots))
+    this.off = move(this.off, new Uint32Array(slots))
+    this.len = move(this.len, new Uint32Array(slots))
+    this.head = 0
   }
 
   /**
