@@ -9,16 +9,16 @@ afterAll(async () => { await client.quit() })
 
 test('calls made while the script loads run in the order they were made, never overtaken by later ones', async () => {
   const key = `script-order:${Date.now()}`
-  // a real Redis whose SCRIPT LOAD replies are held until released: a slow first load
+  // a real Redis whose replies to loading the script (SCRIPT LOAD, EVAL) are held until released: a slow first load
   const held: Array<() => void> = []
   const send = async (args: Array<string | Buffer>) => {
     const reply = await client.sendCommand(args)
-    if (args[0] === 'SCRIPT') await new Promise<void>((r) => held.push(r))
+    if (args[0] === 'SCRIPT' || args[0] === 'EVAL') await new Promise<void>((r) => held.push(r))
     return reply
   }
   const runner = new ScriptRunner(send, `return redis.call('RPUSH', KEYS[1], ARGV[1])`)
   const calls = [runner.run([key], ['0']), runner.run([key], ['1'])]
-  while (!held.length) await Bun.sleep(1)
+  while (held.length < 2) await Bun.sleep(1)
   held.shift()!()
   await Bun.sleep(5) // the first load is done: a call made now finds the script loaded
   calls.push(runner.run([key], ['2']))
@@ -33,4 +33,14 @@ test('after a Redis script flush the script is loaded again', async () => {
   expect(await runner.run([], ['a'])).toBe('a')
   await client.sendCommand(['SCRIPT', 'FLUSH'])
   expect(await runner.run([], ['b'])).toBe('b')
+})
+
+test('a command sent right after the first call of a script sees its write (the call is not held back by loading)', async () => {
+  const key = `script-write:${Date.now()}`
+  const runner = new ScriptRunner(client, `return redis.call('HSET', KEYS[1], 'peak', ARGV[1])`)
+  const write = runner.run([key], ['3'])
+  const read = client.sendCommand(['HGET', key, 'peak'])
+  expect(await read as unknown).toBe('3')
+  await write
+  expect(await client.sendCommand(['DEL', key]) as unknown).toBe(1)
 })

@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto'
 import type { RedisClient } from './connection'
 
 type Options = Parameters<RedisClient['sendCommand']>[1]
@@ -6,36 +7,36 @@ type Options = Parameters<RedisClient['sendCommand']>[1]
 export type Sender = (args: Array<string | Buffer>) => Promise<unknown>
 
 /**
- * Runs a Lua script by its SHA, loading it once (and again after a Redis restart: NOSCRIPT).
+ * Runs a Lua script by its SHA. Until Redis is known to hold the script (and again after a
+ * Redis restart: NOSCRIPT) calls send the source with EVAL, which runs and caches it: every call
+ * goes out when it is made, so calls and the commands around them keep their order. (Loading
+ * first with SCRIPT LOAD let a later command overtake the first call, e.g. a stats read its peak write.)
  * Runs on a node-redis client, or on any sender (the publish path uses Bun's native client).
- * Calls made while the script loads wait for that one load and go out in the order they were
- * made, so a later call never overtakes an earlier one.
  */
 export class ScriptRunner {
-  private sha?: string
-  private loading?: Promise<unknown>
+  private readonly sha: string
+  private loaded = false
   private readonly send: (args: Array<string | Buffer>, options?: Options) => Promise<unknown>
 
   constructor(client: RedisClient | Sender, private readonly source: string) {
+    this.sha = createHash('sha1').update(source).digest('hex')
     this.send = typeof client === 'function' ? (args) => client(args) : (args, options) => client.sendCommand(args, options)
   }
 
   async run(keys: string[], args: Array<string | Buffer>, options?: Options) {
-    if (!this.sha) await this.load()
+    if (!this.loaded) return this.eval(keys, args, options)
     try {
-      return await this.send(['EVALSHA', this.sha!, String(keys.length), ...keys, ...args], options)
+      return await this.send(['EVALSHA', this.sha, String(keys.length), ...keys, ...args], options)
     } catch (e) {
       if (!String((e as Error).message).includes('NOSCRIPT')) throw e
-      this.sha = undefined
-      await this.load()
-      return this.send(['EVALSHA', this.sha!, String(keys.length), ...keys, ...args], options)
+      this.loaded = false
+      return this.eval(keys, args, options)
     }
   }
 
-  private load() {
-    this.loading ??= this.send(['SCRIPT', 'LOAD', this.source])
-      .then((sha) => { this.sha = String(sha) })
-      .finally(() => { this.loading = undefined })
-    return this.loading
+  private async eval(keys: string[], args: Array<string | Buffer>, options?: Options) {
+    const reply = await this.send(['EVAL', this.source, String(keys.length), ...keys, ...args], options)
+    this.loaded = true
+    return reply
   }
 }
