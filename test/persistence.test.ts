@@ -73,3 +73,29 @@ test('management records survive a restart: apps, keys, namespaces, rules, queue
     rmSync(dir2, { recursive: true, force: true })
   }
 })
+
+test('queued messages survive a restart until acknowledged, with their delivery counts', async () => {
+  const dir3 = mkdtempSync(join(tmpdir(), 'gw-persist-queue-'))
+  const now = Date.now()
+  try {
+    const first = await createTestGateway({ dataDir: dir3 })
+    await first.backend.queues.push('testapp:q', [{ channel: 'c', message: { data: 'a' } }, { channel: 'c', message: { data: 'b', extras: { n: [1] } } }], 10, now)
+    const [a] = await first.backend.queues.receive('testapp:q', 1, 60_000, 600_000, now)
+    expect(a!.message).toEqual({ data: 'a' })
+    await first.close()
+
+    const second = await createTestGateway({ dataDir: dir3 })
+    try {
+      expect(await second.backend.queues.counts('testapp:q', 600_000, now)).toEqual({ ready: 1, unacknowledged: 1, total: 2 })
+      const later = await second.backend.queues.receive('testapp:q', 10, 1000, 600_000, now + 61_000)
+      expect(later.map((m) => [m.message.data, m.redelivered]).sort()).toEqual([['a', 1], ['b', 0]])
+      expect(later.find((m) => m.message.data === 'b')!.message).toEqual({ data: 'b', extras: { n: [1] } })
+      expect(await second.backend.queues.ack('testapp:q', later.map((m) => m.deliveryTag))).toBe(2)
+      expect(await second.backend.queues.counts('testapp:q', 600_000, now + 61_000)).toEqual({ ready: 0, unacknowledged: 0, total: 0 })
+    } finally {
+      await second.close()
+    }
+  } finally {
+    rmSync(dir3, { recursive: true, force: true })
+  }
+})

@@ -9,7 +9,7 @@ import { SqliteObjectStore } from './object-store'
 import { MemoryPresenceStore } from './presence-store'
 import { SqlitePushStore } from './push-store'
 import { MemoryRateLimitStore } from './rate-limit-store'
-import { MemoryQueueStore } from './queue-store'
+import { SqliteQueueStore } from './queue-store'
 import { openDatabase } from './sqlite'
 import { MemoryStatsStore } from './stats-store'
 
@@ -27,7 +27,7 @@ export function createMemoryBackend(s: MemoryBrokerSettings & { dataDir: string 
     stats: new MemoryStatsStore(clock),
     nonces: new MemoryNonceStore(clock),
     limits: new MemoryRateLimitStore(),
-    queues: new MemoryQueueStore(),
+    queues: new SqliteQueueStore(db),
     objects,
     chat: new SqliteChatStore(db, s.persistedHistoryTtlMs),
     push: new SqlitePushStore(db),
