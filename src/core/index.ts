@@ -41,7 +41,7 @@ export interface Core {
 export function createCore(backend: Backend, clock: Clock, s: CoreSettings): Core {
   const auth = new Authenticator(backend.control, clock, s)
   const namespaces = new Namespaces(backend.control)
-  const hub = new Hub(backend.broker)
+  const hub = new Hub(backend.broker, backend.occupancy)
   const stats = new StatsService(backend.stats, clock)
   const limits = new RateLimiter(backend.limits, backend.control, clock, s)
   const webhooks = new WebhookDispatcher(postJson, clock)

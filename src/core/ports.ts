@@ -145,6 +145,17 @@ export interface NonceStore {
   claim(key: string, ttlMs: number): Promise<boolean>
 }
 
+/**
+ * Event-stream subscribers of a channel on every node of a cluster: each node reports its own
+ * count whenever it changes (the hub does), and `count` adds up what the live nodes reported. A
+ * single-node backend has none: the hub's own count is the whole truth.
+ */
+export interface OccupancyStore {
+  /** This node's subscribers of the channel now; 0 when it has none left. Never throws. */
+  report(appId: string, channel: string, count: number): void
+  count(appId: string, channel: string): Promise<number>
+}
+
 export interface Backend {
   kind: 'memory' | 'redis'
   broker: Broker
@@ -161,5 +172,7 @@ export interface Backend {
   chat: ChatStore
   /** Push device registrations, channel subscriptions and delivery state (see push/ports.ts). */
   push: PushStore
+  /** Subscribers across nodes (cluster backends only). */
+  occupancy?: OccupancyStore
   close(): Promise<void>
 }

@@ -54,6 +54,32 @@ describe.skipIf(!available)('cluster on Redis', () => {
     expect(histA.map((m) => m.serial)).toEqual(histB.map((m) => m.serial))
   })
 
+  test('channel occupancy counts the subscribers on every node, and they leave when their streams end', async () => {
+    const [a, b, c] = nodes as [GatewayNode, GatewayNode, GatewayNode]
+    const subscribers = async (node: GatewayNode) =>
+      ((await (await fetch(`${node.url}/channels/occ`, { headers: auth })).json()) as any).status.occupancy.metrics.subscribers as number
+    // nodes report their counts asynchronously: poll until the expected total shows
+    const settles = async (node: GatewayNode, expected: number) => {
+      let seen = -1
+      for (let i = 0; i < 250 && seen !== expected; i++) {
+        seen = await subscribers(node)
+        if (seen !== expected) await Bun.sleep(20)
+      }
+      return seen
+    }
+    const onA = await subscribe(a, 'occ')
+    const onB1 = await subscribe(b, 'occ')
+    const onB2 = await subscribe(b, 'occ')
+    expect(await settles(c, 3)).toBe(3) // c has none of its own
+    expect(await subscribers(a)).toBe(3)
+    expect(((await (await fetch(`${b.url}/channels/other-occ`, { headers: auth })).json()) as any).status.occupancy.metrics.subscribers).toBe(0)
+    onB1.close()
+    onB2.close()
+    expect(await settles(a, 1)).toBe(1)
+    onA.close()
+    expect(await settles(c, 0)).toBe(0)
+  })
+
   test('a killed node loses nothing acknowledged: its clients resume on a survivor with their last event id', async () => {
     const [a, b, c] = nodes as [GatewayNode, GatewayNode, GatewayNode]
     let sub = await subscribe(c, 'kill')

@@ -6,6 +6,7 @@ import { RedisControlStore } from './control-store'
 import { RedisKeys } from './keys'
 import { RedisNonceStore } from './nonce-store'
 import { RedisObjectStore } from './object-store'
+import { RedisOccupancyStore } from './occupancy-store'
 import { RedisPresenceStore } from './presence-store'
 import { RedisPushStore } from './push-store'
 import { RedisRateLimitStore } from './rate-limit-store'
@@ -23,6 +24,7 @@ export async function createRedisBackend(s: RedisBackendSettings, onError: (e: u
   const keys = new RedisKeys(s.redisPrefix)
   const broker = new RedisBroker(cmd, sub, keys, s, report, fast.send)
   const control = await RedisControlStore.open(cmd, sub, keys, s.redisTimeoutMs)
+  const occupancy = new RedisOccupancyStore(cmd, keys, s.redisTimeoutMs, report)
   return {
     kind: 'redis',
     broker,
@@ -35,8 +37,10 @@ export async function createRedisBackend(s: RedisBackendSettings, onError: (e: u
     objects: new RedisObjectStore(cmd, keys, { historyTtlMs: s.persistedHistoryTtlMs, redisTimeoutMs: s.redisTimeoutMs }),
     chat: new RedisChatStore(cmd, keys, s.persistedHistoryTtlMs, s.redisTimeoutMs),
     push: new RedisPushStore(cmd, keys, s.redisTimeoutMs),
+    occupancy,
     async close() {
       await broker.close()
+      await occupancy.close()
       fast.close()
       await Promise.allSettled([sub.quit(), cmd.quit()])
     },

@@ -18,6 +18,8 @@ export class RedisKeys {
   control = (kind: string) => `${this.prefix}ctl:${kind}`
   /** Pub/sub channel of control changes (`kind id`). */
   controlEvents = () => `${this.prefix}ctl:events`
+  /** Hash of a channel's event-stream subscribers per node: node id -> `<count>:<reported at ms>`. */
+  occupancy = (app: string, channel: string) => `${this.prefix}occ:${app}:${channel}`
   /** Hash of a channel's present members; list of its presence history. */
   presence = (app: string, channel: string) => `${this.prefix}p:${app}:${channel}`
   presenceHistory = (app: string, channel: string) => `${this.prefix}ph:${app}:${channel}`

@@ -128,7 +128,7 @@ export class ChannelService {
   async details(p: Principal, channelName: string) {
     const channel = checkChannelName(channelName)
     authorize(p, channel, 'channel-metadata')
-    const subscribers = this.hub.count(p.appId, channel)
+    const subscribers = await this.hub.clusterCount(p.appId, channel)
     const presenceMembers = (await this.presence.members(p.appId, channel)).length
     return {
       channelId: channel,

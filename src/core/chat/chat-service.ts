@@ -80,14 +80,15 @@ export class ChatService {
   }
 
   /**
-   * Live event-stream connections on the room channel (this node's hub, as channel details
-   * count them) and members present on it. A room nobody uses has zero of both (not 404).
+   * Live event-stream connections on the room channel (on every node, as channel details count
+   * them) and members present on it. A room nobody uses has zero of both (not 404).
    */
   async occupancy(p: Principal, roomId: string): Promise<Occupancy> {
     const room = checkRoomId(roomId)
     authorizeRoom(p, room, 'channel-metadata')
     const channel = roomChannel(room)
-    return { connections: this.hub.count(p.appId, channel), presenceMembers: (await this.presence.members(p.appId, channel)).length }
+    const [connections, members] = await Promise.all([this.hub.clusterCount(p.appId, channel), this.presence.members(p.appId, channel)])
+    return { connections, presenceMembers: members.length }
   }
 
   close() { this.typing.close() }

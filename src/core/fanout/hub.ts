@@ -1,4 +1,4 @@
-import type { Broker } from '../ports'
+import type { Broker, OccupancyStore } from '../ports'
 import type { Message } from '../types'
 
 /** A local consumer of channel messages (one channel of an event-stream connection). */
@@ -35,7 +35,8 @@ export class Hub {
   private dirty: ChannelSubs[] = []
   private scheduled = false
 
-  constructor(private readonly broker: Broker) {}
+  /** `occupancy`: where a cluster node reports its subscriber counts (absent on a single node). */
+  constructor(private readonly broker: Broker, private readonly occupancy?: OccupancyStore) {}
 
   private static key(appId: string, channel: string) { return appId + '\u0000' + channel }
 
@@ -49,13 +50,15 @@ export class Hub {
       this.channels.set(k, c)
     }
     c.subs.add(sub)
+    this.occupancy?.report(appId, channel, c.subs.size)
   }
 
   remove(appId: string, channel: string, sub: Subscriber): void {
     const k = Hub.key(appId, channel)
     const c = this.channels.get(k)
     if (!c) return
-    c.subs.delete(sub)
+    if (!c.subs.delete(sub)) return
+    this.occupancy?.report(appId, channel, c.subs.size)
     if (c.subs.size === 0) {
       c.unsubscribe()
       this.channels.delete(k)
@@ -101,8 +104,14 @@ export class Hub {
     return [...(this.channels.get(Hub.key(appId, channel))?.subs ?? [])].map((s) => ({ connectionId: s.connectionId, clientId: s.clientId }))
   }
 
+  /** Subscribers of the channel on this node. */
   count(appId: string, channel: string): number {
     return this.channels.get(Hub.key(appId, channel))?.subs.size ?? 0
+  }
+
+  /** Subscribers of the channel on every node (channel details, chat occupancy). */
+  clusterCount(appId: string, channel: string): Promise<number> {
+    return this.occupancy ? this.occupancy.count(appId, channel) : Promise.resolve(this.count(appId, channel))
   }
 
   /** Channels with local subscribers and their total subscriptions (metrics). */

@@ -1,0 +1,78 @@
+import type { OccupancyStore } from '../../core/ports'
+import { randomId } from '../../lib/crypto'
+import { withTimeout, type RedisClient } from './connection'
+import type { RedisKeys } from './keys'
+
+/** How often a node re-reports its counts, and how old a report may be before it no longer counts. */
+export const OCCUPANCY_REFRESH_MS = 10_000
+export const OCCUPANCY_STALE_MS = 30_000
+
+/**
+ * Subscriber counts of every node, one hash per channel: node id -> `<count>:<reported at>`.
+ * Changes of one event-loop turn are written together; every node rewrites its counts every
+ * OCCUPANCY_REFRESH_MS, so a node that died without a goodbye stops counting after
+ * OCCUPANCY_STALE_MS (and its fields go with the key once nobody refreshes it).
+ */
+export class RedisOccupancyStore implements OccupancyStore {
+  private readonly node = randomId(12)
+  /** This node's non-zero counts by key. */
+  private readonly local = new Map<string, number>()
+  private readonly dirty = new Set<string>()
+  private scheduled = false
+  private readonly timer: ReturnType<typeof setInterval>
+
+  constructor(private readonly cmd: RedisClient, private readonly keys: RedisKeys, private readonly timeoutMs: number, private readonly onError: (e: unknown) => void) {
+    this.timer = setInterval(() => this.write([...this.local.keys()]), OCCUPANCY_REFRESH_MS)
+    this.timer.unref?.()
+  }
+
+  report(appId: string, channel: string, count: number): void {
+    const key = this.keys.occupancy(appId, channel)
+    if (count > 0) this.local.set(key, count)
+    else this.local.delete(key)
+    this.dirty.add(key)
+    if (this.scheduled) return
+    this.scheduled = true
+    setTimeout(() => {
+      this.scheduled = false
+      const keys = [...this.dirty]
+      this.dirty.clear()
+      this.write(keys)
+    }, 0)
+  }
+
+  async count(appId: string, channel: string): Promise<number> {
+    const key = this.keys.occupancy(appId, channel)
+    const raw = (await withTimeout(this.cmd.sendCommand(['HGETALL', key]), this.timeoutMs)) as unknown as string[] | Record<string, string>
+    const pairs = Array.isArray(raw) ? raw : Object.entries(raw).flat()
+    // this node's own count is read live; the others' as long as they are fresh
+    let total = this.local.get(key) ?? 0
+    const freshSince = Date.now() - OCCUPANCY_STALE_MS
+    for (let i = 0; i < pairs.length; i += 2) {
+      if (pairs[i] === this.node) continue
+      const [n, at] = String(pairs[i + 1]).split(':')
+      if (Number(at) >= freshSince) total += Number(n) || 0
+    }
+    return total
+  }
+
+  private write(keys: string[]) {
+    if (!keys.length) return
+    const value = (n: number) => `${n}:${Date.now()}`
+    const ops: Promise<unknown>[] = []
+    for (const key of keys) {
+      const n = this.local.get(key)
+      if (n === undefined) ops.push(this.cmd.sendCommand(['HDEL', key, this.node]))
+      else ops.push(this.cmd.sendCommand(['HSET', key, this.node, value(n)]), this.cmd.sendCommand(['PEXPIRE', key, String(OCCUPANCY_STALE_MS * 2)]))
+    }
+    Promise.all(ops).catch(this.onError)
+  }
+
+  /** Graceful shutdown: this node's counts leave at once. */
+  async close() {
+    clearInterval(this.timer)
+    const keys = [...this.local.keys()]
+    this.local.clear()
+    await Promise.allSettled(keys.map((key) => this.cmd.sendCommand(['HDEL', key, this.node])))
+  }
+}
