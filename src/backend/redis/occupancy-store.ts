@@ -19,6 +19,7 @@ export class RedisOccupancyStore implements OccupancyStore {
   private readonly local = new Map<string, number>()
   private readonly dirty = new Set<string>()
   private scheduled = false
+  private closed = false
   private readonly timer: ReturnType<typeof setInterval>
 
   constructor(private readonly cmd: RedisClient, private readonly keys: RedisKeys, private readonly timeoutMs: number, private readonly onError: (e: unknown) => void) {
@@ -27,6 +28,7 @@ export class RedisOccupancyStore implements OccupancyStore {
   }
 
   report(appId: string, channel: string, count: number): void {
+    if (this.closed) return // streams ending during shutdown: close() already took this node's counts away
     const key = this.keys.occupancy(appId, channel)
     if (count > 0) this.local.set(key, count)
     else this.local.delete(key)
@@ -57,7 +59,7 @@ export class RedisOccupancyStore implements OccupancyStore {
   }
 
   private write(keys: string[]) {
-    if (!keys.length) return
+    if (!keys.length || this.closed) return
     const value = (n: number) => `${n}:${Date.now()}`
     const ops: Promise<unknown>[] = []
     for (const key of keys) {
@@ -70,6 +72,7 @@ export class RedisOccupancyStore implements OccupancyStore {
 
   /** Graceful shutdown: this node's counts leave at once. */
   async close() {
+    this.closed = true
     clearInterval(this.timer)
     const keys = [...this.local.keys()]
     this.local.clear()
