@@ -84,11 +84,11 @@ describe('Ring storage', () => {
     expect(Object.keys(r.at(1)).sort()).toEqual(['id', 'serial', 'timestamp'])
   })
 
-  test('text beyond ASCII, empty strings, action 0 and binary inside extras read back unchanged', () => {
+  test('text beyond ASCII, empty strings, an action above 255 and binary inside extras read back unchanged', () => {
     const r = new Ring(4, '0')
     const m: Message = {
       id: 'ïd:0', serial: formatSerial(5000, 0), timestamp: 5000, name: '', data: 'é€😀 mixed ascii then 日本語', clientId: 'ünï',
-      extras: { bin: new Uint8Array([7, 8]) }, action: 0,
+      extras: { bin: new Uint8Array([7, 8]) }, action: 300,
     }
     r.push(m)
     r.push({ id: 'e', serial: formatSerial(5001, 0), timestamp: 5001, data: '' })

@@ -31,17 +31,22 @@ function writeBytes(t: Uint8Array, o: number, b: Uint8Array): number {
   return writeLength(t, o, b.byteLength)
 }
 
-function writeLength(t: Uint8Array, o: number, n: number): number {
+/** The 4-byte length `n` at `o`; returns where the `n` bytes after it end. */
+const writeLength = (t: Uint8Array, o: number, n: number): number => writeU32(t, o, n) + n
+
+function writeU32(t: Uint8Array, o: number, n: number): number {
   t[o] = n & 0xff
   t[o + 1] = (n >>> 8) & 0xff
   t[o + 2] = (n >>> 16) & 0xff
   t[o + 3] = n >>> 24
-  return o + 4 + n
+  return o + 4
 }
+
+const readU32 = (b: Uint8Array, o: number): number => b[o]! | (b[o + 1]! << 8) | (b[o + 2]! << 16) | (b[o + 3]! * 2 ** 24)
 
 /**
  * A ring message: a byte of which fields are present, then id and each present field (UTF-8
- * strings and bytes after a 4-byte length, extras as msgpack, action a byte). Written straight
+ * strings and bytes after a 4-byte length, extras as msgpack, action a 4-byte integer). Written straight
  * into the ring's buffer: pushing a message allocates nothing but what extras need.
  */
 export const ringCodec: RingCodec = {
@@ -54,7 +59,7 @@ export const ringCodec: RingCodec = {
     if (packedExtras) n += 4 + packedExtras.byteLength
     if (m.clientId !== undefined) n += 4 + 3 * m.clientId.length
     if (m.connectionId !== undefined) n += 4 + 3 * m.connectionId.length
-    if (m.action !== undefined) n += 1
+    if (m.action !== undefined) n += 4
     return n
   },
 
@@ -68,7 +73,7 @@ export const ringCodec: RingCodec = {
     if (packedExtras) { flags |= EXTRAS; o = writeBytes(t, o, packedExtras); packedExtras = undefined }
     if (m.clientId !== undefined) { flags |= CLIENT_ID; o = writeString(t, o, m.clientId) }
     if (m.connectionId !== undefined) { flags |= CONNECTION_ID; o = writeString(t, o, m.connectionId) }
-    if (m.action !== undefined) { flags |= ACTION; t[o++] = m.action }
+    if (m.action !== undefined) { flags |= ACTION; o = writeU32(t, o, m.action) }
     t[offset] = flags
     return o
   },
@@ -77,7 +82,7 @@ export const ringCodec: RingCodec = {
     const flags = b[0]!
     let o = 1
     const field = () => {
-      const n = b[o]! | (b[o + 1]! << 8) | (b[o + 2]! << 16) | (b[o + 3]! * 2 ** 24)
+      const n = readU32(b, o)
       const bytes = b.subarray(o + 4, o + 4 + n)
       o += 4 + n
       return bytes
@@ -90,7 +95,7 @@ export const ringCodec: RingCodec = {
     if (flags & EXTRAS) m.extras = packr.unpack(field()) as Message['extras']
     if (flags & CLIENT_ID) m.clientId = utf8Decode(field())
     if (flags & CONNECTION_ID) m.connectionId = utf8Decode(field())
-    if (flags & ACTION) m.action = b[o]!
+    if (flags & ACTION) m.action = readU32(b, o)
     m.serial = serial
     m.timestamp = timestamp
     return m
