@@ -11,7 +11,7 @@ export interface RingCodec {
   decode(bytes: Uint8Array, serial: string, timestamp: number): Message
 }
 
-const MIN_BYTES = 4096
+const MIN_BYTES = 512
 const MIN_SLOTS = 16
 
 /**
