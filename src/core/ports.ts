@@ -20,6 +20,11 @@ export interface PublishOptions {
    * idempotency window. Server-generated ids are unique by construction and skip it.
    */
   clientIds?: boolean
+  /**
+   * A rate-limit charge taken in the same atomic step as the append (one round trip on Redis):
+   * when its bucket lacks the tokens, nothing is appended and `charged.ok` is false.
+   */
+  charge?: Charge
 }
 
 export interface PublishResult {
@@ -27,6 +32,8 @@ export interface PublishResult {
   serials: string[]
   /** Count of messages that were new (not duplicates). */
   appended: number
+  /** The outcome of `opts.charge`, when one was given. */
+  charged?: ChargeResult
 }
 
 export type BrokerListener = (appId: string, channel: string, messages: Message[]) => void
@@ -130,13 +137,20 @@ export interface QueueStore {
   drop(queueId: string): Promise<void>
 }
 
+/** `cost` tokens of the bucket `key` (capacity `burst`, refilled at `rate` per second), as of `now` ms. */
+export interface Charge { key: string; cost: number; rate: number; burst: number; now: number }
+
+/** Whether a charge was taken; what the bucket holds after it; when a refused one would pass (ms). */
+export interface ChargeResult { ok: boolean; remaining: number; retryAfterMs: number }
+
 /** Token buckets shared by all nodes (rate limits). */
 export interface RateLimitStore {
   /**
-   * Atomically refills the bucket `key` (capacity `burst`, `rate` per second, as of `now` ms) and
-   * takes `cost` if available; otherwise takes nothing and says when `cost` would be available.
+   * Atomically refills the charge's bucket and takes its cost if available; otherwise takes
+   * nothing and says when the cost would be available. A bucket's time never goes back (a node
+   * whose clock is behind refills nothing).
    */
-  take(key: string, cost: number, rate: number, burst: number, now: number): Promise<{ ok: boolean; remaining: number; retryAfterMs: number }>
+  take(c: Charge): Promise<ChargeResult>
 }
 
 /** Short-lived set of seen values (token-request nonces) shared by all nodes. */

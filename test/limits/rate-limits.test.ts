@@ -46,6 +46,11 @@ describe('message publish: 2,000 messages/s per account', () => {
     await expect429(await gw.request('/messages', { method: 'POST', json: { channels: ['rl-b1', 'rl-b2', 'rl-b3'], messages: batch(300, 'n') } }))
     expect(await count('rl-b3')).toBe(0)
     await expect429(await gw.request('/messages', { method: 'POST', json: { channels: ['rl-b1'], messages: batch(1001, 'n').slice(0, 1000) } }))
+    // channel publishes spend the same budget: 800 of the 2,000 are left
+    await expect429(await publish('rl-b4', batch(801, 'c')))
+    expect((await publish('rl-b4', batch(800, 'c'))).status).toBe(201)
+    await expect429(await publish('rl-b4', { data: 'c' }))
+    expect(await count('rl-b4')).toBe(800)
   })
   test('a steady 2,000/s always passes; 2,100/s is trimmed to 2,000/s', async () => {
     const admitted = async (perSecond: number, seconds: number) => {
@@ -72,9 +77,11 @@ describe('message publish: 2,000 messages/s per account', () => {
 })
 
 describe('other limit classes', () => {
-  test('history 50/s, token requests 50/s', async () => {
+  test('history 50/s (messages and presence history share it), token requests 50/s', async () => {
     clock.advance(10_000)
-    for (let i = 0; i < 50; i++) expect((await gw.request('/channels/h/messages')).status).toBe(200)
+    for (let i = 0; i < 25; i++) expect((await gw.request('/channels/h/messages')).status).toBe(200)
+    for (let i = 0; i < 25; i++) expect((await gw.request('/channels/h/presence/history')).status).toBe(200)
+    await expect429(await gw.request('/channels/h/presence/history'))
     await expect429(await gw.request('/channels/h/messages'))
     for (let i = 0; i < 50; i++) expect((await gw.request(`/keys/${APP_ID}.rootkey/requestToken`, { method: 'POST', json: {} })).status).toBe(200)
     await expect429(await gw.request(`/keys/${APP_ID}.rootkey/requestToken`, { method: 'POST', json: {} }))

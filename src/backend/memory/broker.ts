@@ -4,6 +4,7 @@ import { ringCodec } from '../shared/ring-codec'
 import type { Broker, BrokerListener, Clock, PublishOptions, PublishResult } from '../../core/ports'
 import type { HistoryQuery, Message, MessageDraft } from '../../core/types'
 import type { SqliteMessageLog } from './message-log'
+import type { MemoryRateLimitStore } from './rate-limit-store'
 import type { ChannelSnapshot, RingSnapshot } from './ring-snapshot'
 
 export interface MemoryBrokerSettings {
@@ -37,6 +38,8 @@ export class MemoryBroker implements Broker {
     private readonly log: SqliteMessageLog,
     private readonly clock: Clock,
     private readonly s: MemoryBrokerSettings,
+    /** The backend's buckets: a publish's rate-limit charge is taken in the same step as its append. */
+    private readonly limits: MemoryRateLimitStore,
     private readonly snapshot?: RingSnapshot,
   ) {
     this.sweeper = setInterval(() => this.sweep(), Math.min(10_000, s.channelIdleMs))
@@ -70,6 +73,8 @@ export class MemoryBroker implements Broker {
   }
 
   async publish(appId: string, channel: string, drafts: MessageDraft[], opts: PublishOptions): Promise<PublishResult> {
+    const charged = opts.charge && this.limits.takeNow(opts.charge)
+    if (charged && !charged.ok) return { serials: [], appended: 0, charged }
     const c = this.state(appId, channel)
     const now = this.clock.now()
     c.lastActivity = now
@@ -95,11 +100,11 @@ export class MemoryBroker implements Broker {
       appended.push(m)
       if (opts.clientIds) c.seen.set(m.id, { serial: m.serial, at: now })
     }
-    if (appended.length === 0) return { serials, appended: 0 }
+    if (appended.length === 0) return { serials, appended: 0, charged }
     if (opts.persisted) this.log.append(appId, channel, appended)
     for (const m of appended) c.ring.push(m)
     for (const l of c.listeners) l(appId, channel, appended)
-    return { serials, appended: appended.length }
+    return { serials, appended: appended.length, charged }
   }
 
   async history(appId: string, channel: string, q: HistoryQuery, opts: PublishOptions): Promise<Message[]> {

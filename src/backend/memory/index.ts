@@ -16,7 +16,8 @@ import { MemoryStatsStore } from './stats-store'
 /** The embedded single-node backend: memory plus one SQLite file in `dataDir`. */
 export function createMemoryBackend(s: MemoryBrokerSettings & { dataDir: string }, clock: Clock): Backend {
   const db = openDatabase(s.dataDir)
-  const broker = new MemoryBroker(new SqliteMessageLog(db), clock, s, new RingSnapshot(db))
+  const limits = new MemoryRateLimitStore()
+  const broker = new MemoryBroker(new SqliteMessageLog(db), clock, s, limits, new RingSnapshot(db))
   const control = new SqliteControlStore(db)
   const objects = new SqliteObjectStore(db, clock, { historyTtlMs: s.persistedHistoryTtlMs })
   return {
@@ -26,7 +27,7 @@ export function createMemoryBackend(s: MemoryBrokerSettings & { dataDir: string 
     presence: new MemoryPresenceStore(),
     stats: new MemoryStatsStore(clock),
     nonces: new MemoryNonceStore(clock),
-    limits: new MemoryRateLimitStore(),
+    limits,
     queues: new SqliteQueueStore(db),
     objects,
     chat: new SqliteChatStore(db, s.persistedHistoryTtlMs),

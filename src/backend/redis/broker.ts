@@ -74,10 +74,17 @@ export class RedisBroker implements Broker {
     ]
     for (const d of drafts) args.push(opts.clientIds ? d.id : '', packDraft(d))
     const keys = [this.keys.stream(app, channel), this.keys.channels(app)]
+    const c = opts.charge
+    if (c) {
+      keys.push(this.keys.bucket(c.key))
+      args.push(String(c.cost), String(c.rate), String(c.burst), String(c.now))
+    }
     const reply = (await this.t(this.publishScript.run(keys, args))) as unknown as Array<number | string>
     const fresh = Number(reply[0])
+    if (fresh < 0) return { serials: [], appended: 0, charged: { ok: false, remaining: Number(reply[1]) / 1000, retryAfterMs: Number(reply[2]) } }
+    const charged = c && { ok: true, remaining: Number(reply.pop()) / 1000, retryAfterMs: 0 }
     const ids = reply.slice(1).map(String)
-    return { serials: ids.map(serialFromId), appended: fresh }
+    return { serials: ids.map(serialFromId), appended: fresh, charged }
   }
 
 

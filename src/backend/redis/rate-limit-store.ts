@@ -1,10 +1,13 @@
-import type { RateLimitStore } from '../../core/ports'
+import type { Charge, ChargeResult, RateLimitStore } from '../../core/ports'
 import { withTimeout, type RedisClient } from './connection'
 import type { RedisKeys } from './keys'
 import { ScriptRunner, type Sender } from './script-runner'
 import { TAKE_TOKENS_SCRIPT } from './scripts'
 
-/** Token buckets in Redis, one atomic script per check: the budget holds across all nodes together. */
+/**
+ * Token buckets in Redis, one atomic script per check: the budget holds across all nodes together.
+ * (A channel publish is charged inside the publish script instead: see RedisBroker.publish.)
+ */
 export class RedisRateLimitStore implements RateLimitStore {
   private script: ScriptRunner
 
@@ -12,8 +15,8 @@ export class RedisRateLimitStore implements RateLimitStore {
     this.script = new ScriptRunner(client, TAKE_TOKENS_SCRIPT)
   }
 
-  async take(key: string, cost: number, rate: number, burst: number, now: number) {
-    const r = (await withTimeout(this.script.run([this.keys.bucket(key)], [String(cost), String(rate), String(burst), String(now)]), this.timeoutMs)) as unknown as number[]
+  async take(c: Charge): Promise<ChargeResult> {
+    const r = (await withTimeout(this.script.run([this.keys.bucket(c.key)], [String(c.cost), String(c.rate), String(c.burst), String(c.now)]), this.timeoutMs)) as unknown as number[]
     return { ok: Number(r[0]) === 1, remaining: Number(r[1]) / 1000, retryAfterMs: Number(r[2]) }
   }
 }

@@ -1,23 +1,58 @@
 /**
+ * Token bucket shared by all nodes (rate limits), the same arithmetic as core/limits/token-bucket.ts:
+ * `take_tokens(key, cost, rate per second, burst, now ms)` returns { ok, remaining*1000, retryAfterMs }.
+ * The bucket's time never goes back (a node whose clock is behind refills nothing).
+ */
+const TAKE_TOKENS_LUA = `
+local function take_tokens(key, cost, rate, burst, now)
+  local b = redis.call('HMGET', key, 't', 'a')
+  local tokens, at = burst, now
+  if b[1] then
+    local last = tonumber(b[2])
+    if last > at then at = last end
+    tokens = math.min(burst, tonumber(b[1]) + (at - last) * rate / 1000)
+  end
+  local ok, retry = 0, 0
+  if tokens >= cost then tokens = tokens - cost; ok = 1 else retry = math.ceil((cost - tokens) * 1000 / rate) end
+  redis.call('HSET', key, 't', tostring(tokens), 'a', tostring(at))
+  redis.call('PEXPIRE', key, math.ceil(burst * 1000 / rate) + 1000)
+  return { ok, math.floor(tokens * 1000), retry }
+end
+`
+
+/** KEYS[1] bucket hash; ARGV cost, rate per second, burst, now ms. Returns { ok, remaining*1000, retryAfterMs }. */
+export const TAKE_TOKENS_SCRIPT = `${TAKE_TOKENS_LUA}
+return take_tokens(KEYS[1], tonumber(ARGV[1]), tonumber(ARGV[2]), tonumber(ARGV[3]), tonumber(ARGV[4]))
+`
+
+/**
  * The one multi-step atomic write of the channel path: dedupe by client id, append to the
  * channel stream trimming what is past retention (exact, so the stream knows what it dropped),
  * register the channel and notify subscribed nodes — in one
  * round trip, so all nodes agree on one order per channel.
  *
- * KEYS[1] stream, KEYS[2] channels zset
+ * KEYS[1] stream, KEYS[2] channels zset, KEYS[3] (optional) rate-limit bucket to charge first
  * ARGV[1] notify channel, ARGV[2] retention ms, ARGV[3] idempotency window ms,
  * ARGV[4] idempotency key prefix, ARGV[5] channel name, ARGV[6] message count n,
- * then per message: client id ('' when server-generated), msgpack body.
- * Returns { fresh count, id per message }.
+ * then per message: client id ('' when server-generated), msgpack body;
+ * with KEYS[3], then the charge: cost, rate per second, burst, now ms (see take_tokens).
+ * Returns { fresh count, id per message } (then, when charged, remaining*1000), or
+ * { -1, remaining*1000, retryAfterMs } when the bucket lacks the cost (nothing appended).
  */
-export const PUBLISH_SCRIPT = `
+export const PUBLISH_SCRIPT = `${TAKE_TOKENS_LUA}
+local n = tonumber(ARGV[6])
+local charged = nil
+if KEYS[3] then
+  local c = 7 + 2 * n
+  charged = take_tokens(KEYS[3], tonumber(ARGV[c]), tonumber(ARGV[c + 1]), tonumber(ARGV[c + 2]), tonumber(ARGV[c + 3]))
+  if charged[1] == 0 then return { -1, charged[2], charged[3] } end
+end
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 local last = redis.call('XREVRANGE', KEYS[1], '+', '-', 'COUNT', 1)
 local prev = '0-0'
 if #last > 0 then prev = last[1][1] end
 local minid = tostring(now - tonumber(ARGV[2]))
-local n = tonumber(ARGV[6])
 local ids = {}
 local parts = { prev, ' ' }
 local fresh = 0
@@ -43,26 +78,8 @@ if fresh > 0 then
   redis.call('PUBLISH', ARGV[1], table.concat(parts))
 end
 table.insert(ids, 1, fresh)
+if charged then ids[#ids + 1] = charged[2] end
 return ids
-`
-
-/**
- * Token bucket shared by all nodes (rate limits), the same arithmetic as core/limits/token-bucket.ts.
- * KEYS[1] bucket hash; ARGV cost, rate per second, burst, now ms. Returns { ok, remaining*1000, retryAfterMs }.
- */
-export const TAKE_TOKENS_SCRIPT = `
-local cost, rate, burst, now = tonumber(ARGV[1]), tonumber(ARGV[2]), tonumber(ARGV[3]), tonumber(ARGV[4])
-local b = redis.call('HMGET', KEYS[1], 't', 'a')
-local tokens = burst
-if b[1] then
-  local elapsed = math.max(0, now - tonumber(b[2]))
-  tokens = math.min(burst, tonumber(b[1]) + elapsed * rate / 1000)
-end
-local ok, retry = 0, 0
-if tokens >= cost then tokens = tokens - cost; ok = 1 else retry = math.ceil((cost - tokens) * 1000 / rate) end
-redis.call('HSET', KEYS[1], 't', tostring(tokens), 'a', tostring(now))
-redis.call('PEXPIRE', KEYS[1], math.ceil(burst * 1000 / rate) + 1000)
-return { ok, math.floor(tokens * 1000), retry }
 `
 
 /**

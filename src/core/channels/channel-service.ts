@@ -4,7 +4,7 @@ import type { Principal } from '../auth/principal'
 import type { Namespaces } from '../control/namespaces'
 import type { Hub } from '../fanout/hub'
 import type { Broker, PresenceStore } from '../ports'
-import type { RateLimiter } from '../limits/rate-limiter'
+import type { LimitCharge, RateLimiter } from '../limits/rate-limiter'
 import type { RulesEngine } from '../rules/rules-engine'
 import type { StatsService } from '../stats/stats-service'
 import type { HistoryQuery, Message, MessageDraft, PresenceMessage } from '../types'
@@ -51,11 +51,14 @@ export class ChannelService {
     private readonly push?: { published(appId: string, channel: string, drafts: MessageDraft[]): void },
   ) {}
 
-  /** Publishes one message or an array, charged to the account's message budget. */
+  /**
+   * Publishes one message or an array, charged to the account's message budget in the broker's
+   * append itself (one step: refused whole or published whole, one Redis round trip).
+   */
   async publish(p: Principal, channelName: string, body: unknown): Promise<PublishResponse> {
     const prepared = this.prepare(p, channelName, body)
-    if (this.limits.enabled) await this.limits.take(p.accountId, 'messages', prepared.drafts.length)
-    return this.append(p, prepared)
+    const charge = this.limits.enabled ? await this.limits.charge(p.accountId, 'messages', prepared.drafts.length) : undefined
+    return this.append(p, prepared, charge)
   }
 
   /** Validates and turns a publish body into drafts (no side effects). */
@@ -86,9 +89,10 @@ export class ChannelService {
     return { channel, drafts, size, messageId, clientIds }
   }
 
-  private async append(p: Principal, x: ReturnType<ChannelService['prepare']>): Promise<PublishResponse> {
+  private async append(p: Principal, x: ReturnType<ChannelService['prepare']>, charge?: LimitCharge): Promise<PublishResponse> {
     const persisted = this.namespaces.persistedCached(p.appId, x.channel) ?? (await this.namespaces.isPersisted(p.appId, x.channel))
-    const res = await this.broker.publish(p.appId, x.channel, x.drafts, { persisted, clientIds: x.clientIds })
+    const res = await this.broker.publish(p.appId, x.channel, x.drafts, { persisted, clientIds: x.clientIds, charge })
+    if (charge) this.limits.settle(charge, res.charged!)
     if (res.appended > 0) {
       this.rules.published(p.appId, x.channel, x.drafts, res.serials)
       this.push?.published(p.appId, x.channel, x.drafts)
@@ -122,6 +126,7 @@ export class ChannelService {
   async presenceHistory(p: Principal, channelName: string, q: HistoryQuery): Promise<PresenceMessage[]> {
     const channel = checkChannelName(channelName)
     authorize(p, channel, 'history')
+    await this.limits.take(p.accountId, 'history')
     return this.presence.history(p.appId, channel, q)
   }
 

@@ -1,6 +1,6 @@
 import { GatewayError } from '../../errors'
 import { metrics } from '../../lib/metrics'
-import type { Clock, ControlStore, RateLimitStore } from '../ports'
+import type { Charge, ChargeResult, Clock, ControlStore, RateLimitStore } from '../ports'
 
 /** The limit classes of the spec's Limits table. */
 export type LimitClass = 'messages' | 'history' | 'tokenRequests' | 'objectReads' | 'objectWrites' | 'management' | 'managementStats'
@@ -16,6 +16,9 @@ export interface LimitSettings {
   limitManagementPerMinute: number
   limitManagementStatsPerMinute: number
 }
+
+/** A charge of one limit class (the class names the 429). */
+export type LimitCharge = Charge & { cls: LimitClass }
 
 export const LIMIT_CLASSES: LimitClass[] = ['messages', 'history', 'tokenRequests', 'objectReads', 'objectWrites', 'management', 'managementStats']
 
@@ -60,9 +63,12 @@ export class RateLimiter {
     return v === undefined ? this.defaultRate(cls) : cls === 'management' || cls === 'managementStats' ? v / 60 : v
   }
 
-  /** Takes `cost` from the account's bucket of `cls`, or throws 429 and takes nothing. */
-  async take(accountId: string, cls: LimitClass, cost = 1): Promise<void> {
-    if (!this.s.rateLimits) return
+  /**
+   * The charge of `cost` to the account's bucket of `cls`, for the store (or a broker publish) to
+   * take; undefined when limits are off. Throws 429 when `cost` exceeds the whole bucket.
+   */
+  async charge(accountId: string, cls: LimitClass, cost = 1): Promise<LimitCharge | undefined> {
+    if (!this.s.rateLimits) return undefined
     const rate = await this.rate(accountId, cls)
     // per-minute classes hold a minute's worth, per-second classes a second's (times the burst setting)
     const window = cls === 'management' || cls === 'managementStats' ? 60 : 1
@@ -71,12 +77,22 @@ export class RateLimiter {
       refused.inc({ class: cls })
       throw new GatewayError(42910, `Rate limit exceeded: ${cost} ${cls} in one request is more than the burst of ${Math.floor(burst)}`, { headers: { 'retry-after': String(Math.ceil(this.s.rateLimitBurstSeconds)) } })
     }
-    const r = await this.store.take(`${accountId}:${cls}`, cost, rate, burst, this.clock.now())
-    if (!r.ok) {
-      refused.inc({ class: cls })
-      throw new GatewayError(42910, `Rate limit exceeded (${cls}: ${Math.round(rate * 1000) / 1000}/s for this account)`, {
-        headers: { 'retry-after': String(Math.max(1, Math.ceil(r.retryAfterMs / 1000))), 'x-ratelimit-limit': String(Math.round(rate * 1000) / 1000), 'x-ratelimit-remaining': String(Math.floor(r.remaining)) },
-      })
-    }
+    return { key: `${accountId}:${cls}`, cls, cost, rate, burst, now: this.clock.now() }
+  }
+
+  /** Throws 429 (nothing was taken) when the store refused the charge. */
+  settle(c: LimitCharge, r: ChargeResult): void {
+    if (r.ok) return
+    refused.inc({ class: c.cls })
+    const rate = String(Math.round(c.rate * 1000) / 1000)
+    throw new GatewayError(42910, `Rate limit exceeded (${c.cls}: ${rate}/s for this account)`, {
+      headers: { 'retry-after': String(Math.max(1, Math.ceil(r.retryAfterMs / 1000))), 'x-ratelimit-limit': rate, 'x-ratelimit-remaining': String(Math.floor(r.remaining)) },
+    })
+  }
+
+  /** Takes `cost` from the account's bucket of `cls`, or throws 429 and takes nothing. */
+  async take(accountId: string, cls: LimitClass, cost = 1): Promise<void> {
+    const c = await this.charge(accountId, cls, cost)
+    if (c) this.settle(c, await this.store.take(c))
   }
 }
