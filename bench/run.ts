@@ -8,6 +8,7 @@
  *   --short           CI smoke run: a few seconds, asserts correctness only, never speed
  *   --redis           publish / fanout / latency / channels: run again against Redis (own redis-server, two
  *                     gateway nodes: publish to node A, subscribe on node B) after the memory run, same parameters
+ *   --rate-limits     publish: measure each backend again with RATE_LIMITS=on (nothing refused): the limiter's cost
  *   --subscribers N   fanout / connections / latency: event streams to open (default 1000 / 50,000 / 5);
  *                     channels: subscribers per channel (default 2)
  *   --publishers L    fanout: publishing connections, one run per comma-separated entry (default 1,20)
@@ -55,13 +56,13 @@ async function main(): Promise<number> {
   const f = parseFlags(process.argv.slice(2), {
     seconds: 'number', warmup: 'number', connections: 'number', pipeline: 'number', short: 'boolean', help: 'boolean',
     subscribers: 'number', publishers: 'string', rate: 'number', 'sse-buffer': 'number', profile: 'boolean',
-    redis: 'boolean', channels: 'number', accounts: 'number', batch: 'number', window: 'number',
+    redis: 'boolean', 'rate-limits': 'boolean', channels: 'number', accounts: 'number', batch: 'number', window: 'number',
   })
   const name = f._[0]
   const scenario = name ? SCENARIOS[name] : undefined
   if (f.help || !scenario) {
     console.log(`usage: bun bench/run.ts <${Object.keys(SCENARIOS).join('|')}> [--seconds N] [--warmup N] [--connections N] [--pipeline N] ` +
-      '[--subscribers N] [--publishers 1,20] [--rate N] [--channels N] [--accounts N] [--batch N] [--window N] [--sse-buffer BYTES] [--redis] [--profile] [--short]')
+      '[--subscribers N] [--publishers 1,20] [--rate N] [--channels N] [--accounts N] [--batch N] [--window N] [--sse-buffer BYTES] [--redis] [--rate-limits] [--profile] [--short]')
     return f.help ? 0 : 2
   }
   const short = f.short ?? false
@@ -87,6 +88,7 @@ async function main(): Promise<number> {
     sseBufferBytes: f['sse-buffer'],
     profile: f.profile ?? false,
     redis,
+    rateLimits: f['rate-limits'] ?? false,
     channels: f.channels === undefined ? undefined : Math.max(1, Math.floor(f.channels)),
     accounts: f.accounts === undefined ? undefined : Math.max(1, Math.floor(f.accounts)),
     batch: f.batch === undefined ? undefined : Math.max(1, Math.floor(f.batch)),

@@ -19,6 +19,8 @@ export interface RunOptions {
   profile?: boolean
   /** Also run against Redis (private redis-server, two gateway nodes), after the memory run with the same parameters. */
   redis: boolean
+  /** publish: also measure each backend with RATE_LIMITS=on (nothing refused), for the limiter's cost. */
+  rateLimits: boolean
   /** channels: channels to publish to (default 10,000). */
   channels?: number
   /** accounts: accounts publishing at their limit (default 50). */

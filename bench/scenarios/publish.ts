@@ -7,6 +7,8 @@
  * with the same parameters (pipeline 1: Bun closes a connection that pipelines behind a pending
  * async response). Every publish must be answered 201; in short mode the published messages are
  * also counted back from channel history (on node B in the Redis run: the history is shared).
+ * With --rate-limits each backend is measured again with RATE_LIMITS=on (a limit far above the
+ * load, so every publish is charged and none refused): what the limiter costs a publish.
  */
 import { cpuSeconds } from '../lib/cpu'
 import { startDeployment, type Backend, type Deployment } from '../lib/deployment'
@@ -54,13 +56,17 @@ export async function publishScenario(o: RunOptions): Promise<ScenarioResult> {
 
   const rps: Partial<Record<Backend, number>> = {}
   const notes: string[] = []
-  for (const backend of o.redis ? (['memory', 'redis'] as const) : (['memory'] as const)) {
-    const label = backend === 'memory' ? 'gateway' : 'gateway (redis, node A)'
+  const limitedRps: Partial<Record<Backend, number>> = {}
+  const runs = (['memory', 'redis'] as const).filter((b) => b === 'memory' || o.redis)
+    .flatMap((backend) => (o.rateLimits ? [false, true] : [false]).map((limited) => ({ backend, limited })))
+  for (const { backend, limited } of runs) {
+    const label = `${backend === 'memory' ? 'gateway' : 'gateway (redis, node A)'}${limited ? ' + rate limits' : ''}`
     console.log(`${label}: publish to ${CHANNELS} channels, ${o.warmup} s warm-up + ${o.seconds} s …`)
-    // short mode counts every message back from history, so the per-channel ring must hold them all
-    const env = o.short ? { RING_SIZE: String(SHORT_RING_SIZE) } : undefined
+    // short mode counts every message back from history, so the per-channel ring must hold them all;
+    // with rate limits on, every publish is charged to the account's bucket under a limit far above the load
+    const env = { ...(o.short ? { RING_SIZE: String(SHORT_RING_SIZE) } : {}), ...(limited ? { RATE_LIMITS: 'on', LIMIT_MESSAGES_PER_SECOND: '1000000000' } : {}) }
     let stored: Check | undefined
-    const publish = await withTarget(startDeployment(backend, { logDir: o.outDir, env, name: `gateway-${backend}`, cpuProfile: o.profile }), async (d) => {
+    const publish = await withTarget(startDeployment(backend, { logDir: o.outDir, env, name: `gateway-${backend}${limited ? '-limited' : ''}`, cpuProfile: o.profile }), async (d) => {
       const t = d.publishTo
       const auth = `Basic ${Buffer.from(t.key).toString('base64')}`
       await probe(t.base, auth, body)
@@ -78,7 +84,8 @@ export async function publishScenario(o: RunOptions): Promise<ScenarioResult> {
       if (o.short) stored = await historyCheck(d.subscribeTo.base, auth, r.statuses['201'] ?? 0, backend === 'redis' ? ' (read on node B)' : '')
       return r
     })
-    rps[backend] = publish.rps
+    if (limited) limitedRps[backend] = publish.rps
+    else rps[backend] = publish.rps
     measurements.push({ target: label, request: `POST /channels/bench-N/messages (${Buffer.byteLength(body)} B JSON)`, load: publish })
     checks.push(noErrors(`${label}: every publish answered 201`, publish))
     checks.push({
@@ -98,6 +105,14 @@ export async function publishScenario(o: RunOptions): Promise<ScenarioResult> {
     ratios['redis publish/s ÷ memory publish/s'] = share
     headlines.push({ name: 'publish/s (redis, 2 nodes)', value: rps.redis, unit: '/s' })
     headlines.push({ name: 'redis ÷ memory publish rate', value: share * 100, unit: '%', target: `≥ ${REDIS_TARGET_SHARE * 100}%`, met: share >= REDIS_TARGET_SHARE })
+  }
+  for (const backend of ['memory', 'redis'] as const) {
+    const on = limitedRps[backend]
+    const off = rps[backend]
+    if (on === undefined || off === undefined) continue
+    ratios[`${backend}: publish/s with rate limits ÷ without`] = on / off
+    // the gateway is saturated in both runs, so 1/rate is its time per publish: the difference is the limiter's
+    headlines.push({ name: `rate-limit cost per publish (${backend})`, value: (1 / on - 1 / off) * 1e6, unit: 'µs of gateway time' })
   }
   const charts: Chart[] = [{
     file: 'throughput.svg', title: 'Responses per second over each run (warm-up included)', kind: 'line', xLabel: 'seconds', yLabel: 'responses/s',
