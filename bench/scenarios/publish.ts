@@ -63,8 +63,13 @@ export async function publishScenario(o: RunOptions): Promise<ScenarioResult> {
     const label = `${backend === 'memory' ? 'gateway' : 'gateway (redis, node A)'}${limited ? ' + rate limits' : ''}`
     console.log(`${label}: publish to ${CHANNELS} channels, ${o.warmup} s warm-up + ${o.seconds} s …`)
     // short mode counts every message back from history, so the per-channel ring must hold them all;
-    // with rate limits on, every publish is charged to the account's bucket under a limit far above the load
-    const env = { ...(o.short ? { RING_SIZE: String(SHORT_RING_SIZE) } : {}), ...(limited ? { RATE_LIMITS: 'on', LIMIT_MESSAGES_PER_SECOND: '1000000000' } : {}) }
+    // with rate limits on, every publish is charged to the account's bucket under a limit far above
+    // the load (history too: short mode reads every channel back)
+    const unlimited = '1000000000'
+    const env = {
+      ...(o.short ? { RING_SIZE: String(SHORT_RING_SIZE) } : {}),
+      ...(limited ? { RATE_LIMITS: 'on', LIMIT_MESSAGES_PER_SECOND: unlimited, LIMIT_HISTORY_PER_SECOND: unlimited } : {}),
+    }
     let stored: Check | undefined
     const publish = await withTarget(startDeployment(backend, { logDir: o.outDir, env, name: `gateway-${backend}${limited ? '-limited' : ''}`, cpuProfile: o.profile }), async (d) => {
       const t = d.publishTo

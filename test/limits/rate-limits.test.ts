@@ -29,7 +29,9 @@ describe('message publish: 2,000 messages/s per account', () => {
   test('the burst is admitted, the next publish is refused whole and nothing of it is stored', async () => {
     clock.advance(10_000)
     for (let i = 0; i < 20; i++) expect((await publish('rl-a', batch(100, `b${i}-`))).status).toBe(201)
-    await expect429(await publish('rl-a', { data: 'one too many' }))
+    const over = await publish('rl-a', { data: 'one too many' })
+    expect([over.headers.get('x-ratelimit-limit'), over.headers.get('x-ratelimit-remaining')]).toEqual(['2000', '0'])
+    await expect429(over)
     clock.advance(50) // 100 messages of budget come back
     await expect429(await publish('rl-a', batch(101, 'x')))
     expect((await publish('rl-a', batch(100, 'y'))).status).toBe(201)
@@ -112,6 +114,10 @@ describe('other limit classes', () => {
     clock.advance(10_000)
     expect((await publish('rl-o', batch(10, 'o'))).status).toBe(201)
     await expect429(await publish('rl-o', { data: 'x' }))
+    // more than the whole bucket in one request can never pass
+    const tooBig = await publish('rl-o', batch(11, 'big'))
+    expect(tooBig.headers.get('x-ratelimit-limit')).toBe('10')
+    await expect429(tooBig)
     expect((await patch({ messages: null })).status).toBe(200)
     expect((await patch({ nope: 5 })).status).toBe(400)
     expect((await patch({ history: -1 })).status).toBe(400)

@@ -22,6 +22,9 @@ export type LimitCharge = Charge & { cls: LimitClass }
 
 export const LIMIT_CLASSES: LimitClass[] = ['messages', 'history', 'tokenRequests', 'objectReads', 'objectWrites', 'management', 'managementStats']
 
+/** A rate as the X-RateLimit-Limit header and error messages give it: per second, to 3 decimals. */
+const perSecond = (rate: number) => String(Math.round(rate * 1000) / 1000)
+
 const refused = metrics.counter('gateway_rate_limited_total', 'Requests refused by a rate limit, by limit class.')
 
 /**
@@ -75,7 +78,9 @@ export class RateLimiter {
     const burst = Math.max(rate * window * this.s.rateLimitBurstSeconds, 1)
     if (cost > burst) {
       refused.inc({ class: cls })
-      throw new GatewayError(42910, `Rate limit exceeded: ${cost} ${cls} in one request is more than the burst of ${Math.floor(burst)}`, { headers: { 'retry-after': String(Math.ceil(this.s.rateLimitBurstSeconds)) } })
+      throw new GatewayError(42910, `Rate limit exceeded: ${cost} ${cls} in one request is more than the burst of ${Math.floor(burst)}`, {
+        headers: { 'retry-after': String(Math.ceil(this.s.rateLimitBurstSeconds)), 'x-ratelimit-limit': perSecond(rate) },
+      })
     }
     return { key: `${accountId}:${cls}`, cls, cost, rate, burst, now: this.clock.now() }
   }
@@ -84,7 +89,7 @@ export class RateLimiter {
   settle(c: LimitCharge, r: ChargeResult): void {
     if (r.ok) return
     refused.inc({ class: c.cls })
-    const rate = String(Math.round(c.rate * 1000) / 1000)
+    const rate = perSecond(c.rate)
     throw new GatewayError(42910, `Rate limit exceeded (${c.cls}: ${rate}/s for this account)`, {
       headers: { 'retry-after': String(Math.max(1, Math.ceil(r.retryAfterMs / 1000))), 'x-ratelimit-limit': rate, 'x-ratelimit-remaining': String(Math.floor(r.remaining)) },
     })
