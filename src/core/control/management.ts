@@ -1,7 +1,7 @@
 import { GatewayError, notFound } from '../../errors'
 import { randomId, sha256Hex } from '../../lib/crypto'
 import { parseCapability } from '../auth/capability'
-import { LIMIT_CLASSES, type LimitClass, type RateLimiter } from '../limits/rate-limiter'
+import { isPerMinute, LIMIT_CLASSES, type LimitClass, type RateLimiter } from '../limits/rate-limiter'
 import type { Clock, ControlStore } from '../ports'
 import { MANAGEMENT_CAPABILITIES } from './bootstrap'
 import type { AccessToken, Account, ApiKey, App, Namespace } from '../types'
@@ -88,7 +88,7 @@ export class Management {
   limits(p: ManagementPrincipal, accountId: string, limiter: RateLimiter) {
     const account = this.account(p, accountId)
     return Object.fromEntries(LIMIT_CLASSES.map((cls) => {
-      const perMinute = cls === 'management' || cls === 'managementStats'
+      const perMinute = isPerMinute(cls)
       const def = limiter.defaultRate(cls) * (perMinute ? 60 : 1)
       const override = account.limits?.[cls]
       return [cls, { unit: perMinute ? 'per minute' : 'per second', default: def, override: override ?? null, effective: override ?? def }]

@@ -22,6 +22,9 @@ export type LimitCharge = Charge & { cls: LimitClass }
 
 export const LIMIT_CLASSES: LimitClass[] = ['messages', 'history', 'tokenRequests', 'objectReads', 'objectWrites', 'management', 'managementStats']
 
+/** The management classes are set per minute (and their buckets hold a minute's worth); the rest per second. */
+export const isPerMinute = (cls: LimitClass) => cls === 'management' || cls === 'managementStats'
+
 /** A rate as the X-RateLimit-Limit header and error messages give it: per second, to 3 decimals. */
 const perSecond = (rate: number) => String(Math.round(rate * 1000) / 1000)
 
@@ -63,7 +66,7 @@ export class RateLimiter {
       this.overrides.set(accountId, o)
     }
     const v = o[cls]
-    return v === undefined ? this.defaultRate(cls) : cls === 'management' || cls === 'managementStats' ? v / 60 : v
+    return v === undefined ? this.defaultRate(cls) : isPerMinute(cls) ? v / 60 : v
   }
 
   /**
@@ -74,7 +77,7 @@ export class RateLimiter {
     if (!this.s.rateLimits) return undefined
     const rate = await this.rate(accountId, cls)
     // per-minute classes hold a minute's worth, per-second classes a second's (times the burst setting)
-    const window = cls === 'management' || cls === 'managementStats' ? 60 : 1
+    const window = isPerMinute(cls) ? 60 : 1
     const burst = Math.max(rate * window * this.s.rateLimitBurstSeconds, 1)
     if (cost > burst) {
       refused.inc({ class: cls })
