@@ -9,7 +9,7 @@ import { idFromSerial, messageFromEntry, packDraft, parseNotification, serialFro
 import { BUFFERS, withTimeout, type RedisClient } from './connection'
 import type { RedisKeys } from './keys'
 import { ScriptRunner, type Sender } from './script-runner'
-import { PUBLISH_SCRIPT } from './scripts'
+import { chargeArgs, PUBLISH_SCRIPT } from './scripts'
 
 const fromMemory = metrics.counter('gateway_resume_from_memory_total', 'Event-stream resumes served from the node ring instead of the Redis stream.')
 
@@ -77,7 +77,7 @@ export class RedisBroker implements Broker {
     const c = opts.charge
     if (c) {
       keys.push(this.keys.bucket(c.key))
-      args.push(String(c.cost), String(c.rate), String(c.burst), String(c.now))
+      args.push(...chargeArgs(c))
     }
     const reply = (await this.t(this.publishScript.run(keys, args))) as unknown as Array<number | string>
     const fresh = Number(reply[0])

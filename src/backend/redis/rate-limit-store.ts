@@ -2,7 +2,7 @@ import type { Charge, ChargeResult, RateLimitStore } from '../../core/ports'
 import { withTimeout, type RedisClient } from './connection'
 import type { RedisKeys } from './keys'
 import { ScriptRunner, type Sender } from './script-runner'
-import { TAKE_TOKENS_SCRIPT } from './scripts'
+import { chargeArgs, TAKE_TOKENS_SCRIPT } from './scripts'
 
 /**
  * Token buckets in Redis, one atomic script per check: the budget holds across all nodes together.
@@ -16,7 +16,7 @@ export class RedisRateLimitStore implements RateLimitStore {
   }
 
   async take(c: Charge): Promise<ChargeResult> {
-    const r = (await withTimeout(this.script.run([this.keys.bucket(c.key)], [String(c.cost), String(c.rate), String(c.burst), String(c.now)]), this.timeoutMs)) as unknown as number[]
+    const r = (await withTimeout(this.script.run([this.keys.bucket(c.key)], chargeArgs(c)), this.timeoutMs)) as unknown as number[]
     return { ok: Number(r[0]) === 1, remaining: Number(r[1]) / 1000, retryAfterMs: Number(r[2]) }
   }
 }

@@ -1,3 +1,5 @@
+import type { Charge } from '../../core/ports'
+
 /**
  * Token bucket shared by all nodes (rate limits), the same arithmetic as core/limits/token-bucket.ts:
  * `take_tokens(key, cost, rate per second, burst, now ms)` returns { ok, remaining*1000, retryAfterMs }.
@@ -20,7 +22,10 @@ local function take_tokens(key, cost, rate, burst, now)
 end
 `
 
-/** KEYS[1] bucket hash; ARGV cost, rate per second, burst, now ms. Returns { ok, remaining*1000, retryAfterMs }. */
+/** A charge as script arguments, in take_tokens' order (cost, rate per second, burst, now ms). */
+export const chargeArgs = (c: Charge): string[] => [String(c.cost), String(c.rate), String(c.burst), String(c.now)]
+
+/** KEYS[1] bucket hash; ARGV: chargeArgs. Returns { ok, remaining*1000, retryAfterMs }. */
 export const TAKE_TOKENS_SCRIPT = `${TAKE_TOKENS_LUA}
 return take_tokens(KEYS[1], tonumber(ARGV[1]), tonumber(ARGV[2]), tonumber(ARGV[3]), tonumber(ARGV[4]))
 `
