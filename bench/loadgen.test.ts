@@ -8,17 +8,35 @@ import type { LoadgenResult } from './loadgen'
  * streamed case runs unpipelined.)
  */
 let served: Record<string, number> = {}
-beforeEach(() => { served = {} })
+beforeEach(() => {
+  served = {}
+})
 const big = 'x'.repeat(200_000)
 const server = Bun.serve({
-  hostname: '127.0.0.1', port: 0,
+  hostname: '127.0.0.1',
+  port: 0,
   fetch(req) {
     const n = new URL(req.url).pathname.slice(1)
-    const res = n === '0' ? new Response('ok')
-      : n === '1' ? new Response(big)
-      : n === '2' ? new Response(null, { status: 204 })
-      : n === '3' ? new Response('not found', { status: 404 })
-      : new Response(new ReadableStream({ async pull(c) { c.enqueue('part1,'); await Bun.sleep(1); c.enqueue('part2'); c.close() } }), { status: 201 })
+    const res =
+      n === '0'
+        ? new Response('ok')
+        : n === '1'
+          ? new Response(big)
+          : n === '2'
+            ? new Response(null, { status: 204 })
+            : n === '3'
+              ? new Response('not found', { status: 404 })
+              : new Response(
+                  new ReadableStream({
+                    async pull(c) {
+                      c.enqueue('part1,')
+                      await Bun.sleep(1)
+                      c.enqueue('part2')
+                      c.close()
+                    },
+                  }),
+                  { status: 201 },
+                )
     served[res.status] = (served[res.status] ?? 0) + 1
     return res
   },
@@ -26,9 +44,25 @@ const server = Bun.serve({
 afterAll(() => server.stop(true))
 
 async function loadgen(path: string, variants: number, pipeline: number): Promise<LoadgenResult> {
-  const proc = Bun.spawn([process.execPath, `${import.meta.dir}/loadgen.ts`, '--url', `http://127.0.0.1:${server.port}${path}`,
-    '--variants', String(variants), '--seconds', '1', '--warmup', '0.2', '--connections', '8', '--pipeline', String(pipeline)],
-  { stdout: 'pipe', stderr: 'inherit' })
+  const proc = Bun.spawn(
+    [
+      process.execPath,
+      `${import.meta.dir}/loadgen.ts`,
+      '--url',
+      `http://127.0.0.1:${server.port}${path}`,
+      '--variants',
+      String(variants),
+      '--seconds',
+      '1',
+      '--warmup',
+      '0.2',
+      '--connections',
+      '8',
+      '--pipeline',
+      String(pipeline),
+    ],
+    { stdout: 'pipe', stderr: 'inherit' },
+  )
   const r = JSON.parse(await new Response(proc.stdout).text()) as LoadgenResult
   expect(await proc.exited).toBe(0)
   return r

@@ -2,7 +2,8 @@
  * HTTP/1.1 load generator: many keep-alive `Bun.connect` sockets, hand-written requests sent
  * `--pipeline` deep, responses framed by ResponseParser. Runs `--warmup` s (not counted), then
  * `--seconds` s (counted), then stops sending and drains what is in flight. Prints one JSON line
- * (LoadgenResult) on stdout. `{n}` in --url and --body becomes `request index % --variants`.
+ * (LoadgenResult) on stdout. `{n}` in --url and --body becomes `request index % --variants`;
+ * --body-base64 sends bytes unchanged (e.g. msgpack).
  * With --server-pid it also reports that process's CPU over the counted window. Every second it
  * prints a progress line on stderr (prefixed with --label) and keeps responses/s as `timeline`.
  *
@@ -41,8 +42,19 @@ export interface LoadgenResult {
 }
 
 const f = parseFlags(process.argv.slice(2), {
-  url: 'string', method: 'string', header: 'strings', body: 'string', variants: 'number',
-  seconds: 'number', warmup: 'number', connections: 'number', pipeline: 'number', expect: 'number', 'drain-timeout': 'number', 'server-pid': 'number',
+  url: 'string',
+  method: 'string',
+  header: 'strings',
+  body: 'string',
+  'body-base64': 'string',
+  variants: 'number',
+  seconds: 'number',
+  warmup: 'number',
+  connections: 'number',
+  pipeline: 'number',
+  expect: 'number',
+  'drain-timeout': 'number',
+  'server-pid': 'number',
   label: 'string',
 })
 if (!f.url) throw new Error('--url is required')
@@ -59,19 +71,24 @@ const drainTimeoutMs = (f['drain-timeout'] ?? 5) * 1000
  * All distinct requests, pre-encoded once, laid out as variants 0..V-1 followed by the first
  * `pipeline` again: any k <= pipeline consecutive requests are then one zero-copy subarray.
  */
+const binaryBody = f['body-base64'] === undefined ? undefined : Buffer.from(f['body-base64'], 'base64')
 const encoded: Buffer[] = Array.from({ length: variants }, (_, n) => {
   const path = `${url.pathname}${url.search}`.replaceAll('__N__', String(n))
-  const body = f.body?.replaceAll('{n}', String(n))
+  const body = binaryBody ?? (f.body === undefined ? undefined : Buffer.from(f.body.replaceAll('{n}', String(n))))
   const lines = [`${f.method ?? (body ? 'POST' : 'GET')} ${path} HTTP/1.1`, `Host: ${url.host}`, ...(f.header ?? [])]
-  if (body !== undefined) lines.push(`Content-Length: ${Buffer.byteLength(body)}`)
-  return Buffer.from(`${lines.join('\r\n')}\r\n\r\n${body ?? ''}`)
+  if (body !== undefined) lines.push(`Content-Length: ${body.length}`)
+  return Buffer.concat([Buffer.from(`${lines.join('\r\n')}\r\n\r\n`), body ?? Buffer.alloc(0)])
 })
 const ring = Array.from({ length: variants + pipeline }, (_, i) => encoded[i % variants]!)
 const ringBytes = Buffer.concat(ring)
 const offsets = [0]
 for (const r of ring) offsets.push(offsets[offsets.length - 1]! + r.length)
 
-interface Conn { parser: ResponseParser; inflight: number; pending: Uint8Array | null }
+interface Conn {
+  parser: ResponseParser
+  inflight: number
+  pending: Uint8Array | null
+}
 
 const statusCounts = new Float64Array(600)
 let seq = 0
@@ -83,8 +100,13 @@ let lost = 0
 let sending = true
 const errorSamples: string[] = []
 const sockets = new Set<Socket<Conn>>()
-const sample = (msg: string) => { if (errorSamples.length < 5) errorSamples.push(msg) }
-const countStatus = (status: number) => { statusCounts[status]!++; received++ }
+const sample = (msg: string) => {
+  if (errorSamples.length < 5) errorSamples.push(msg)
+}
+const countStatus = (status: number) => {
+  statusCounts[status]!++
+  received++
+}
 
 /** Writes the next `k` (<= pipeline) requests in one go. */
 function send(s: Socket<Conn>, c: Conn, k: number): void {
@@ -106,7 +128,9 @@ function flushOut(s: Socket<Conn>, c: Conn, buf: Uint8Array): void {
 function connect(): void {
   const c: Conn = { parser: new ResponseParser(countStatus), inflight: 0, pending: null }
   Bun.connect<Conn>({
-    hostname: url.hostname, port: Number(url.port || 80), data: c,
+    hostname: url.hostname,
+    port: Number(url.port || 80),
+    data: c,
     socket: {
       open(s) {
         sockets.add(s)
@@ -115,7 +139,9 @@ function connect(): void {
       },
       data(s, chunk) {
         let done: number
-        try { done = c.parser.feed(chunk) } catch (e) {
+        try {
+          done = c.parser.feed(chunk)
+        } catch (e) {
           protocolErrors++
           sample(`protocol: ${(e as Error).message}`)
           s.end()
@@ -124,7 +150,9 @@ function connect(): void {
         c.inflight -= done
         if (sending) for (let left = done; left > 0; left -= pipeline) send(s, c, Math.min(left, pipeline))
       },
-      drain(s) { if (c.pending) flushOut(s, c, c.pending) },
+      drain(s) {
+        if (c.pending) flushOut(s, c, c.pending)
+      },
       close(s, err) {
         sockets.delete(s)
         if (!sending && c.inflight === 0) return
@@ -140,10 +168,16 @@ function connect(): void {
         if (sending) setTimeout(connect, 200)
       },
     },
-  }).catch(() => { /* reported by connectError */ })
+  }).catch(() => {
+    /* reported by connectError */
+  })
 }
 
-const inflight = () => { let n = 0; for (const s of sockets) n += s.data.inflight; return n }
+const inflight = () => {
+  let n = 0
+  for (const s of sockets) n += s.data.inflight
+  return n
+}
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms))
 
 const timeline: Array<[number, number]> = []
@@ -155,7 +189,9 @@ const sampler = setInterval(() => {
   lastSample = { t, received }
   const x = Math.round((t - tStart) / 100) / 10
   timeline.push([x, rate])
-  process.stderr.write(`  [${f.label ?? 'loadgen'}] ${x.toFixed(0).padStart(3)} s: ${Math.round(rate).toLocaleString('en-US')} responses/s\n`)
+  process.stderr.write(
+    `  [${f.label ?? 'loadgen'}] ${x.toFixed(0).padStart(3)} s: ${Math.round(rate).toLocaleString('en-US')} responses/s\n`,
+  )
 }, 1000)
 
 for (let i = 0; i < connections; i++) connect()
@@ -178,13 +214,27 @@ const unanswered = inflight() + lost
 for (const s of sockets) s.end()
 
 const statuses: Record<string, number> = {}
-statusCounts.forEach((n, code) => { if (n) statuses[code] = n })
+statusCounts.forEach((n, code) => {
+  if (n) statuses[code] = n
+})
 const result: LoadgenResult = {
-  seconds: elapsed, responses, rps: responses / elapsed,
+  seconds: elapsed,
+  responses,
+  rps: responses / elapsed,
   cpuPercent: ((cpu.user + cpu.system) / 1e6 / elapsed) * 100,
-  serverCpuPercent: serverCpu0 !== undefined && serverCpu1 !== undefined ? ((serverCpu1 - serverCpu0) / elapsed) * 100 : undefined,
-  sent, received, statuses, unexpected: received - (statusCounts[expect] ?? 0), unanswered,
-  connectionErrors, protocolErrors, errorSamples, connections, pipeline, timeline,
+  serverCpuPercent:
+    serverCpu0 !== undefined && serverCpu1 !== undefined ? ((serverCpu1 - serverCpu0) / elapsed) * 100 : undefined,
+  sent,
+  received,
+  statuses,
+  unexpected: received - (statusCounts[expect] ?? 0),
+  unanswered,
+  connectionErrors,
+  protocolErrors,
+  errorSamples,
+  connections,
+  pipeline,
+  timeline,
 }
 process.stdout.write(`${JSON.stringify(result)}\n`)
 process.exit(0)

@@ -1,27 +1,39 @@
 /**
- * Sequence publisher of the event-stream scenarios (an agent, see lib/agent.ts). Publishing is
- * organised in lanes: lane k POSTs to `lanes[k].channel` with `lanes[k].auth` and numbers its
+ * Sequence publisher of the delivery scenarios (an agent, see lib/agent.ts). Publishing is
+ * organised in lanes: lane k publishes to `lanes[k].channel` with `lanes[k].key` and numbers its
  * messages from 0 (`{"name":"bench","data":"<k>.<seq>[.<stamp>]:<pad>"}`, sequence-payload.ts),
- * `batch` messages per publish (a JSON array when > 1). A lane has at most one publish in flight,
- * so the order of its messages is defined; a publish that is not answered 201 (e.g. 429 refused)
- * gives its numbers back, so the lane's admitted messages stay gap-free. Lane k uses keep-alive
- * connection k % connections, which keeps up to `pipeline` publishes (of different lanes) in flight.
+ * `batch` messages per publish. Over HTTP a publish is a POST (a JSON array when batch > 1); over
+ * the realtime protocol it is one MESSAGE protocol message answered by ACK/NACK
+ * (lib/publish-connections.ts). A lane has at most one publish in flight, so the order of its
+ * messages is defined; a publish that is not acknowledged (e.g. refused: 429, NACK 42910) gives
+ * its numbers back, so the lane's admitted messages stay gap-free. Lane k uses connection
+ * k % connections, which keeps up to `pipeline` publishes (of different lanes) in flight; the
+ * lanes of one connection share a key.
  *
  * Either as fast as the acknowledgements allow (`rate` 0) or paced: each lane publishes `rate`
  * messages per second on its own schedule (lanes staggered over one period). As fast as allowed
  * may be bounded by an allowance of messages the parent raises as subscribers receive (`allow`:
  * flow control, when nothing in the gateway holds publishers back). Records every publish's
- * latency (write to response). Driven by lib/publisher-client.ts.
+ * latency (write to answer). Driven by lib/publisher-client.ts.
  */
-import type { Socket } from 'bun'
 import { serveAgent } from './lib/agent'
-import { ResponseParser } from './lib/http-response-parser'
 import { distribution, type Distribution } from './lib/percentiles'
+import {
+  openPublishConnection,
+  type Outcome,
+  type PublishConnection,
+  type PublishTransport,
+} from './lib/publish-connections'
 import { paddingFor, sequenceData, wallMicros } from './lib/sequence-payload'
 
-export interface Lane { channel: string; auth: string }
+export interface Lane {
+  channel: string
+  /** API key `appId.keyId:secret` (HTTP: Basic auth; realtime: the connection's key). */
+  key: string
+}
 
 export interface PublishArgs {
+  transport: PublishTransport
   host: string
   port: number
   lanes: Lane[]
@@ -47,7 +59,7 @@ export interface PublishArgs {
 }
 
 export interface PublishCounts {
-  /** Publishes written, publishes answered 201, messages in them, publishes answered 429. */
+  /** Publishes written, publishes acknowledged (201, ACK), messages in them, publishes refused (429, NACK 42910). */
   sent: number
   published: number
   messages: number
@@ -57,7 +69,7 @@ export interface PublishCounts {
 export interface PublishResult extends PublishCounts {
   /** Admitted messages per lane = the seqs every subscriber of the lane must receive. */
   acked: number[]
-  /** Messages refused with 429, per lane. */
+  /** Messages refused by the rate limits, per lane. */
   refusedByLane: number[]
   /** Per lane: ms (performance.now of the publisher) of its first and last publish. */
   firstSentMs: number[]
@@ -71,12 +83,13 @@ export interface PublishResult extends PublishCounts {
   maxLagMs: number
   /** Rate mode: messages of slots skipped because their lane was more than `maxCatchUpMs` behind. */
   skipped: number
-  /** Write-to-response time of every publish since the last reset, µs. */
+  /** Write-to-answer time of every publish since the last reset, µs. */
   latencyUs: Distribution
 }
 
 interface LaneState {
   k: number
+  channel: string
   conn: Conn
   seq: number
   busy: boolean
@@ -87,21 +100,13 @@ interface LaneState {
   refused: number
   first: number
   last: number
-  /** Request bytes up to `Content-Length: `. */
-  prefix: string
 }
-
-interface Sent { lane: LaneState; count: number; at: number }
 
 interface Conn {
   i: number
   lanes: LaneState[]
   cursor: number
-  /** Publishes in flight, oldest first (HTTP/1.1 answers in order). */
-  queue: Sent[]
-  parser: ResponseParser
-  socket?: Socket<Conn>
-  pending: Buffer | null
+  c: PublishConnection
 }
 
 let a: PublishArgs
@@ -127,62 +132,54 @@ let latencyCount = 0
 let ticker: ReturnType<typeof setInterval> | undefined
 const statuses: Record<string, number> = {}
 const errorSamples: string[] = []
-const sample = (msg: string) => { if (errorSamples.length < 5) errorSamples.push(msg) }
+const sample = (msg: string) => {
+  if (errorSamples.length < 5) errorSamples.push(msg)
+}
 
 function publish(l: LaneState): void {
-  const c = l.conn
-  const s = c.socket!
   const stamp = a.stamps ? wallMicros() : undefined
-  let body: string
-  if (a.batch === 1) body = `{"name":"bench","data":"${sequenceData(l.k, l.seq++, stamp, padding)}"}`
-  else {
-    const parts: string[] = []
-    for (let i = 0; i < a.batch; i++) parts.push(`{"name":"bench","data":"${sequenceData(l.k, l.seq++, stamp, padding)}"}`)
-    body = `[${parts.join(',')}]`
-  }
-  const bytes = Buffer.from(`${l.prefix}${Buffer.byteLength(body)}\r\n\r\n${body}`)
+  const data: string[] = []
+  for (let i = 0; i < a.batch; i++) data.push(sequenceData(l.k, l.seq++, stamp, padding))
   const now = performance.now()
   if (!l.first) l.first = now
   l.last = now
   l.busy = true
-  c.queue.push({ lane: l, count: a.batch, at: now })
   sent++
   written += a.batch
-  if (c.pending) { c.pending = Buffer.concat([c.pending, bytes]); return }
-  const n = s.write(bytes)
-  c.pending = n >= bytes.length ? null : bytes.subarray(Math.max(0, n))
+  l.conn.c.send(l.channel, data, (o) => onAnswer(l, now, o))
 }
 
-function onResponse(c: Conn, status: number): void {
-  const p = c.queue.shift()!
-  const l = p.lane
+function onAnswer(l: LaneState, at: number, o: Outcome): void {
   const now = performance.now()
   if (latencyCount === latencies.length) {
     const grown = new Float64Array(latencies.length * 2)
     grown.set(latencies)
     latencies = grown
   }
-  latencies[latencyCount++] = (now - p.at) * 1000
-  statuses[status] = (statuses[status] ?? 0) + 1
+  latencies[latencyCount++] = (now - at) * 1000
+  statuses[o.status] = (statuses[o.status] ?? 0) + 1
   l.busy = false
-  if (status === 201) {
-    l.acked += p.count
+  if (o.ok) {
+    l.acked += a.batch
     published++
-    messages += p.count
+    messages += a.batch
   } else {
-    l.seq -= p.count // not appended: the lane's next publish reuses these numbers
-    if (status === 429) { refused++; l.refused += p.count }
+    l.seq -= a.batch // not appended: the lane's next publish reuses these numbers
+    if (o.refused) {
+      refused++
+      l.refused += a.batch
+    }
   }
   if (!sending) return
-  if (a.rate === 0) fill(c)
+  if (a.rate === 0) fill(l.conn)
   else pump(l, now)
 }
 
 /** As fast as acknowledgements allow: keep `pipeline` publishes of free lanes in flight. */
 function fill(c: Conn): void {
-  if (!c.socket) return
+  if (!c.c.open) return
   const n = c.lanes.length
-  for (let k = 0; k < n && c.queue.length < a.pipeline && written + a.batch <= allowance; k++) {
+  for (let k = 0; k < n && c.c.inFlight < a.pipeline && written + a.batch <= allowance; k++) {
     const l = c.lanes[(c.cursor + k) % n]!
     if (l.busy) continue
     publish(l)
@@ -193,7 +190,7 @@ function fill(c: Conn): void {
 
 /** Paced: publishes lane `l`'s next message if it is due and the lane and its connection have room. */
 function pump(l: LaneState, now: number): void {
-  if (l.busy || !l.conn.socket || l.conn.queue.length >= a.pipeline) return
+  if (l.busy || !l.conn.c.open || l.conn.c.inFlight >= a.pipeline) return
   const due = t0 + l.phaseMs + l.issued * periodMs
   if (now < due) return
   maxLagMs = Math.max(maxLagMs, now - due)
@@ -207,55 +204,47 @@ function pump(l: LaneState, now: number): void {
   publish(l)
 }
 
-function connect(i: number): Promise<void> {
-  const c: Conn = { i, lanes: [], cursor: 0, queue: [], pending: null, parser: new ResponseParser((status) => onResponse(c, status)) }
-  conns[i] = c
-  return new Promise<void>((resolve, reject) => {
-    Bun.connect<Conn>({
-      hostname: a.host, port: a.port, data: c,
-      socket: {
-        open(s) {
-          c.socket = s
-          s.setNoDelay(true)
-          resolve()
-        },
-        data(s, chunk) {
-          try { c.parser.feed(chunk) } catch (e) {
-            protocolErrors++
-            sample(`connection ${i}: ${(e as Error).message}`)
-            s.end()
-          }
-        },
-        drain(s) {
-          if (!c.pending) return
-          const n = s.write(c.pending)
-          c.pending = n >= c.pending.length ? null : c.pending.subarray(Math.max(0, n))
-        },
-        close(_s, err) {
-          c.socket = undefined
-          if (!sending && c.queue.length === 0) return
-          connectionErrors++
-          sample(`connection ${i}: closed with ${c.queue.length} in flight${err ? `: ${err.message}` : ''}`)
-        },
-        connectError(_s, err) { reject(new Error(`connection ${i}: connect: ${err.message}`)) },
-      },
-    }).catch(reject)
-  })
-}
+const hooks = (i: number) => ({
+  connectionError(why: string, inFlight: number) {
+    if (!sending && inFlight === 0) return
+    connectionErrors++
+    sample(`connection ${i}: ${why} with ${inFlight} in flight`)
+  },
+  protocolError(why: string) {
+    protocolErrors++
+    sample(`connection ${i}: ${why}`)
+  },
+})
 
 async function start(args: PublishArgs): Promise<{ connections: number; lanes: number }> {
   a = { ...args, batch: Math.max(1, Math.floor(args.batch)) }
   allowance = args.allowance ?? Infinity
   padding = paddingFor(a.bytes)
-  conns = []
-  await Promise.all(Array.from({ length: Math.min(a.connections, a.lanes.length) }, (_, i) => connect(i)))
+  const n = Math.min(a.connections, a.lanes.length)
+  conns = await Promise.all(
+    Array.from({ length: n }, async (_, i) => {
+      const key = a.lanes[i]!.key
+      if (a.lanes.some((l, k) => k % n === i && l.key !== key))
+        throw new Error(`the lanes of connection ${i} (every ${n}th) must share one key`)
+      const c = await openPublishConnection(a.transport, { host: a.host, port: a.port, key }, hooks(i))
+      return { i, lanes: [], cursor: 0, c } satisfies Conn
+    }),
+  )
   periodMs = a.rate > 0 ? (a.batch * 1000) / a.rate : 0
   lanes = a.lanes.map((lane, k) => {
     const conn = conns[k % conns.length]!
     const l: LaneState = {
-      k, conn, seq: 0, busy: false, issued: 0, phaseMs: (periodMs * k) / a.lanes.length, acked: 0, refused: 0, first: 0, last: 0,
-      prefix: `POST /channels/${encodeURIComponent(lane.channel)}/messages HTTP/1.1\r\nHost: ${a.host}:${a.port}\r\n` +
-        `Authorization: ${lane.auth}\r\nContent-Type: application/json\r\nContent-Length: `,
+      k,
+      channel: lane.channel,
+      conn,
+      seq: 0,
+      busy: false,
+      issued: 0,
+      phaseMs: (periodMs * k) / a.lanes.length,
+      acked: 0,
+      refused: 0,
+      first: 0,
+      last: 0,
     }
     conn.lanes.push(l)
     return l
@@ -291,15 +280,27 @@ function reset(): number {
 async function stop({ drainMs }: { drainMs: number }): Promise<PublishResult> {
   sending = false
   if (ticker) clearInterval(ticker)
-  const inflight = () => conns.reduce((n, c) => n + (c.socket ? c.queue.length : 0), 0)
+  const inflight = () => conns.reduce((n, c) => n + (c.c.open ? c.c.inFlight : 0), 0)
   const until = performance.now() + drainMs
   while (inflight() > 0 && performance.now() < until) await Bun.sleep(5)
-  const unanswered = conns.reduce((n, c) => n + c.queue.length, 0)
-  for (const c of conns) c.socket?.end()
+  const unanswered = conns.reduce((n, c) => n + c.c.inFlight, 0)
+  for (const c of conns) c.c.end()
   return {
-    sent, published, messages, refused, statuses, unanswered, connectionErrors, protocolErrors, errorSamples, maxLagMs, skipped,
-    acked: lanes.map((l) => l.acked), refusedByLane: lanes.map((l) => l.refused),
-    firstSentMs: lanes.map((l) => l.first), lastSentMs: lanes.map((l) => l.last),
+    sent,
+    published,
+    messages,
+    refused,
+    statuses,
+    unanswered,
+    connectionErrors,
+    protocolErrors,
+    errorSamples,
+    maxLagMs,
+    skipped,
+    acked: lanes.map((l) => l.acked),
+    refusedByLane: lanes.map((l) => l.refused),
+    firstSentMs: lanes.map((l) => l.first),
+    lastSentMs: lanes.map((l) => l.last),
     latencyUs: distribution(latencies.subarray(0, latencyCount)),
   }
 }

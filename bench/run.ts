@@ -1,30 +1,53 @@
 /**
  * Benchmark entry point: `bun bench/run.ts <scenario> [flags]`.
  *
- *   --seconds N       measured seconds per target (default 10, accounts 30; 3 with --short)
+ *   --seconds N       measured seconds per target (default 10, publish 5, accounts 30, realtime-latency 15; 3 with --short)
  *   --warmup N        unmeasured seconds before that (default 2; 0.5 with --short)
- *   --connections N   concurrent keep-alive connections (default 50)
- *   --pipeline N      requests in flight per connection (default 4; 1 with --redis)
+ *   --connections N   concurrent keep-alive connections (default 50); realtime-publish: connections of each kind
+ *   --pipeline N      requests in flight per connection (default 4; 1 with --redis); realtime-publish: publishes in
+ *                     flight per connection, HTTP and realtime alike
  *   --short           CI smoke run: a few seconds, asserts correctness only, never speed
- *   --redis           publish / fanout / latency / channels: run again against Redis (own redis-server, two
- *                     gateway nodes: publish to node A, subscribe on node B) after the memory run, same parameters
+ *   --redis           publish / fanout / latency / channels / realtime-fanout / realtime-publish / presence: run again
+ *                     against Redis (own redis-server, two gateway nodes: publish to node A, subscribe on node B)
+ *                     after the memory run, same parameters
  *   --rate-limits     publish: measure each backend again with RATE_LIMITS=on (nothing refused): the limiter's cost
+ *   --rounds N        publish: rounds of the interleaved comparison (default 3; 1 with --short)
+ *   --loadgen G       publish: generator of the comparison, wrk (default when installed) or bun
+ *   --processes L     publish: also compare N gateway processes sharing one port on a Redis backend, for each N
+ *                     of the comma-separated list (e.g. 1,2)
  *   --subscribers N   fanout / connections / latency: event streams to open (default 1000 / 50,000 / 5);
- *                     channels: subscribers per channel (default 2)
- *   --publishers L    fanout: publishing connections, one run per comma-separated entry (default 1,20)
- *   --rate N          latency: publishes per second (default 2000); accounts: messages/s per account (default its limit, 2000)
+ *                     channels: subscribers per channel (default 2); realtime-fanout: subscribers of each kind
+ *                     (default 1000); realtime-connections: connections of each kind (default 10,000)
+ *   --publishers L    fanout / realtime-fanout: publishing connections, one run per comma-separated entry
+ *                     (default 1,20 / 20)
+ *   --rate N          latency: publishes per second (default 2000); accounts / realtime-latency: messages/s per
+ *                     account (default its limit, 2000)
  *   --channels N      channels: channels published to (default 10,000; 100 per event stream)
- *   --accounts N      accounts: accounts publishing at their limit (default 50)
- *   --batch N         accounts: messages per publish (default 10)
- *   --window N        fanout: publishers stay at most N messages ahead of the slowest subscriber (default 500; 0 = unbounded)
+ *   --accounts N      accounts / realtime-latency: accounts publishing at their limit (default 50)
+ *   --batch N         accounts / realtime-latency: messages per publish (default 10)
+ *   --window N        fanout / realtime-fanout: publishers stay at most N messages ahead of the slowest subscriber
+ *                     (default 500; 0 = unbounded)
+ *   --rounds N        realtime-*: rounds of the realtime run and its counterpart, alternated A B, B A, …
+ *                     (default 2, realtime-connections 1; 1 with --short)
+ *   --members N       presence: members entering the channel (default 1,000; 200 with --short)
+ *   --attachers N     presence: new attachers timed one after the other (default 20; 3 with --short)
  *   --sse-buffer N    the gateway's SSE_BUFFER_BYTES (slow-consumer budget per stream)
  *   --profile         gateway, subscriber and publisher processes write CPU profiles (bun --cpu-prof: .cpuprofile + .md)
  *                     into the results; `bun bench/cpu-profile-top.ts <file.cpuprofile>` lists the top functions
  *
- * Scenarios: publish (REST publish vs Bun.serve hello world), fanout (one channel to N SSE
+ * Scenarios: publish (REST publish, JSON and msgpack, vs a Bun.serve hello world and bare body-reading routes), fanout (one channel to N SSE
  * subscribers), connections (K idle SSE streams: memory per connection), latency (publish-to-
  * delivery percentiles at a fixed rate), channels (many channels × few multiplexed subscribers),
  * accounts (K accounts at their rate limit, then at 110% of it, RATE_LIMITS=on).
+ *
+ * Realtime protocol (WebSocket, msgpack; load generators speak it through lib/realtime-client.ts),
+ * each against its HTTP / event-stream counterpart in the same run, on a fresh gateway per run:
+ * realtime-fanout (one channel to N realtime subscribers vs N event streams: deliveries/s),
+ * realtime-publish (MESSAGE protocol messages answered by ACK vs HTTP POSTs: messages/s),
+ * realtime-latency (K accounts at their limit, realtime both ways vs HTTP + event streams:
+ * delivery percentiles), realtime-connections (K idle attached realtime connections vs K idle
+ * event streams: memory per connection). presence (M members enter one channel: enters/s; new
+ * attachers timed until their SYNC is complete, its frames and bytes; the official client's get()).
  *
  * Prints progress lines and a table, and writes results.json, summary.md and SVG charts to
  * bench/results/<timestamp>-<scenario>/. Exits 1 when a check fails (e.g. a publish not answered
@@ -41,7 +64,12 @@ import { channelsScenario } from './scenarios/channels'
 import { connectionsScenario } from './scenarios/connections'
 import { fanoutScenario } from './scenarios/fanout'
 import { latencyScenario } from './scenarios/latency'
+import { presenceScenario } from './scenarios/presence'
 import { publishScenario } from './scenarios/publish'
+import { realtimeConnectionsScenario } from './scenarios/realtime-connections'
+import { realtimeFanoutScenario } from './scenarios/realtime-fanout'
+import { realtimeLatencyScenario } from './scenarios/realtime-latency'
+import { realtimePublishScenario } from './scenarios/realtime-publish'
 
 const SCENARIOS: Record<string, Scenario> = {
   publish: publishScenario,
@@ -50,33 +78,69 @@ const SCENARIOS: Record<string, Scenario> = {
   latency: latencyScenario,
   channels: channelsScenario,
   accounts: accountsScenario,
+  'realtime-fanout': realtimeFanoutScenario,
+  'realtime-publish': realtimePublishScenario,
+  'realtime-latency': realtimeLatencyScenario,
+  'realtime-connections': realtimeConnectionsScenario,
+  presence: presenceScenario,
 }
 
 async function main(): Promise<number> {
   const f = parseFlags(process.argv.slice(2), {
-    seconds: 'number', warmup: 'number', connections: 'number', pipeline: 'number', short: 'boolean', help: 'boolean',
-    subscribers: 'number', publishers: 'string', rate: 'number', 'sse-buffer': 'number', profile: 'boolean',
-    redis: 'boolean', 'rate-limits': 'boolean', channels: 'number', accounts: 'number', batch: 'number', window: 'number',
+    seconds: 'number',
+    warmup: 'number',
+    connections: 'number',
+    pipeline: 'number',
+    short: 'boolean',
+    help: 'boolean',
+    subscribers: 'number',
+    publishers: 'string',
+    rate: 'number',
+    'sse-buffer': 'number',
+    profile: 'boolean',
+    redis: 'boolean',
+    'rate-limits': 'boolean',
+    channels: 'number',
+    accounts: 'number',
+    batch: 'number',
+    window: 'number',
+    rounds: 'number',
+    members: 'number',
+    attachers: 'number',
+    loadgen: 'string',
+    processes: 'string',
   })
   const name = f._[0]
   const scenario = name ? SCENARIOS[name] : undefined
   if (f.help || !scenario) {
-    console.log(`usage: bun bench/run.ts <${Object.keys(SCENARIOS).join('|')}> [--seconds N] [--warmup N] [--connections N] [--pipeline N] ` +
-      '[--subscribers N] [--publishers 1,20] [--rate N] [--channels N] [--accounts N] [--batch N] [--window N] [--sse-buffer BYTES] [--redis] [--rate-limits] [--profile] [--short]')
+    console.log(
+      `usage: bun bench/run.ts <${Object.keys(SCENARIOS).join('|')}> [--seconds N] [--warmup N] [--connections N] [--pipeline N] ` +
+        '[--subscribers N] [--publishers 1,20] [--rate N] [--channels N] [--accounts N] [--batch N] [--window N] [--rounds N] [--members N] [--attachers N] [--sse-buffer BYTES] ' +
+        '[--redis] [--rate-limits] [--loadgen wrk|bun] [--processes 1,2] [--profile] [--short]',
+    )
     return f.help ? 0 : 2
   }
   const short = f.short ?? false
   const redis = f.redis ?? false
   if (redis && (f.pipeline ?? 1) > 1) {
-    console.error('--redis needs --pipeline 1: Bun closes a connection that pipelines requests while an async (Redis) response is pending')
+    console.error(
+      '--redis needs --pipeline 1: Bun closes a connection that pipelines requests while an async (Redis) response is pending',
+    )
     return 2
   }
-  if (redis && name === 'connections') console.log('note: connections measures one node\'s memory; --redis is ignored')
+  if (f.loadgen !== undefined && f.loadgen !== 'wrk' && f.loadgen !== 'bun') {
+    console.error(`--loadgen must be wrk or bun, got ${f.loadgen}`)
+    return 2
+  }
+  if (redis && (name === 'connections' || name === 'realtime-connections'))
+    console.log(`note: ${name} measures one node's memory; --redis is ignored`)
   const startedAt = new Date().toISOString()
   const outDir = join(import.meta.dir, 'results', `${startedAt.replace(/[:.]/g, '-')}-${name}`)
   mkdirSync(outDir, { recursive: true })
   const o: RunOptions = {
-    seconds: f.seconds ?? (short ? 3 : name === 'accounts' ? 30 : 10),
+    seconds:
+      f.seconds ??
+      (short ? 3 : name === 'accounts' ? 30 : name === 'realtime-latency' ? 15 : name === 'publish' ? 5 : 10),
     warmup: f.warmup ?? (short ? 0.5 : 2),
     connections: Math.max(1, Math.floor(f.connections ?? 50)),
     pipeline: Math.max(1, Math.floor(f.pipeline ?? (redis ? 1 : 4))),
@@ -93,6 +157,11 @@ async function main(): Promise<number> {
     accounts: f.accounts === undefined ? undefined : Math.max(1, Math.floor(f.accounts)),
     batch: f.batch === undefined ? undefined : Math.max(1, Math.floor(f.batch)),
     window: f.window === undefined ? undefined : Math.floor(f.window),
+    rounds: f.rounds === undefined ? undefined : Math.max(1, Math.floor(f.rounds)),
+    members: f.members === undefined ? undefined : Math.max(1, Math.floor(f.members)),
+    attachers: f.attachers === undefined ? undefined : Math.max(1, Math.floor(f.attachers)),
+    loadgen: f.loadgen,
+    processes: f.processes === undefined ? undefined : positiveList('--processes', f.processes),
   }
 
   installCleanup()
@@ -114,12 +183,16 @@ async function main(): Promise<number> {
 
 function positiveList(flag: string, raw: string): number[] {
   const list = raw.split(',').map(Number)
-  if (!list.length || list.some((n) => !Number.isInteger(n) || n < 1)) throw new Error(`${flag} must be positive integers separated by commas, got ${raw}`)
+  if (!list.length || list.some((n) => !Number.isInteger(n) || n < 1))
+    throw new Error(`${flag} must be positive integers separated by commas, got ${raw}`)
   return list
 }
 
-main().then((code) => process.exit(code), async (e) => {
-  console.error(`\nBENCHMARK ERROR: ${e instanceof Error ? e.stack ?? e.message : String(e)}`)
-  await stopAll()
-  process.exit(1)
-})
+main().then(
+  (code) => process.exit(code),
+  async (e) => {
+    console.error(`\nBENCHMARK ERROR: ${e instanceof Error ? (e.stack ?? e.message) : String(e)}`)
+    await stopAll()
+    process.exit(1)
+  },
+)

@@ -17,27 +17,73 @@ const record = (lane: number, seq: number) =>
 const opened: Record<string, number> = {}
 /** Per channels parameter: the records of the first and of later streams opening it. */
 const scripts: Record<string, Array<Array<[number, number]>>> = {
-  'c0,c1': [[[0, 0], [1, 0], [0, 1], [1, 1]], [[0, 0], [0, 1], [1, 0], [1, 1]]], // complete, but two orders
-  c2: [[[2, 0], [2, 2], [2, 2], [2, 1]]], // seq 1 late: a gap, a duplicate, a late one
-  c3: [[[3, 0], [0, 2]]], // lane 0 is not on this stream
-  c4: [[[4, 0], [4, 1]]], // complete
+  'c0,c1': [
+    [
+      [0, 0],
+      [1, 0],
+      [0, 1],
+      [1, 1],
+    ],
+    [
+      [0, 0],
+      [0, 1],
+      [1, 0],
+      [1, 1],
+    ],
+  ], // complete, but two orders
+  c2: [
+    [
+      [2, 0],
+      [2, 2],
+      [2, 2],
+      [2, 1],
+    ],
+  ], // seq 1 late: a gap, a duplicate, a late one
+  c3: [
+    [
+      [3, 0],
+      [0, 2],
+    ],
+  ], // lane 0 is not on this stream
+  c4: [
+    [
+      [4, 0],
+      [4, 1],
+    ],
+  ], // complete
   c5: [[[5, 0]]], // seq 1 never comes: lost
 }
 const server = Bun.serve({
-  hostname: '127.0.0.1', port: 0,
+  hostname: '127.0.0.1',
+  port: 0,
   fetch(req) {
     const channels = new URL(req.url).searchParams.get('channels') ?? ''
     const n = (opened[channels] = (opened[channels] ?? 0) + 1) - 1
     const variants = scripts[channels]!
     const text = variants[Math.min(n, variants.length - 1)]!.map(([lane, seq]) => record(lane, seq)).join('')
-    return new Response(new ReadableStream({ start(c) { c.enqueue(new TextEncoder().encode(`\n${text}`)) } }), { headers: { 'content-type': 'text/event-stream' } })
+    return new Response(
+      new ReadableStream({
+        start(c) {
+          c.enqueue(new TextEncoder().encode(`\n${text}`))
+        },
+      }),
+      { headers: { 'content-type': 'text/event-stream' } },
+    )
   },
 })
-afterAll(async () => { server.stop(true); await stopAll() })
+afterAll(async () => {
+  server.stop(true)
+  await stopAll()
+})
 
 test('lost, duplicated, reordered and foreign messages and differing orders are all reported', async () => {
   const subs = await startSubscribers({
-    base: `http://127.0.0.1:${server.port}`, channel: '', key: 'k', count: 6, publishers: 6, logDir: mkdtempSync(join(tmpdir(), 'sse-subscriber-test-')),
+    base: `http://127.0.0.1:${server.port}`,
+    channel: '',
+    key: 'k',
+    count: 6,
+    publishers: 6,
+    logDir: mkdtempSync(join(tmpdir(), 'sse-subscriber-test-')),
     groups: [
       { channels: ['c0', 'c1'], key: 'k', lanes: [0, 1] },
       { channels: ['c2'], key: 'k', lanes: [2] },

@@ -1,72 +1,102 @@
-import { createBackend } from './backend'
-import { loadConfig, settingsTable } from './config'
-import { createCore } from './core'
-import { bootstrap } from './core/control/bootstrap'
-import { systemClock } from './core/ports'
-import { createLogger } from './lib/logger'
-import { monitorEventLoop } from './lib/metrics'
-import { buildApp, serve } from './server'
+import { helpText, parseArgs, USAGE } from './cli'
+import { loadConfig, type Config } from './config'
+import { flushLogs } from './lib/logger'
+import { createNode } from './node'
+import { VERSION } from './version'
 
-/** Composition root: config -> backend -> core -> server -> listen. */
-async function main() {
-  if (process.argv.includes('--help') || process.argv.includes('-h')) {
-    process.stdout.write(`Messaging gateway. Settings (environment variables):\n\n${settingsTable()}\n`)
-    return
+/** Composition root: command line -> config -> node (backend, core, app) -> listen -> bootstrap. */
+async function main(): Promise<number | undefined> {
+  const parsed = parseArgs(process.argv.slice(2))
+  if ('error' in parsed) {
+    process.stderr.write(`gateway: ${parsed.error}\n\n${USAGE}`)
+    return 2
   }
+  switch (parsed.command) {
+    case 'help':
+      process.stdout.write(helpText())
+      return 0
+    case 'version':
+      process.stdout.write(`gateway ${VERSION} (bun ${Bun.version})\n`)
+      return 0
+    case 'healthcheck':
+      return (await healthy(loadConfig())) ? 0 : 1
+  }
+
   const config = loadConfig()
-  const log = createLogger(config.logLevel)
-  // backend trouble (e.g. Redis reconnecting) is logged at most once per 5 s per message
-  const lastLogged = new Map<string, number>()
-  const backend = await createBackend(config, systemClock, (e) => {
-    const msg = e instanceof Error ? e.message : String(e)
-    const now = Date.now()
-    if ((lastLogged.get(msg) ?? 0) > now - 5000) return
-    lastLogged.set(msg, now)
-    log.warn('backend error', { error: msg })
+  const node = await createNode(config)
+  const { log } = node
+  // the port first: a start that cannot listen exits before any credential is created
+  let server
+  try {
+    server = node.listen()
+  } catch (e) {
+    await node.close()
+    throw new Error(`cannot listen on ${config.host}:${config.port}: ${e instanceof Error ? e.message : String(e)}`)
+  }
+  const boot = await node.bootstrap().catch(async (e) => {
+    await node.close()
+    throw e
   })
-  const core = createCore(backend, systemClock, config)
-  const boot = await bootstrap(backend.control, systemClock, config)
   if (boot.created) {
     // printed once, on creation only: the operator's only chance to see generated secrets
     process.stdout.write(
       `\nBootstrap credentials (shown once):\n  account: ${boot.accountId}\n  app:     ${boot.appId}\n` +
-      (boot.created.key ? `  key:     ${boot.created.key}\n` : '') +
-      (boot.created.accessToken ? `  management access token: ${boot.created.accessToken}\n` : '') + '\n',
+        (boot.created.key ? `  key:     ${boot.created.key}\n` : '') +
+        (boot.created.accessToken ? `  management access token: ${boot.created.accessToken}\n` : '') +
+        '\n',
     )
   }
-  monitorEventLoop()
-  const app = buildApp(core, config, log)
-  const server = serve(app, core, config, log, { port: config.port, hostname: config.host })
-  log.info('listening', { port: server.port, host: config.host, backend: backend.kind, app: boot.appId })
+  // the store must keep the data this node started on: checked every 5 s (and on every /ready)
+  let problem: string | undefined
+  setInterval(async () => {
+    const now = (await node.core.health().catch(() => undefined))?.problem
+    if (now && now !== problem) log.error('not ready: data', { problem: now })
+    else if (!now && problem) log.info('ready again: the store holds the data this node started on')
+    problem = now
+  }, 5000).unref()
+  log.info('listening', {
+    port: server.port,
+    host: config.host,
+    backend: node.backend.kind,
+    app: boot.appId,
+    version: VERSION,
+  })
 
-  // Graceful shutdown: stop accepting, end event streams (clients resume elsewhere or after the
-  // restart with their last event id), let in-flight requests finish, flush the store, exit.
   let stopping = false
   const stop = async (signal: string) => {
     if (stopping) return
     stopping = true
     log.info('shutting down', { signal })
-    const forced = setTimeout(() => {
-      log.warn('shutdown timed out; closing the remaining connections', { ms: config.shutdownTimeoutMs })
-      void server.stop(true)
-    }, config.shutdownTimeoutMs)
-    const drained = server.stop(false)
-    const streams = core.hub.disconnectAll()
-    await drained
-    clearTimeout(forced)
-    core.chat.close()
-    // webhook deliveries still queued get what is left of the shutdown bound
-    const undelivered = await core.webhooks.settle(Math.max(0, config.shutdownTimeoutMs / 2))
-    if (undelivered) log.warn('webhook messages not delivered before shutdown', { count: undelivered })
-    await backend.close()
+    const streams = await node.shutdown()
     log.info('stopped', { streams })
+    flushLogs()
     process.exit(0)
   }
   process.on('SIGTERM', () => void stop('SIGTERM'))
   process.on('SIGINT', () => void stop('SIGINT'))
+  return undefined
 }
 
-main().catch((e) => {
-  process.stderr.write(`fatal: ${e instanceof Error ? e.message : String(e)}\n`)
-  process.exit(1)
-})
+/** `gateway healthcheck`: GET /health of the node this environment configures (self-signed TLS accepted). */
+async function healthy(config: Config): Promise<boolean> {
+  const wildcard = config.host === '0.0.0.0' || config.host === '::' || config.host === ''
+  const host = wildcard ? '127.0.0.1' : config.host.includes(':') ? `[${config.host}]` : config.host
+  const url = `${config.tlsCertFile ? 'https' : 'http'}://${host}:${config.port}/health`
+  try {
+    const r = await fetch(url, { tls: { rejectUnauthorized: false }, signal: AbortSignal.timeout(3000) } as RequestInit)
+    return r.status === 200
+  } catch (e) {
+    process.stderr.write(`healthcheck: ${url}: ${e instanceof Error ? e.message : String(e)}\n`)
+    return false
+  }
+}
+
+main().then(
+  (code) => {
+    if (code !== undefined) process.exitCode = code
+  },
+  (e) => {
+    process.stderr.write(`fatal: ${e instanceof Error ? e.message : String(e)}\n`)
+    process.exit(1)
+  },
+)

@@ -1,5 +1,5 @@
-import { Elysia } from 'elysia'
-import { openapi } from '@elysiajs/openapi'
+import type { Server } from 'bun'
+import { Elysia, type AnyElysia } from 'elysia'
 import type { Core } from './core'
 import { GatewayError } from './errors'
 import type { Logger } from './lib/logger'
@@ -8,44 +8,72 @@ import { chatRoutes } from './api/chat'
 import { controlRoutes } from './api/control'
 import { integrationRoutes } from './api/control/integrations'
 import { sandboxRoutes } from './api/control/sandbox'
-import { fastPublish } from './api/channels/fast-publish'
+import { publishHandler, publishRoute, PUBLISH_ROUTE } from './api/channels/publish-endpoint'
 import { healthRoutes } from './api/health'
+import { openapiRoutes } from './api/openapi'
+import { consoleRoutes } from './api/console'
 import { objectRoutes } from './api/objects'
 import { pushRoutes } from './api/push'
-import { parseBody, preflight } from './api/plugins/codec'
+import { bodyParser, checkDeclaredLength, type BodyLimits } from './api/plugins/body'
+import { CorsPolicy, useCors } from './api/plugins/cors'
 import { errorsPlugin } from './api/plugins/errors'
-import { observability } from './api/observability'
+import { bodyValidation, type RouteEntry } from './api/plugins/validation'
+import { observability, type AddressOf } from './api/observability'
+import { isLongLived } from './api/long-lived'
 import { sseRoutes, type SseSettings } from './api/sse'
+import { realtime, UPGRADED, type Realtime, type RealtimeLimits } from './api/realtime'
+import type { SocketData } from './api/realtime/connection'
 
-export interface ServerSettings extends SseSettings {
-  maxBodySize: number
+export interface ServerSettings extends SseSettings, BodyLimits, RealtimeLimits {
   sandboxProvisioning: boolean
+  /** Serve the web console at /console (CONSOLE). */
+  webConsole: boolean
   logLevel: string
   tlsCertFile: string
   tlsKeyFile: string
+  idleConnectionTimeoutMs: number
+  corsOrigins: string[]
+  reusePort: boolean
+}
+
+/** What the node tells the app about itself: `ready` is false until the node is bootstrapped. */
+export interface NodeState {
+  ready: () => boolean
+  /** The client address of a request (from the listening server; undefined in-process). */
+  addressOf: AddressOf
 }
 
 /** Builds the Elysia app of one node from the core. Never listens: tests call `app.handle`. */
-export function buildApp(core: Core, s: ServerSettings, log: Logger) {
-  return new Elysia({ name: 'gateway', normalize: false })
+export function buildApp(
+  core: Core,
+  s: ServerSettings,
+  log: Logger,
+  node: NodeState = { ready: () => true, addressOf: () => undefined },
+) {
+  const corsPolicy = new CorsPolicy(s.corsOrigins)
+  // the publish route reads its own body (the same handler serves Bun's router)
+  const parse = bodyParser(s, (method, route) => method === 'POST' && route === PUBLISH_ROUTE)
+  let routes: () => readonly RouteEntry[] = () => []
+  const validate = bodyValidation(() => routes())
+  let root: AnyElysia | undefined // the document is built from the whole app, on first request
+  const app = new Elysia({ name: 'gateway', normalize: false })
     .use(errorsPlugin(log))
-    .use(observability(core, log, s.logLevel === 'debug'))
+    .use(observability(core, log, node.addressOf))
     .onRequest(({ request }) => {
-      if (request.method === 'OPTIONS') return preflight(request)
-      const len = request.headers.get('content-length')
-      if (len !== null && Number(len) > s.maxBodySize) {
-        throw new GatewayError(40009, `Request body too large (limit is ${s.maxBodySize} bytes)`)
+      useCors(request, corsPolicy)
+      if (request.method === 'OPTIONS') {
+        if (!corsPolicy.allows(request.headers.get('origin')))
+          throw new GatewayError(40300, 'Origin not allowed by this server (CORS_ORIGINS)')
+        return corsPolicy.preflight(request)
       }
+      checkDeclaredLength(request, s.maxBodySize)
     })
-    .onParse({ as: 'global' }, ({ request, contentType }) => parseBody(request, contentType))
-    .use(openapi({
-      path: '/openapi',
-      documentation: {
-        info: { title: 'Messaging gateway', version: '1', description: 'Channel REST, event stream (SSE) and management (/v1) interfaces.' },
-      },
-    }))
-    .use(healthRoutes(core))
-    .use(channelRoutes(core))
+    .onParse({ as: 'global' }, ({ request, contentType, route }) => parse(request, contentType, route))
+    .onTransform({ as: 'global' }, validate)
+    .use(openapiRoutes(() => root!))
+    .use(consoleRoutes(s.webConsole))
+    .use(healthRoutes(core, node.ready))
+    .use(channelRoutes(core, publishHandler(core, s, log)))
     .use(sseRoutes(core, s))
     .use(controlRoutes(core))
     .use(integrationRoutes(core))
@@ -53,29 +81,69 @@ export function buildApp(core: Core, s: ServerSettings, log: Logger) {
     .use(objectRoutes(core))
     .use(chatRoutes(core))
     .use(pushRoutes(core))
+  routes = () => app.routes as readonly RouteEntry[]
+  root = app
+  return app
 }
 
 export type App = ReturnType<typeof buildApp>
 
-export interface ListenOptions { port: number; hostname: string }
+export interface ListenOptions {
+  port: number
+  hostname: string
+}
+
+/** The listening server of a node, with its realtime transport (shutdown disconnects its clients). */
+export type GatewayServer = Server<SocketData> & { realtime: Realtime }
 
 /**
- * Serves the app: Bun's native router takes the publish hot path, everything else goes through
- * Elysia. Idle timeout is off (event streams are long-lived and send their own keepalives).
+ * Bun's own body limit, a backstop above ours: a declared length up to twice MAX_BODY_SIZE gets our
+ * 413 (checked before anything is read) and a chunked body is refused by our count as it passes
+ * MAX_BODY_SIZE. Bun answers beyond it alone, with a bare 413 (see README, Security).
  */
-export function serve(app: App, core: Core, s: ServerSettings, log: Logger, o: ListenOptions) {
-  const fetch = (req: Request) => {
+const runtimeBodyLimit = (maxBodySize: number) => 2 * maxBodySize
+
+/**
+ * Serves the app: WebSocket upgrades on `/` go to the realtime transport, Bun's native router
+ * takes every publish (`POST /channels/{channel}/messages`, any format: the handler the Elysia
+ * route calls too), everything else goes through Elysia. Connections idle (between
+ * requests) for IDLE_CONNECTION_TIMEOUT_MS are closed by Bun, which also cuts a request whose body
+ * has not fully arrived by then; event streams, open for as long as their client stays, are
+ * exempt from it (WebSockets have their own idle handling).
+ */
+export function serve(app: App, core: Core, s: ServerSettings, log: Logger, o: ListenOptions): GatewayServer {
+  const rt = realtime(core, s, log)
+  const exempt = (res: Response, req: Request, server: Server<SocketData>) => {
+    if (isLongLived(res)) server.timeout(req, 0)
+    return res
+  }
+  const http = (req: Request, server: Server<SocketData>) => {
     // Elysia finds the path at index >= 11 of the URL: a very short Host (`Host: gw`) would lose it
     const slash = req.url.indexOf('/', req.url.indexOf('//') + 2)
-    return app.fetch(slash >= 11 ? req : new Request('http://localhost' + req.url.slice(slash), req))
+    const res = app.fetch(slash >= 11 ? req : new Request('http://localhost' + req.url.slice(slash), req))
+    return res instanceof Promise ? res.then((r) => exempt(r, req, server)) : exempt(res, req, server)
   }
-  return Bun.serve({
+  const fetch = (req: Request, server: Server<SocketData>) => {
+    if (req.headers.has('upgrade')) {
+      const r = rt.upgrade(req, server)
+      if (r === UPGRADED) return undefined
+      if (r) return r
+    }
+    return http(req, server)
+  }
+  const server = Bun.serve<SocketData>({
     port: o.port,
     hostname: o.hostname,
-    idleTimeout: 0,
-    maxRequestBodySize: s.maxBodySize + 1024,
+    reusePort: s.reusePort,
+    idleTimeout: Math.ceil(s.idleConnectionTimeoutMs / 1000),
+    maxRequestBodySize: runtimeBodyLimit(s.maxBodySize),
     tls: s.tlsCertFile ? { cert: Bun.file(s.tlsCertFile), key: Bun.file(s.tlsKeyFile) } : undefined,
-    routes: { '/channels/:channel/messages': { POST: fastPublish(core, s.maxBodySize, log, s.logLevel === 'debug', fetch) } },
+    routes: {
+      [PUBLISH_ROUTE]: { POST: publishRoute(publishHandler(core, s, log), new CorsPolicy(s.corsOrigins), log) },
+    },
     fetch,
-  })
+    websocket: rt.websocket,
+  }) as GatewayServer
+  server.realtime = rt
+  return server
 }

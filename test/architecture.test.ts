@@ -1,6 +1,6 @@
 import { expect, test } from 'bun:test'
-import { readdirSync, readFileSync, statSync } from 'node:fs'
-import { join, relative } from 'node:path'
+import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs'
+import { dirname, join, relative } from 'node:path'
 
 const SRC = join(import.meta.dir, '..', 'src')
 
@@ -11,6 +11,36 @@ function files(dir: string): string[] {
   })
 }
 
+interface Source {
+  /** Path relative to src, e.g. `core/auth/capability.ts`. */
+  rel: string
+  text: string
+  /** Relative imports, resolved to paths relative to src (with `.ts`). */
+  imports: string[]
+  packages: string[]
+}
+
+/** A relative import as a path relative to src: `x.ts`, or a folder's `x/index.ts`. */
+function resolve(path: string): string {
+  const p = path.replace(/\.ts$/, '')
+  return relative(SRC, existsSync(p + '.ts') || !existsSync(join(p, 'index.ts')) ? p + '.ts' : join(p, 'index.ts'))
+}
+
+const sources: Source[] = files(SRC).map((file) => {
+  const rel = relative(SRC, file)
+  const text = readFileSync(file, 'utf8')
+  const imports: string[] = []
+  const packages: string[] = []
+  for (const m of text.matchAll(/(?:from|import)\s*\(?\s*'([^']+)'/g)) {
+    const spec = m[1]!
+    if (spec.startsWith('.')) imports.push(resolve(join(dirname(file), spec)))
+    else packages.push(spec)
+  }
+  return { rel, text, imports, packages }
+})
+
+const areaOf = (rel: string) => (rel.includes('/') ? rel.split('/')[0]! : 'root')
+
 /** Which top-level areas each area may import (architecture doc: import direction). */
 const ALLOWED: Record<string, string[]> = {
   lib: ['lib'],
@@ -20,26 +50,111 @@ const ALLOWED: Record<string, string[]> = {
   backend: ['backend', 'core', 'errors', 'lib'],
   api: ['api', 'core', 'errors', 'lib'],
 }
-const FORBIDDEN_PACKAGES: Record<string, string[]> = { core: ['elysia', 'redis', 'msgpackr', 'bun:sqlite'] }
+const FORBIDDEN_PACKAGES: Record<string, string[]> = { core: ['elysia', 'redis', 'msgpackr', 'bun:sqlite', 'bun'] }
+
+/** Root files: `main.ts` is the composition root and may import anything; the others never reach a backend. */
+const ROOT_COMPOSITION = new Set(['main.ts', 'node.ts'])
 
 test('imports follow the architecture direction', () => {
   const problems: string[] = []
-  for (const file of files(SRC)) {
-    const rel = relative(SRC, file)
-    const area = rel.includes('/') ? rel.split('/')[0]! : 'root'
-    if (area === 'root') continue
-    const text = readFileSync(file, 'utf8')
-    for (const m of text.matchAll(/from '([^']+)'/g)) {
-      const spec = m[1]!
-      if (spec.startsWith('.')) {
-        const target = relative(SRC, join(file, '..', spec))
-        const targetArea = target.split('/')[0]!
-        if (!ALLOWED[area]!.includes(targetArea)) problems.push(`${rel} imports ${target}`)
-      } else if (FORBIDDEN_PACKAGES[area]?.some((p) => spec === p || spec.startsWith(p + '/'))) {
-        problems.push(`${rel} imports package ${spec}`)
-      }
+  for (const s of sources) {
+    const area = areaOf(s.rel)
+    for (const target of s.imports) {
+      const targetArea = areaOf(target)
+      if (area === 'root') {
+        if (!ROOT_COMPOSITION.has(s.rel) && targetArea === 'backend') problems.push(`${s.rel} imports ${target}`)
+      } else if (!ALLOWED[area]!.includes(targetArea)) problems.push(`${s.rel} imports ${target}`)
     }
-    if (area !== 'config' && /process\.env/.test(text)) problems.push(`${rel} reads process.env (only config may)`)
+    for (const spec of s.packages) {
+      if (FORBIDDEN_PACKAGES[area]?.some((p) => spec === p || spec.startsWith(p + '/')))
+        problems.push(`${s.rel} imports package ${spec}`)
+    }
+    if (area !== 'config' && /process\.env/.test(s.text)) problems.push(`${s.rel} reads process.env (only config may)`)
   }
   expect(problems).toEqual([])
+})
+
+test('the API reaches storage only through the core (no core.backend, no backend at run time)', () => {
+  const problems = sources
+    .filter((s) => areaOf(s.rel) === 'api' && /\bcore\.backend\b|\.backend\./.test(s.text))
+    .map((s) => s.rel)
+  expect(problems).toEqual([])
+})
+
+test('the two backends are independent of each other (shared code lives in backend/shared)', () => {
+  const problems: string[] = []
+  for (const s of sources) {
+    const [area, sub] = s.rel.split('/')
+    if (area !== 'backend' || (sub !== 'memory' && sub !== 'redis')) continue
+    const other = sub === 'memory' ? 'backend/redis/' : 'backend/memory/'
+    for (const t of s.imports) if (t.startsWith(other)) problems.push(`${s.rel} imports ${t}`)
+  }
+  expect(problems).toEqual([])
+})
+
+test('the core uses no runtime globals of Bun (time, timers and I/O come through ports)', () => {
+  const problems = sources.filter((s) => areaOf(s.rel) === 'core' && /\bBun\./.test(s.text)).map((s) => s.rel)
+  expect(problems).toEqual([])
+})
+
+/**
+ * The layers of the core, lowest first: a folder imports only folders before it (and itself).
+ * The root files `types.ts`, `ports.ts` and every folder's `ports.ts` are below all of them;
+ * `index.ts` (the composition of the services) is above all of them.
+ */
+const CORE_LAYERS = [
+  'limits',
+  'stats',
+  'auth',
+  'model',
+  'control',
+  'rules',
+  'fanout',
+  'presence',
+  'channels',
+  'objects',
+  'chat',
+  'push',
+]
+
+const isCorePort = (rel: string) => rel === 'core/types.ts' || rel === 'core/ports.ts' || rel.endsWith('/ports.ts')
+
+test('no import runs back up the layers of the core', () => {
+  const problems: string[] = []
+  const rank = (rel: string): number => {
+    if (isCorePort(rel)) return -1
+    if (rel === 'core/index.ts') return CORE_LAYERS.length
+    const folder = rel.split('/')[1]!
+    const r = CORE_LAYERS.indexOf(folder)
+    if (r < 0) problems.push(`core folder ${folder} is not in CORE_LAYERS`)
+    return r
+  }
+  for (const s of sources) {
+    if (areaOf(s.rel) !== 'core') continue
+    const from = rank(s.rel)
+    for (const t of s.imports) {
+      if (areaOf(t) !== 'core') continue
+      if (isCorePort(s.rel) && !isCorePort(t)) problems.push(`port ${s.rel} imports ${t}`)
+      else if (rank(t) > from) problems.push(`${s.rel} imports ${t} (a higher layer)`)
+    }
+  }
+  expect([...new Set(problems)]).toEqual([])
+})
+
+test('no import circles anywhere in src', () => {
+  const graph = new Map(sources.map((s) => [s.rel, s.imports.filter((t) => t !== s.rel)]))
+  const state = new Map<string, 'open' | 'done'>()
+  const circles: string[] = []
+  const visit = (node: string, path: string[]) => {
+    if (state.get(node) === 'done') return
+    if (state.get(node) === 'open') {
+      circles.push([...path.slice(path.indexOf(node)), node].join(' -> '))
+      return
+    }
+    state.set(node, 'open')
+    for (const next of graph.get(node) ?? []) visit(next, [...path, node])
+    state.set(node, 'done')
+  }
+  for (const node of graph.keys()) visit(node, [])
+  expect(circles).toEqual([])
 })

@@ -2,8 +2,12 @@ import { afterAll, beforeAll, expect, test } from 'bun:test'
 import { createTestGateway, type TestGateway } from './helpers/gateway'
 
 let gw: TestGateway
-beforeAll(async () => { gw = await createTestGateway() })
-afterAll(async () => { await gw.close() })
+beforeAll(async () => {
+  gw = await createTestGateway()
+})
+afterAll(async () => {
+  await gw.close()
+})
 
 test('publish then read back', async () => {
   const r = await gw.request('/channels/smoke/messages', { method: 'POST', json: { name: 'n', data: 'd' } })

@@ -32,20 +32,30 @@ const PARALLEL = 6
 
 export function accountFixture(i: number): AccountFixture {
   const n = String(i).padStart(3, '0')
-  return { accountId: `bench-acct-${n}`, appId: `benchapp${n}`, key: `benchapp${n}.key${n}:secret-${n}-not-for-production`, token: `bench-token-${n}-not-for-production` }
+  return {
+    accountId: `bench-acct-${n}`,
+    appId: `benchapp${n}`,
+    key: `benchapp${n}.key${n}:secret-${n}-not-for-production`,
+    token: `bench-token-${n}-not-for-production`,
+  }
 }
 
 /** A fresh DATA_DIR holding `k` accounts, each with one app, a root key and an access token. */
 export async function prepareAccounts(k: number, logDir: string): Promise<AccountsDataDir> {
   const dir = mkdtempSync(join(tmpdir(), 'gateway-bench-accounts-'))
   const unregister = onExit(() => rmSync(dir, { recursive: true, force: true }))
-  const remove = () => { rmSync(dir, { recursive: true, force: true }); unregister() }
+  const remove = () => {
+    rmSync(dir, { recursive: true, force: true })
+    unregister()
+  }
   const accounts = Array.from({ length: k }, (_, i) => accountFixture(i))
   const logs = join(logDir, 'bootstrap')
   mkdirSync(logs, { recursive: true })
   const create = async (a: AccountFixture, i: number) => {
     const gw = await startGateway({
-      logDir: logs, name: `account-${i}`, dataDir: dir,
+      logDir: logs,
+      name: `account-${i}`,
+      dataDir: dir,
       env: { BOOTSTRAP_ACCOUNT_ID: a.accountId, BOOTSTRAP_KEY: a.key, BOOTSTRAP_ACCESS_TOKEN: a.token },
     })
     await gw.stop()
@@ -53,7 +63,8 @@ export async function prepareAccounts(k: number, logDir: string): Promise<Accoun
   try {
     const t0 = performance.now()
     await create(accounts[0]!, 0)
-    for (let i = 1; i < k; i += PARALLEL) await Promise.all(accounts.slice(i, i + PARALLEL).map((a, j) => create(a, i + j)))
+    for (let i = 1; i < k; i += PARALLEL)
+      await Promise.all(accounts.slice(i, i + PARALLEL).map((a, j) => create(a, i + j)))
     console.log(`accounts: ${k} accounts bootstrapped into ${dir} in ${((performance.now() - t0) / 1000).toFixed(1)} s`)
   } catch (e) {
     remove()

@@ -7,8 +7,17 @@ import { join } from 'node:path'
 import { BUN, spawnTracked, stopProcess } from './processes'
 
 type Handlers = Record<string, (args: any) => unknown>
-interface Request { id: number; op: string; args: unknown }
-interface Reply { id: number; ok: boolean; result?: unknown; error?: string }
+interface Request {
+  id: number
+  op: string
+  args: unknown
+}
+interface Reply {
+  id: number
+  ok: boolean
+  result?: unknown
+  error?: string
+}
 
 export interface Agent {
   name: string
@@ -29,9 +38,13 @@ export interface AgentOptions {
 export function startAgent(name: string, script: string, o: AgentOptions): Agent {
   const pending = new Map<number, { resolve: (v: any) => void; reject: (e: Error) => void }>()
   let nextId = 0
-  const profile = o.cpuProfile ? ['--cpu-prof', '--cpu-prof-md', `--cpu-prof-dir=${o.logDir}`, `--cpu-prof-name=${name}`] : []
+  const profile = o.cpuProfile
+    ? ['--cpu-prof', '--cpu-prof-md', `--cpu-prof-dir=${o.logDir}`, `--cpu-prof-name=${name}`]
+    : []
   const proc = spawnTracked([BUN, ...profile, script], {
-    stdout: join(o.logDir, `${name}.log`), stderr: join(o.logDir, `${name}.err.log`), fdLimit: o.fdLimit,
+    stdout: join(o.logDir, `${name}.log`),
+    stderr: join(o.logDir, `${name}.err.log`),
+    fdLimit: o.fdLimit,
     ipc: (message) => {
       const m = message as Reply
       const p = pending.get(m.id)
@@ -42,7 +55,8 @@ export function startAgent(name: string, script: string, o: AgentOptions): Agent
     },
   })
   void proc.exited.then((code) => {
-    for (const p of pending.values()) p.reject(new Error(`${name} exited (${code}) during a call; see ${o.logDir}/${name}.err.log`))
+    for (const p of pending.values())
+      p.reject(new Error(`${name} exited (${code}) during a call; see ${o.logDir}/${name}.err.log`))
     pending.clear()
   })
   return {
@@ -51,10 +65,19 @@ export function startAgent(name: string, script: string, o: AgentOptions): Agent
     call<T>(op: string, args?: unknown, timeoutMs = 120_000): Promise<T> {
       const id = nextId++
       return new Promise<T>((resolve, reject) => {
-        const timer = setTimeout(() => { pending.delete(id); reject(new Error(`${name}: ${op} timed out after ${timeoutMs} ms`)) }, timeoutMs)
+        const timer = setTimeout(() => {
+          pending.delete(id)
+          reject(new Error(`${name}: ${op} timed out after ${timeoutMs} ms`))
+        }, timeoutMs)
         pending.set(id, {
-          resolve: (v) => { clearTimeout(timer); resolve(v) },
-          reject: (e) => { clearTimeout(timer); reject(e) },
+          resolve: (v) => {
+            clearTimeout(timer)
+            resolve(v)
+          },
+          reject: (e) => {
+            clearTimeout(timer)
+            reject(e)
+          },
         })
         proc.send({ id, op, args } satisfies Request)
       })
@@ -74,11 +97,13 @@ export function serveAgent(handlers: Handlers): void {
       if (!handler) throw new Error(`unknown operation ${op}`)
       send({ id, ok: true, result: await handler(args) } satisfies Reply)
     } catch (e) {
-      send({ id, ok: false, error: e instanceof Error ? e.stack ?? e.message : String(e) } satisfies Reply)
+      send({ id, ok: false, error: e instanceof Error ? (e.stack ?? e.message) : String(e) } satisfies Reply)
     }
   })
   process.on('disconnect', () => process.exit(0))
   process.on('SIGTERM', () => process.exit(0)) // a normal exit, so `--cpu-prof` writes its profile
   const parent = process.ppid
-  setInterval(() => { if (process.ppid !== parent) process.exit(0) }, 1000).unref()
+  setInterval(() => {
+    if (process.ppid !== parent) process.exit(0)
+  }, 1000).unref()
 }

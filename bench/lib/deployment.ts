@@ -36,8 +36,15 @@ export async function startDeployment(backend: Backend, o: GatewayOptions): Prom
   if (backend === 'memory') {
     const gw = await startGateway(o)
     return {
-      backend, label: 'memory (1 node)', publishTo: gw, subscribeTo: gw, nodes: [gw], key: gw.key,
-      cpuSeconds: () => cpuSeconds(gw.pid) ?? 0, rssBytes: () => rssBytes(gw.pid) ?? 0, stop: () => gw.stop(),
+      backend,
+      label: 'memory (1 node)',
+      publishTo: gw,
+      subscribeTo: gw,
+      nodes: [gw],
+      key: gw.key,
+      cpuSeconds: () => cpuSeconds(gw.pid) ?? 0,
+      rssBytes: () => rssBytes(gw.pid) ?? 0,
+      stop: () => gw.stop(),
     }
   }
   const redis = await startRedis(o.logDir, `${name}-redis`)
@@ -55,9 +62,18 @@ export async function startDeployment(backend: Backend, o: GatewayOptions): Prom
     await stop()
     throw e
   }
-  const sum = (f: (pid: number) => number | undefined) => [...nodes.map((n) => n.pid), redis.pid].reduce((t, pid) => t + (f(pid) ?? 0), 0)
+  const sum = (f: (pid: number) => number | undefined) =>
+    [...nodes.map((n) => n.pid), redis.pid].reduce((t, pid) => t + (f(pid) ?? 0), 0)
   return {
-    backend, label: 'redis (2 nodes)', publishTo: nodes[0]!, subscribeTo: nodes[1]!, nodes, redis, key: nodes[0]!.key,
-    cpuSeconds: () => sum(cpuSeconds), rssBytes: () => nodes.reduce((t, n) => t + (rssBytes(n.pid) ?? 0), 0), stop,
+    backend,
+    label: 'redis (2 nodes)',
+    publishTo: nodes[0]!,
+    subscribeTo: nodes[1]!,
+    nodes,
+    redis,
+    key: nodes[0]!.key,
+    cpuSeconds: () => sum(cpuSeconds),
+    rssBytes: () => nodes.reduce((t, n) => t + (rssBytes(n.pid) ?? 0), 0),
+    stop,
   }
 }

@@ -14,7 +14,12 @@ export interface FlowControl {
   stop(): Promise<{ checks: number; heldBack: number }>
 }
 
-export function holdToSlowestSubscriber(pub: Publisher, subs: Subscribers, window: number, intervalMs = 10): FlowControl {
+export function holdToSlowestSubscriber(
+  pub: Publisher,
+  subs: Subscribers,
+  window: number,
+  intervalMs = 10,
+): FlowControl {
   let running = true
   let checks = 0
   let heldBack = 0
@@ -29,7 +34,9 @@ export function holdToSlowestSubscriber(pub: Publisher, subs: Subscribers, windo
       allowed = next
       await Bun.sleep(intervalMs)
     }
-  })().catch(() => { /* a process stopping ends the loop */ })
+  })().catch(() => {
+    /* a process stopping ends the loop */
+  })
   return {
     stop: async () => {
       running = false

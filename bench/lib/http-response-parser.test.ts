@@ -4,7 +4,8 @@ import { ResponseParser } from './http-response-parser'
 const CL = (status: number, body: string, extra = '') =>
   `HTTP/1.1 ${status} X\r\nContent-Type: text/plain\r\n${extra}Content-Length: ${Buffer.byteLength(body)}\r\n\r\n${body}`
 // second chunk: 11 bytes that contain CRLFs and a fake chunk terminator
-const CHUNKED = 'HTTP/1.1 200 OK\r\ntransfer-encoding: chunked\r\n\r\n5\r\nhello\r\nB;ext=1\r\n\r\n0\r\n\r\nabcde\r\n0\r\nX-Trailer: 1\r\n\r\n'
+const CHUNKED =
+  'HTTP/1.1 200 OK\r\ntransfer-encoding: chunked\r\n\r\n5\r\nhello\r\nB;ext=1\r\n\r\n0\r\n\r\nabcde\r\n0\r\nX-Trailer: 1\r\n\r\n'
 const PIECES = [
   CL(201, '{"channel":"c","messageId":"m","serials":["1"]}'),
   'HTTP/1.1 100 Continue\r\n\r\n',
@@ -60,7 +61,9 @@ describe('ResponseParser', () => {
 
   test('unframeable input throws', () => {
     expect(() => run([Buffer.from('garbage\r\n\r\n')])).toThrow(/not an HTTP/)
-    expect(() => run([Buffer.from('HTTP/1.1 200 OK\r\nConnection: close\r\n\r\nabc')])).toThrow(/without Content-Length/)
+    expect(() => run([Buffer.from('HTTP/1.1 200 OK\r\nConnection: close\r\n\r\nabc')])).toThrow(
+      /without Content-Length/,
+    )
     expect(() => run([Buffer.from('HTTP/1.1 200 OK\r\nContent-Length: 1x\r\n\r\n')])).toThrow(/bad Content-Length/)
   })
 })

@@ -8,7 +8,13 @@ const CRLF = Buffer.from('\r\n')
 const CRLFCRLF = Buffer.from('\r\n\r\n')
 const MAX_HEAD = 64 * 1024
 
-const enum State { Head, Body, ChunkSize, ChunkData, Trailer }
+const enum State {
+  Head,
+  Body,
+  ChunkSize,
+  ChunkData,
+  Trailer,
+}
 
 export class ResponseParser {
   private state = State.Head
@@ -21,12 +27,17 @@ export class ResponseParser {
   constructor(private readonly onResponse: (status: number) => void) {}
 
   /** True between responses: no partial response is buffered. */
-  get idle(): boolean { return this.state === State.Head && this.carry === null }
+  get idle(): boolean {
+    return this.state === State.Head && this.carry === null
+  }
 
   /** Consumes one chunk of the byte stream; returns how many responses it completed. */
   feed(chunk: Uint8Array): number {
     let data = chunk instanceof Buffer ? chunk : Buffer.from(chunk.buffer, chunk.byteOffset, chunk.byteLength)
-    if (this.carry) { data = Buffer.concat([this.carry, data]); this.carry = null }
+    if (this.carry) {
+      data = Buffer.concat([this.carry, data])
+      this.carry = null
+    }
     const len = data.length
     let pos = 0
     let done = 0
@@ -35,7 +46,10 @@ export class ResponseParser {
         case State.Head: {
           const end = data.indexOf(CRLFCRLF, pos)
           if (end < 0) return this.keep(data, pos, done)
-          if (this.parseHead(data, pos, end)) { done++; this.onResponse(this.status) }
+          if (this.parseHead(data, pos, end)) {
+            done++
+            this.onResponse(this.status)
+          }
           pos = end + 4
           break
         }
@@ -45,23 +59,33 @@ export class ResponseParser {
           pos += take
           this.remaining -= take
           if (this.remaining > 0) break
-          if (this.state === State.Body) { done++; this.complete() } else this.state = State.ChunkSize
+          if (this.state === State.Body) {
+            done++
+            this.complete()
+          } else this.state = State.ChunkSize
           break
         }
         case State.ChunkSize: {
           const eol = data.indexOf(CRLF, pos)
           if (eol < 0) return this.keep(data, pos, done)
           const size = parseInt(data.toString('latin1', pos, eol).split(';')[0]!.trim(), 16)
-          if (!Number.isInteger(size) || size < 0) throw new Error(`bad chunk size line ${JSON.stringify(data.toString('latin1', pos, eol))}`)
+          if (!Number.isInteger(size) || size < 0)
+            throw new Error(`bad chunk size line ${JSON.stringify(data.toString('latin1', pos, eol))}`)
           pos = eol + 2
           if (size === 0) this.state = State.Trailer
-          else { this.state = State.ChunkData; this.remaining = size + 2 }
+          else {
+            this.state = State.ChunkData
+            this.remaining = size + 2
+          }
           break
         }
         case State.Trailer: {
           const eol = data.indexOf(CRLF, pos)
           if (eol < 0) return this.keep(data, pos, done)
-          if (eol === pos) { done++; this.complete() }
+          if (eol === pos) {
+            done++
+            this.complete()
+          }
           pos = eol + 2
           break
         }
@@ -84,10 +108,13 @@ export class ResponseParser {
   /** Parses the head in data[start, end); returns true when the response has no body (complete). */
   private parseHead(data: Buffer, start: number, end: number): boolean {
     if (end - start < 12 || !startsWith(data, start, 'http/1.')) {
-      throw new Error(`not an HTTP/1.x response: ${JSON.stringify(data.toString('latin1', start, Math.min(end, start + 40)))}`)
+      throw new Error(
+        `not an HTTP/1.x response: ${JSON.stringify(data.toString('latin1', start, Math.min(end, start + 40)))}`,
+      )
     }
     const status = (data[start + 9]! - 48) * 100 + (data[start + 10]! - 48) * 10 + (data[start + 11]! - 48)
-    if (!(status >= 100 && status <= 599)) throw new Error(`bad status line ${JSON.stringify(data.toString('latin1', start, end).split('\r\n')[0])}`)
+    if (!(status >= 100 && status <= 599))
+      throw new Error(`bad status line ${JSON.stringify(data.toString('latin1', start, end).split('\r\n')[0])}`)
     this.status = status
     let contentLength = -1
     let chunked = false
@@ -98,7 +125,10 @@ export class ResponseParser {
       if (startsWith(data, line, 'content-length:')) {
         contentLength = parseDecimal(data, line + 15, eol)
       } else if (startsWith(data, line, 'transfer-encoding:')) {
-        chunked = data.toString('latin1', line + 18, eol).toLowerCase().includes('chunked')
+        chunked = data
+          .toString('latin1', line + 18, eol)
+          .toLowerCase()
+          .includes('chunked')
       }
       line = eol + 2
     }
@@ -107,7 +137,10 @@ export class ResponseParser {
       return false // interim response (100 Continue, 103 Early Hints): the final one follows
     }
     if (status === 204 || status === 304) return true
-    if (chunked) { this.state = State.ChunkSize; return false }
+    if (chunked) {
+      this.state = State.ChunkSize
+      return false
+    }
     if (contentLength < 0) throw new Error(`status ${status} response without Content-Length or chunked encoding`)
     if (contentLength === 0) return true
     this.state = State.Body

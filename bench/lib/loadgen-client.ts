@@ -11,6 +11,8 @@ export interface LoadSpec {
   method?: string
   headers?: string[]
   body?: string
+  /** A binary body (e.g. msgpack), base64: sent as is. */
+  bodyBase64?: string
   expectStatus?: number
   seconds: number
   warmup: number
@@ -27,11 +29,24 @@ const LOADGEN = resolve(import.meta.dir, '../loadgen.ts')
 /** Runs bench/loadgen.ts in its own process and returns its result. */
 export async function runLoadgen(spec: LoadSpec): Promise<LoadgenResult> {
   const args = [
-    '--url', spec.url, '--variants', String(spec.variants ?? 1), '--seconds', String(spec.seconds), '--warmup', String(spec.warmup),
-    '--connections', String(spec.connections), '--pipeline', String(spec.pipeline), '--expect', String(spec.expectStatus ?? 200),
+    '--url',
+    spec.url,
+    '--variants',
+    String(spec.variants ?? 1),
+    '--seconds',
+    String(spec.seconds),
+    '--warmup',
+    String(spec.warmup),
+    '--connections',
+    String(spec.connections),
+    '--pipeline',
+    String(spec.pipeline),
+    '--expect',
+    String(spec.expectStatus ?? 200),
     ...(spec.method ? ['--method', spec.method] : []),
     ...(spec.headers ?? []).flatMap((h) => ['--header', h]),
     ...(spec.body !== undefined ? ['--body', spec.body] : []),
+    ...(spec.bodyBase64 !== undefined ? ['--body-base64', spec.bodyBase64] : []),
     ...(spec.serverPid ? ['--server-pid', String(spec.serverPid)] : []),
     ...(spec.label ? ['--label', spec.label] : []),
   ]

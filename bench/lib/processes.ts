@@ -61,7 +61,13 @@ export function installCleanup(): void {
   installed = true
   process.on('exit', () => {
     for (const p of children) p.kill('SIGKILL')
-    for (const fn of exitHooks) { try { fn() } catch { /* best effort */ } }
+    for (const fn of exitHooks) {
+      try {
+        fn()
+      } catch {
+        /* best effort */
+      }
+    }
   })
   for (const sig of ['SIGINT', 'SIGTERM', 'SIGHUP'] as const) {
     process.on(sig, () => {
@@ -84,12 +90,15 @@ export async function waitForOk(url: string, proc: Subprocess, timeoutMs = 20_00
   const until = Date.now() + timeoutMs
   let last = ''
   while (Date.now() < until) {
-    if (proc.exitCode !== null || proc.signalCode !== null) throw new Error(`process exited (${proc.exitCode ?? proc.signalCode}) before ${url} was ready`)
+    if (proc.exitCode !== null || proc.signalCode !== null)
+      throw new Error(`process exited (${proc.exitCode ?? proc.signalCode}) before ${url} was ready`)
     try {
       const res = await fetch(url, { signal: AbortSignal.timeout(1000) })
       if (res.status === 200) return
       last = `status ${res.status}`
-    } catch (e) { last = (e as Error).message }
+    } catch (e) {
+      last = (e as Error).message
+    }
     await Bun.sleep(100)
   }
   throw new Error(`${url} not ready after ${timeoutMs} ms (${last})`)

@@ -1,4 +1,4 @@
-/** Parent side of bench/publisher.ts: one publisher process with its lanes and connections. */
+/** Parent side of bench/publisher.ts: one publisher process with its lanes and connections (HTTP or realtime). */
 import { resolve } from 'node:path'
 import type { Lane, PublishArgs, PublishCounts, PublishResult } from '../publisher'
 import { startAgent } from './agent'
@@ -7,7 +7,9 @@ import { cpuSeconds } from './cpu'
 export type { Lane, PublishCounts, PublishResult }
 const SCRIPT = resolve(import.meta.dir, '../publisher.ts')
 
-export interface PublisherSpec extends Omit<PublishArgs, 'host' | 'port' | 'batch'> {
+export interface PublisherSpec extends Omit<PublishArgs, 'host' | 'port' | 'batch' | 'transport'> {
+  /** HTTP publishes (default) or realtime MESSAGE protocol messages. */
+  transport?: PublishArgs['transport']
   /** http://127.0.0.1:<port> of the gateway. */
   base: string
   /** Messages per publish (default 1). */
@@ -32,9 +34,7 @@ export interface Publisher {
 
 /** `n` lanes all publishing to one channel with one key (fanout, latency). */
 export const sameChannel = (n: number, channel: string, key: string): Lane[] =>
-  Array.from({ length: n }, () => ({ channel, auth: basicAuth(key) }))
-
-export const basicAuth = (key: string) => `Basic ${Buffer.from(key).toString('base64')}`
+  Array.from({ length: n }, () => ({ channel, key }))
 
 /** Starts the publisher process; publishing begins as soon as its connections are open. */
 export async function startPublisher(s: PublisherSpec): Promise<Publisher> {
@@ -42,7 +42,17 @@ export async function startPublisher(s: PublisherSpec): Promise<Publisher> {
   const url = new URL(base)
   const agent = startAgent(name ?? 'publisher', SCRIPT, { logDir, cpuProfile })
   try {
-    await agent.call('start', { ...args, batch: args.batch ?? 1, host: url.hostname, port: Number(url.port) } satisfies PublishArgs, 30_000)
+    await agent.call(
+      'start',
+      {
+        ...args,
+        transport: args.transport ?? 'http',
+        batch: args.batch ?? 1,
+        host: url.hostname,
+        port: Number(url.port),
+      } satisfies PublishArgs,
+      30_000,
+    )
   } catch (e) {
     await agent.stop()
     throw e
@@ -51,9 +61,15 @@ export async function startPublisher(s: PublisherSpec): Promise<Publisher> {
     pid: agent.pid,
     counts: () => agent.call<PublishCounts>('counts'),
     allow: (messages) => agent.call<number>('allow', { messages }),
-    reset: async () => { await agent.call('reset') },
+    reset: async () => {
+      await agent.call('reset')
+    },
     stop: async (drainMs = 5000) => {
-      try { return await agent.call<PublishResult>('stop', { drainMs }, drainMs + 30_000) } finally { await agent.stop() }
+      try {
+        return await agent.call<PublishResult>('stop', { drainMs }, drainMs + 30_000)
+      } finally {
+        await agent.stop()
+      }
     },
     cpuSeconds: () => cpuSeconds(agent.pid) ?? 0,
   }

@@ -6,20 +6,34 @@
 import { join } from 'node:path'
 import { freePort, spawnTracked, stopProcess } from './processes'
 
-export interface RedisServer { url: string; pid: number; stop(): Promise<void> }
+export interface RedisServer {
+  url: string
+  pid: number
+  stop(): Promise<void>
+}
 
 export async function startRedis(logDir: string, name = 'redis'): Promise<RedisServer> {
   const bin = Bun.which('redis-server')
-  if (!bin) throw new Error('redis-server not found on PATH: the --redis variants start their own (apt-get install redis-server)')
+  if (!bin)
+    throw new Error(
+      'redis-server not found on PATH: the --redis variants start their own (apt-get install redis-server)',
+    )
   const port = freePort()
-  const proc = spawnTracked([bin, '--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', '--protected-mode', 'no'], {
-    stdout: join(logDir, `${name}.log`), stderr: join(logDir, `${name}.err.log`),
-  })
+  const proc = spawnTracked(
+    [bin, '--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', '--protected-mode', 'no'],
+    {
+      stdout: join(logDir, `${name}.log`),
+      stderr: join(logDir, `${name}.err.log`),
+    },
+  )
   const until = Date.now() + 10_000
   for (;;) {
     if (proc.exitCode !== null) throw new Error(`redis-server exited (${proc.exitCode}); see ${logDir}/${name}.log`)
     if (await ping(port)) break
-    if (Date.now() > until) { await stopProcess(proc); throw new Error(`redis-server on port ${port} did not answer PING within 10 s`) }
+    if (Date.now() > until) {
+      await stopProcess(proc)
+      throw new Error(`redis-server on port ${port} did not answer PING within 10 s`)
+    }
     await Bun.sleep(50)
   }
   return { url: `redis://127.0.0.1:${port}`, pid: proc.pid, stop: () => stopProcess(proc) }
@@ -30,13 +44,29 @@ function ping(port: number): Promise<boolean> {
   return new Promise((resolve) => {
     const timer = setTimeout(() => resolve(false), 500)
     Bun.connect({
-      hostname: '127.0.0.1', port,
+      hostname: '127.0.0.1',
+      port,
       socket: {
-        open(s) { s.write('PING\r\n') },
-        data(s, d) { clearTimeout(timer); resolve(d.toString().startsWith('+PONG')); s.end() },
-        error() { clearTimeout(timer); resolve(false) },
-        connectError() { clearTimeout(timer); resolve(false) },
+        open(s) {
+          s.write('PING\r\n')
+        },
+        data(s, d) {
+          clearTimeout(timer)
+          resolve(d.toString().startsWith('+PONG'))
+          s.end()
+        },
+        error() {
+          clearTimeout(timer)
+          resolve(false)
+        },
+        connectError() {
+          clearTimeout(timer)
+          resolve(false)
+        },
       },
-    }).catch(() => { clearTimeout(timer); resolve(false) })
+    }).catch(() => {
+      clearTimeout(timer)
+      resolve(false)
+    })
   })
 }

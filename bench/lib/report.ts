@@ -4,21 +4,44 @@ import { join } from 'node:path'
 import type { Headline, RunOptions, ScenarioResult, Table } from './scenario'
 import { renderChart } from './svg-chart'
 
-const HEAD = ['target', 'request', 'req/s', 'responses', 'non-expected', 'unanswered', 'conn err', 'loadgen CPU', 'server CPU']
+const HEAD = [
+  'target',
+  'request',
+  'req/s',
+  'responses',
+  'non-expected',
+  'unanswered',
+  'conn err',
+  'loadgen CPU',
+  'server CPU',
+]
 
 const fmt = (n: number) => Math.round(n).toLocaleString('en-US')
 const pct = (n: number | undefined) => (n === undefined ? 'n/a' : `${n.toFixed(0)}%`)
 
 function rows(r: ScenarioResult): string[][] {
   return r.measurements.map((m) => [
-    m.target, m.request, fmt(m.load.rps), fmt(m.load.responses), String(m.load.unexpected), String(m.load.unanswered),
-    String(m.load.connectionErrors + m.load.protocolErrors), pct(m.load.cpuPercent), pct(m.load.serverCpuPercent),
+    m.target,
+    m.request,
+    fmt(m.load.rps),
+    fmt(m.load.responses),
+    String(m.load.unexpected),
+    String(m.load.unanswered),
+    String(m.load.connectionErrors + m.load.protocolErrors),
+    pct(m.load.cpuPercent),
+    pct(m.load.serverCpuPercent),
   ])
 }
 
 export function machine() {
   const c = cpus()
-  return { cpus: c.length, cpuModel: c[0]?.model ?? 'unknown', platform: `${process.platform}-${process.arch}`, bun: Bun.version, loadavg1m: loadavg()[0] }
+  return {
+    cpus: c.length,
+    cpuModel: c[0]?.model ?? 'unknown',
+    platform: `${process.platform}-${process.arch}`,
+    bun: Bun.version,
+    loadavg1m: loadavg()[0],
+  }
 }
 
 /** Tables of a result: the loadgen runs (first two columns text) and the scenario's own (first column text). */
@@ -37,7 +60,8 @@ export function printTable(r: ScenarioResult): void {
   for (const t of tables(r)) {
     const all = [t.head, ...t.rows]
     const width = t.head.map((_, i) => Math.max(...all.map((row) => (row[i] ?? '').length)))
-    const line = (row: string[]) => row.map((cell, i) => (i < t.textColumns ? cell.padEnd(width[i]!) : cell.padStart(width[i]!))).join('  ')
+    const line = (row: string[]) =>
+      row.map((cell, i) => (i < t.textColumns ? cell.padEnd(width[i]!) : cell.padStart(width[i]!))).join('  ')
     console.log(`\n${t.title ? `${t.title}\n` : ''}${line(t.head)}\n${width.map((w) => '-'.repeat(w)).join('  ')}`)
     for (const row of t.rows) console.log(line(row))
   }
@@ -50,11 +74,15 @@ export function printTable(r: ScenarioResult): void {
 
 function markdown(r: ScenarioResult, o: RunOptions, startedAt: string): string {
   const m = machine()
-  const md = tables(r).map((t) => [
-    ...(t.title ? [`### ${t.title}`, ''] : []),
-    [t.head, t.head.map((_, i) => (i < t.textColumns ? '---' : '---:')), ...t.rows].map((row) => `| ${row.join(' | ')} |`).join('\n'),
-    '',
-  ].join('\n'))
+  const md = tables(r).map((t) =>
+    [
+      ...(t.title ? [`### ${t.title}`, ''] : []),
+      [t.head, t.head.map((_, i) => (i < t.textColumns ? '---' : '---:')), ...t.rows]
+        .map((row) => `| ${row.join(' | ')} |`)
+        .join('\n'),
+      '',
+    ].join('\n'),
+  )
   return [
     `# Benchmark: ${r.scenario}${o.short ? ' (short smoke run)' : ''}`,
     '',
@@ -80,7 +108,10 @@ function markdown(r: ScenarioResult, o: RunOptions, startedAt: string): string {
 /** Writes results.json and summary.md into o.outDir. */
 export async function writeResults(r: ScenarioResult, o: RunOptions, startedAt: string): Promise<void> {
   const ok = r.checks.every((c) => c.ok)
-  await Bun.write(join(o.outDir, 'results.json'), `${JSON.stringify({ ...r, ok, startedAt, options: o, machine: machine() }, null, 2)}\n`)
+  await Bun.write(
+    join(o.outDir, 'results.json'),
+    `${JSON.stringify({ ...r, ok, startedAt, options: o, machine: machine() }, null, 2)}\n`,
+  )
   for (const c of r.charts ?? []) await Bun.write(join(o.outDir, c.file), renderChart(c))
   await Bun.write(join(o.outDir, 'summary.md'), markdown(r, o, startedAt))
 }

@@ -29,6 +29,16 @@ export interface RunOptions {
   batch?: number
   /** fanout: most messages the publishers may be ahead of the slowest subscriber (flow control); 0 = unbounded. */
   window?: number
+  /** Rounds of each variant, alternated: realtime-* (lib/alternation.ts), publish's comparison (default 3; 1 in short mode). */
+  rounds?: number
+  /** presence: members entering the channel (default 1,000). */
+  members?: number
+  /** presence: new attachers, one after the other, each timed until its SYNC is complete (default 20). */
+  attachers?: number
+  /** publish: load generator of the comparison, 'wrk' (default when installed) or 'bun'. */
+  loadgen?: string
+  /** publish: also compare clusters of this many gateway processes sharing one port on a Redis backend, one per entry. */
+  processes?: number[]
   /** CI smoke mode: a few seconds; only correctness is asserted, never speed. */
   short: boolean
   /** bench/results/<timestamp>/: logs of the children, results.json, summary.md. */
@@ -43,16 +53,34 @@ export interface Measurement {
   load: LoadgenResult
 }
 
-export interface Check { name: string; ok: boolean; detail: string }
+export interface Check {
+  name: string
+  ok: boolean
+  detail: string
+}
 
 /** A scenario's own results table (for runs that are not loadgen runs). */
-export interface Table { title: string; head: string[]; rows: string[][] }
+export interface Table {
+  title: string
+  head: string[]
+  rows: string[][]
+}
 
 /** A headline number and the target it is reported against (never asserted). */
-export interface Headline { name: string; value: number; unit: string; target?: string; met?: boolean }
+export interface Headline {
+  name: string
+  value: number
+  unit: string
+  target?: string
+  met?: boolean
+}
 
 /** One line of a chart: [x, y] points, e.g. [seconds, deliveries/s]. */
-export interface Series { name: string; points: Array<[number, number]>; dashed?: boolean }
+export interface Series {
+  name: string
+  points: Array<[number, number]>
+  dashed?: boolean
+}
 
 /** A chart written as <file> next to summary.md and linked from it (svg-chart.ts). */
 export type Chart = { file: string; title: string } & (

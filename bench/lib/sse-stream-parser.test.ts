@@ -27,7 +27,12 @@ function stream(): { bytes: Buffer; expected: Array<[number, number, number]> } 
 
 function run(pieces: Buffer[]) {
   const seen: Array<[number, number, number]> = []
-  const p = new SseStreamParser(7, { message: (sub, pub, seq, stamp) => { expect(sub).toBe(7); seen.push([pub, seq, stamp]) } })
+  const p = new SseStreamParser(7, {
+    message: (sub, pub, seq, stamp) => {
+      expect(sub).toBe(7)
+      seen.push([pub, seq, stamp])
+    },
+  })
   for (const piece of pieces) p.feed(piece)
   return { p, seen }
 }

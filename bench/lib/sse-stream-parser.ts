@@ -5,6 +5,8 @@
  * `<publisher>.<seq>[.<stamp>]` (see sequence-payload.ts). Nothing is decoded or allocated per
  * message; bytes are copied only when a record is split across reads.
  */
+import { readSequence, type SequenceNumbers } from './sequence-payload'
+
 const CRLFCRLF = Buffer.from('\r\n\r\n')
 const MARK = Buffer.from('event: message\ndata: ')
 const DATA = Buffer.from('"data":"')
@@ -12,7 +14,14 @@ const ERROR = Buffer.from('event: error\ndata: ')
 /** A record longer than this without its data numbers is not one of ours. */
 const MAX_CARRY = 64 * 1024
 
-const enum State { Head, ChunkSize, ChunkData, ChunkEnd, Identity, Ended }
+const enum State {
+  Head,
+  ChunkSize,
+  ChunkData,
+  ChunkEnd,
+  Identity,
+  Ended,
+}
 
 export interface SseSink {
   /** One `message` record of subscriber `sub` (stamp is 0 when the data has none). */
@@ -35,11 +44,17 @@ export class SseStreamParser {
   private chunkLeft = 0
   private chunkSize = 0
   private sizeDigits = true
+  private readonly numbers: SequenceNumbers = { publisher: 0, seq: -1, stamp: 0 }
 
-  constructor(readonly index: number, private readonly sink: SseSink) {}
+  constructor(
+    readonly index: number,
+    private readonly sink: SseSink,
+  ) {}
 
   /** True once the server ended the response body (terminating chunk) or it was not a 200. */
-  get ended(): boolean { return this.state === State.Ended }
+  get ended(): boolean {
+    return this.state === State.Ended
+  }
 
   /** Consumes one read of the socket; throws on bytes it cannot frame. */
   feed(data: Buffer): void {
@@ -47,7 +62,10 @@ export class SseStreamParser {
     let pos = 0
     const len = data.length
     if (this.state === State.Head) {
-      if (this.carry) { data = Buffer.concat([this.carry, data]); this.carry = null }
+      if (this.carry) {
+        data = Buffer.concat([this.carry, data])
+        this.carry = null
+      }
       const end = data.indexOf(CRLFCRLF)
       if (end < 0) {
         if (data.length > MAX_CARRY) throw new Error('response head too long')
@@ -77,7 +95,8 @@ export class SseStreamParser {
 
   private head(data: Buffer, end: number): void {
     this.headText = data.toString('latin1', 0, end)
-    if (!/^HTTP\/1\.[01] \d\d\d/.test(this.headText)) throw new Error(`not an HTTP/1.x response: ${JSON.stringify(this.headText.slice(0, 40))}`)
+    if (!/^HTTP\/1\.[01] \d\d\d/.test(this.headText))
+      throw new Error(`not an HTTP/1.x response: ${JSON.stringify(this.headText.slice(0, 40))}`)
     this.status = Number(this.headText.slice(9, 12))
     this.state = /\r\ntransfer-encoding:[^\r]*chunked/i.test(this.headText) ? State.ChunkSize : State.Identity
   }
@@ -92,7 +111,10 @@ export class SseStreamParser {
         case State.ChunkSize: {
           const c = data[pos++]!
           if (c === 10) {
-            if (this.chunkSize === 0) { this.state = State.Ended; return }
+            if (this.chunkSize === 0) {
+              this.state = State.Ended
+              return
+            }
             this.state = State.ChunkData
             this.chunkLeft = this.chunkSize
             this.chunkSize = 0
@@ -101,7 +123,8 @@ export class SseStreamParser {
             const lower = c | 0x20
             const d = c >= 48 && c <= 57 ? c - 48 : lower >= 97 && lower <= 102 ? lower - 87 : -1
             if (d >= 0) this.chunkSize = this.chunkSize * 16 + d
-            else if (c === 59 || c === 32 || c === 9) this.sizeDigits = false // chunk extension: ignored
+            else if (c === 59 || c === 32 || c === 9)
+              this.sizeDigits = false // chunk extension: ignored
             else throw new Error(`bad chunk size byte ${c}`)
           }
           break
@@ -137,29 +160,18 @@ export class SseStreamParser {
       let i = data.indexOf(DATA, m + MARK.length)
       if (i < 0 || i + DATA.length >= end) return this.keep(data, m, end)
       i += DATA.length
-      let c = 0
-      let publisher = 0
-      while (i < end && (c = data[i]!) >= 48 && c <= 57) { publisher = publisher * 10 + c - 48; i++ }
-      if (i >= end) return this.keep(data, m, end)
-      let seq = -1
-      let stamp = 0
-      if (c === 46) {
-        seq = 0
-        while (++i < end && (c = data[i]!) >= 48 && c <= 57) seq = seq * 10 + c - 48
-        if (i >= end) return this.keep(data, m, end)
-        if (c === 46) {
-          while (++i < end && (c = data[i]!) >= 48 && c <= 57) stamp = stamp * 10 + c - 48
-          if (i >= end) return this.keep(data, m, end)
-        }
-      }
+      i = readSequence(data, i, end, this.numbers)
+      if (i < 0) return this.keep(data, m, end)
       this.messages++
-      this.sink.message(this.index, publisher, seq, stamp) // seq -1: data without our numbers
+      const n = this.numbers
+      this.sink.message(this.index, n.publisher, n.seq, n.stamp) // seq -1: data without our numbers
       pos = i
     }
   }
 
   private keep(data: Buffer, from: number, end: number): void {
-    if (end - from > MAX_CARRY) throw new Error(`event-stream record longer than ${MAX_CARRY} bytes without "data" numbers`)
+    if (end - from > MAX_CARRY)
+      throw new Error(`event-stream record longer than ${MAX_CARRY} bytes without "data" numbers`)
     this.carry = Buffer.from(data.subarray(from, end)) // copy: the read buffer is not ours to keep
   }
 

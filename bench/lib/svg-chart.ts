@@ -10,7 +10,18 @@ const H = 400
 const M = { top: 58, right: 24, bottom: 52, left: 78 }
 const PLOT_W = W - M.left - M.right
 const PLOT_H = H - M.top - M.bottom
-const COLORS = ['#1f77b4', '#d62728', '#2ca02c', '#ff7f0e', '#9467bd', '#8c564b', '#e377c2', '#17becf', '#7f7f7f', '#bcbd22']
+const COLORS = [
+  '#1f77b4',
+  '#d62728',
+  '#2ca02c',
+  '#ff7f0e',
+  '#9467bd',
+  '#8c564b',
+  '#e377c2',
+  '#17becf',
+  '#7f7f7f',
+  '#bcbd22',
+]
 
 const esc = (s: string) => s.replace(/&/g, '&amp;').replace(/</g, '&lt;').replace(/>/g, '&gt;').replace(/"/g, '&quot;')
 
@@ -37,7 +48,9 @@ function frame(title: string, yLabel: string, xLabel: string, yMax: number, ySte
   const y = (v: number) => M.top + PLOT_H - (v / yMax) * PLOT_H
   const grid: string[] = []
   for (let v = 0; v <= yMax + yStep / 2; v += yStep) {
-    grid.push(`<line x1="${M.left}" x2="${M.left + PLOT_W}" y1="${y(v).toFixed(1)}" y2="${y(v).toFixed(1)}" stroke="#e0e0e0"/>`)
+    grid.push(
+      `<line x1="${M.left}" x2="${M.left + PLOT_W}" y1="${y(v).toFixed(1)}" y2="${y(v).toFixed(1)}" stroke="#e0e0e0"/>`,
+    )
     grid.push(`<text x="${M.left - 8}" y="${(y(v) + 4).toFixed(1)}" text-anchor="end">${esc(short(v))}</text>`)
   }
   return [
@@ -61,8 +74,12 @@ function legend(names: string[]): string[] {
   let y = 38
   return names.map((n, i) => {
     const w = 24 + n.length * 6.6
-    if (x + w > W - M.right && x > M.left) { x = M.left; y += 14 }
-    const out = `<rect x="${x.toFixed(1)}" y="${y - 9}" width="12" height="10" fill="${COLORS[i % COLORS.length]}"/>` +
+    if (x + w > W - M.right && x > M.left) {
+      x = M.left
+      y += 14
+    }
+    const out =
+      `<rect x="${x.toFixed(1)}" y="${y - 9}" width="12" height="10" fill="${COLORS[i % COLORS.length]}"/>` +
       `<text x="${(x + 17).toFixed(1)}" y="${y}">${esc(n)}</text>`
     x += w
     return out
@@ -84,14 +101,21 @@ export function lineChart(title: string, xLabel: string, yLabel: string, series:
     const color = COLORS[i % COLORS.length]
     const pts = s.points.map(([a, b]) => `${px(a).toFixed(1)},${py(b).toFixed(1)}`).join(' ')
     const dash = s.dashed ? ' stroke-dasharray="7 4"' : ''
-    if (s.points.length > 1) body.push(`<polyline fill="none" stroke="${color}" stroke-width="2"${dash} points="${pts}"/>`)
-    for (const [a, b] of s.points.length <= 60 ? s.points : []) body.push(`<circle cx="${px(a).toFixed(1)}" cy="${py(b).toFixed(1)}" r="2.5" fill="${color}"/>`)
+    if (s.points.length > 1)
+      body.push(`<polyline fill="none" stroke="${color}" stroke-width="2"${dash} points="${pts}"/>`)
+    for (const [a, b] of s.points.length <= 60 ? s.points : [])
+      body.push(`<circle cx="${px(a).toFixed(1)}" cy="${py(b).toFixed(1)}" r="2.5" fill="${color}"/>`)
   })
   body.push(...legend(series.map((s) => s.name)))
   return frame(title, yLabel, xLabel, yS.max, yS.step, body)
 }
 
-export function barChart(title: string, yLabel: string, categories: string[], groups: Array<{ name: string; values: number[] }>): string {
+export function barChart(
+  title: string,
+  yLabel: string,
+  categories: string[],
+  groups: Array<{ name: string; values: number[] }>,
+): string {
   const yS = niceScale(Math.max(0, ...groups.flatMap((g) => g.values.filter(Number.isFinite))))
   const slot = PLOT_W / Math.max(1, categories.length)
   const barW = Math.min(60, (slot * 0.8) / Math.max(1, groups.length))
@@ -103,15 +127,23 @@ export function barChart(title: string, yLabel: string, categories: string[], gr
       const v = g.values[ci]
       if (v === undefined || !Number.isFinite(v)) return
       const x = x0 + gi * barW
-      body.push(`<rect x="${x.toFixed(1)}" y="${py(v).toFixed(1)}" width="${(barW - 2).toFixed(1)}" height="${(M.top + PLOT_H - py(v)).toFixed(1)}" fill="${COLORS[gi % COLORS.length]}"/>`)
-      body.push(`<text x="${(x + barW / 2 - 1).toFixed(1)}" y="${(py(v) - 4).toFixed(1)}" text-anchor="middle" font-size="10">${esc(short(v))}</text>`)
+      body.push(
+        `<rect x="${x.toFixed(1)}" y="${py(v).toFixed(1)}" width="${(barW - 2).toFixed(1)}" height="${(M.top + PLOT_H - py(v)).toFixed(1)}" fill="${COLORS[gi % COLORS.length]}"/>`,
+      )
+      body.push(
+        `<text x="${(x + barW / 2 - 1).toFixed(1)}" y="${(py(v) - 4).toFixed(1)}" text-anchor="middle" font-size="10">${esc(short(v))}</text>`,
+      )
     })
-    body.push(`<text x="${(M.left + ci * slot + slot / 2).toFixed(1)}" y="${M.top + PLOT_H + 18}" text-anchor="middle">${esc(c)}</text>`)
+    body.push(
+      `<text x="${(M.left + ci * slot + slot / 2).toFixed(1)}" y="${M.top + PLOT_H + 18}" text-anchor="middle">${esc(c)}</text>`,
+    )
   })
   if (groups.length > 1 || groups[0]?.name) body.push(...legend(groups.map((g) => g.name)))
   return frame(title, yLabel, '', yS.max, yS.step, body)
 }
 
 export function renderChart(c: Chart): string {
-  return c.kind === 'line' ? lineChart(c.title, c.xLabel, c.yLabel, c.series) : barChart(c.title, c.yLabel, c.categories, c.groups)
+  return c.kind === 'line'
+    ? lineChart(c.title, c.xLabel, c.yLabel, c.series)
+    : barChart(c.title, c.yLabel, c.categories, c.groups)
 }

@@ -21,10 +21,17 @@ const ROOT = resolve(import.meta.dir, '../..')
 export async function startBaseline(logDir: string): Promise<Target> {
   const port = freePort()
   const proc = spawnTracked([BUN, join(ROOT, 'bench/baseline-server.ts')], {
-    env: { PORT: String(port), HOST: '127.0.0.1' }, stdout: join(logDir, 'baseline.log'), stderr: join(logDir, 'baseline.err.log'),
+    env: { PORT: String(port), HOST: '127.0.0.1' },
+    stdout: join(logDir, 'baseline.log'),
+    stderr: join(logDir, 'baseline.err.log'),
   })
   const base = `http://127.0.0.1:${port}`
-  try { await waitForOk(`${base}/`, proc) } catch (e) { await stopProcess(proc); throw e }
+  try {
+    await waitForOk(`${base}/`, proc)
+  } catch (e) {
+    await stopProcess(proc)
+    throw e
+  }
   return { name: 'baseline', base, pid: proc.pid, stop: () => stopProcess(proc) }
 }
 
@@ -42,19 +49,36 @@ export interface GatewayOptions {
   cpuProfile?: boolean
   /** A DATA_DIR prepared by the caller (kept at stop); default a fresh temporary one, removed at stop. */
   dataDir?: string
+  /** The port to listen on (default a free one); several processes share one with REUSE_PORT=true. */
+  port?: number
 }
 
 /** `bun src/main.ts` on a fresh temporary DATA_DIR (or o.dataDir) with BENCH_KEY as its root key. */
 export async function startGateway(o: GatewayOptions): Promise<Target & { key: string }> {
-  const port = freePort()
+  const port = o.port ?? freePort()
   const name = o.name ?? 'gateway'
   const dataDir = o.dataDir ?? mkdtempSync(join(tmpdir(), 'gateway-bench-'))
-  const profile = o.cpuProfile ? ['--cpu-prof', '--cpu-prof-md', `--cpu-prof-dir=${o.logDir}`, `--cpu-prof-name=${name}`] : []
+  const profile = o.cpuProfile
+    ? ['--cpu-prof', '--cpu-prof-md', `--cpu-prof-dir=${o.logDir}`, `--cpu-prof-name=${name}`]
+    : []
   const proc = spawnTracked([BUN, ...profile, join(ROOT, 'src/main.ts')], {
-    env: { PORT: String(port), HOST: '127.0.0.1', DATA_DIR: dataDir, BOOTSTRAP_KEY: BENCH_KEY, LOG_LEVEL: 'warn', REDIS_URL: '', RATE_LIMITS: 'off', ...o.env },
-    stdout: join(o.logDir, `${name}.log`), stderr: join(o.logDir, `${name}.err.log`), fdLimit: o.fdLimit,
+    env: {
+      PORT: String(port),
+      HOST: '127.0.0.1',
+      DATA_DIR: dataDir,
+      BOOTSTRAP_KEY: BENCH_KEY,
+      LOG_LEVEL: 'warn',
+      REDIS_URL: '',
+      RATE_LIMITS: 'off',
+      ...o.env,
+    },
+    stdout: join(o.logDir, `${name}.log`),
+    stderr: join(o.logDir, `${name}.err.log`),
+    fdLimit: o.fdLimit,
   })
-  const removeDataDir = () => { if (!o.dataDir) rmSync(dataDir, { recursive: true, force: true }) }
+  const removeDataDir = () => {
+    if (!o.dataDir) rmSync(dataDir, { recursive: true, force: true })
+  }
   const unregister = onExit(removeDataDir)
   const stop = async () => {
     await stopProcess(proc)
@@ -62,7 +86,9 @@ export async function startGateway(o: GatewayOptions): Promise<Target & { key: s
     unregister()
   }
   const base = `http://127.0.0.1:${port}`
-  try { await waitForOk(`${base}/ready`, proc) } catch (e) {
+  try {
+    await waitForOk(`${base}/ready`, proc)
+  } catch (e) {
     await stop()
     throw new Error(`gateway did not start (logs in ${o.logDir}/${name}*.log): ${(e as Error).message}`)
   }

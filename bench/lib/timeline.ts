@@ -19,7 +19,11 @@ export class Timeline {
   private timer?: ReturnType<typeof setInterval>
   private busy = false
 
-  constructor(private readonly label: string, private readonly read: () => Promise<Sample>, private readonly quiet = false) {}
+  constructor(
+    private readonly label: string,
+    private readonly read: () => Promise<Sample>,
+    private readonly quiet = false,
+  ) {}
 
   start(): this {
     this.t0 = performance.now()
@@ -58,8 +62,11 @@ export class Timeline {
         parts.push(`${k} ${fmt(v)}`)
       }
       if (!this.prev || t - this.prev.t >= 200) this.prev = { t, counters }
-      if (!this.quiet && parts.length) console.log(`  [${this.label}] ${x.toFixed(0).padStart(3)} s: ${parts.join(', ')}`)
-    } catch { /* a sample that failed (process stopping) is skipped */ } finally {
+      if (!this.quiet && parts.length)
+        console.log(`  [${this.label}] ${x.toFixed(0).padStart(3)} s: ${parts.join(', ')}`)
+    } catch {
+      /* a sample that failed (process stopping) is skipped */
+    } finally {
       this.busy = false
     }
   }

@@ -16,38 +16,18 @@
  *      limit) seconds: 10 s with the default 1 s burst. Short mode uses a 0.25 s burst (2.5 s).
  */
 import { accountFixture, prepareAccounts, type AccountFixture } from '../lib/account-fixtures'
-import { cpuSeconds } from '../lib/cpu'
-import { cutNote, deliveryChecks, fmt, openedCheck } from '../lib/delivery-checks'
-import { distribution, type Distribution } from '../lib/percentiles'
-import { basicAuth, startPublisher, type PublishResult } from '../lib/publisher-client'
+import { fmt } from '../lib/delivery-checks'
+import { ACCOUNT_MESSAGE_BYTES as MESSAGE_BYTES, runPacedAccounts, type Phase } from '../lib/paced-accounts'
+import type { Distribution } from '../lib/percentiles'
 import type { Chart, Check, Headline, RunOptions, ScenarioResult, Series } from '../lib/scenario'
-import { startSubscribers } from '../lib/sse-subscriber-client'
-import { startGateway } from '../lib/targets'
-import { Timeline } from '../lib/timeline'
 
 /** The gateway's default messages limit per account per second (LIMIT_MESSAGES_PER_SECOND). */
 const LIMIT = 2000
 const OVER = 1.1
 const TARGET_DELIVERY_P99_MS = 10
 const SHORT_BURST_SECONDS = 0.25
-const MESSAGE_BYTES = 100
 /** Admitted at 110% may differ from burst + limit × window by this share (clock granularity, a batch left in the bucket). */
 const TOLERANCE = 0.01
-const channelOf = (i: number) => `acct-${i}`
-
-interface Phase {
-  name: string
-  rate: number
-  publish: Distribution
-  delivery: Distribution
-  result: PublishResult
-  /** Per account: seconds between its first and last publish, admitted expected by the token bucket. */
-  windows: number[]
-  expected: number[]
-  maxLagMs: number
-  /** % of one core over the measured part: gateway, publisher, subscriber processes. */
-  cpu: { gateway: number; publisher: number; subscriber: number }
-}
 
 const ms = (us: number) => us / 1000
 const inMs = (d: Distribution) => Object.fromEntries(Object.entries(d).map(([k, v]) => [k, k === 'count' ? v : ms(v)]))
@@ -72,113 +52,86 @@ export async function accountsScenario(o: RunOptions): Promise<ScenarioResult> {
   const phases: Phase[] = []
   if (o.redis) notes.push('--redis is not used by this scenario: it runs on one node (memory backend)')
   // an account has one publish in flight and the pacing timer ticks every millisecond
-  if ((rate * OVER) / batch > 500) throw new Error(`--batch ${batch} is too small for ${fmt(rate * OVER)} messages/s per account: at most 500 publishes/s per account keep the schedule; use --batch ${Math.ceil((rate * OVER) / 500)} or more`)
+  if ((rate * OVER) / batch > 500)
+    throw new Error(
+      `--batch ${batch} is too small for ${fmt(rate * OVER)} messages/s per account: at most 500 publishes/s per account keep the schedule; use --batch ${Math.ceil((rate * OVER) / 500)} or more`,
+    )
 
   console.log(`accounts: preparing ${k} accounts …`)
   const data = await prepareAccounts(k, o.outDir)
   try {
-    for (const [phaseName, phaseRate] of [['at the limit', rate], [`at ${Math.round(OVER * 100)}% of the limit`, rate * OVER]] as const) {
+    for (const [phaseName, phaseRate] of [
+      ['at the limit', rate],
+      [`at ${Math.round(OVER * 100)}% of the limit`, rate * OVER],
+    ] as const) {
       const label = `accounts ${phaseName}`
       const first = phases.length === 0
-      console.log(`${label}: ${k} accounts × ${fmt(phaseRate)} messages/s (${batch} per publish) for ${publishSeconds} s ` +
-        `(first ${warmup} s not in the latency percentiles), limit ${fmt(limit)}/s, burst ${fmt(burst)} …`)
-      const gw = await startGateway({
-        logDir: o.outDir, name: `gateway-${phases.length + 1}`, dataDir: data.dir, fdLimit: 4 * k + 1024, cpuProfile: o.profile,
-        env: { RATE_LIMITS: 'on', LIMIT_MESSAGES_PER_SECOND: String(limit), RATE_LIMIT_BURST_SECONDS: String(burstSeconds) },
-      })
-      try {
-        if (first) checks.push(await limitsCheck(gw.base, data.accounts, limit))
-        const subs = await startSubscribers({
-          base: gw.base, channel: '', key: '', count: k, publishers: k, latency: true, logDir: o.outDir, name: `subscriber-${phases.length + 1}`, cpuProfile: o.profile,
-          groups: data.accounts.map((a, i) => ({ channels: [channelOf(i)], key: a.key, lanes: [i] })),
+      console.log(
+        `${label}: ${k} accounts × ${fmt(phaseRate)} messages/s (${batch} per publish) for ${publishSeconds} s ` +
+          `(first ${warmup} s not in the latency percentiles), limit ${fmt(limit)}/s, burst ${fmt(burst)} …`,
+      )
+      const r = await runPacedAccounts(
+        o,
+        data,
+        {
+          label,
+          name: String(phases.length + 1),
+          transport: 'http',
+          rate: phaseRate,
+          batch,
+          limit,
+          burstSeconds,
+          maxCatchUpMs: first ? catchUpMs : undefined,
+          publishSeconds,
+          warmup,
+          seriesSuffix: first ? '' : ` (${Math.round(OVER * 100)}%)`,
+        },
+        first ? async (gw) => [await limitsCheck(gw.base, data.accounts, limit)] : undefined,
+      )
+      const { phase } = r
+      const { result, expected, windows, sent: sentMsgs } = phase
+      phase.name = phaseName
+      phases.push(phase)
+      checks.push(...r.checks)
+      notes.push(...r.notes)
+      series.push(...r.series)
+      if (first) {
+        checks.push({
+          name: `${label}: zero 429 (every message admitted)`,
+          ok: result.refused === 0,
+          detail: `${fmt(result.messages)} messages admitted, ${fmt(sum(result.refusedByLane))} refused in ${fmt(result.refused)} publishes answered 429`,
         })
-        try {
-          checks.push(openedCheck(label, k, subs.opened))
-          if (subs.opened.established !== k) throw new Error(`streams did not open: ${checks.at(-1)!.detail}`)
-          const pub = await startPublisher({
-            base: gw.base, logDir: o.outDir, name: `publisher-${phases.length + 1}`,
-            lanes: data.accounts.map((a, i) => ({ channel: channelOf(i), auth: basicAuth(a.key) })),
-            connections: k, pipeline: 1, rate: phaseRate, batch, stamps: true, bytes: MESSAGE_BYTES, cpuProfile: o.profile,
-            maxCatchUpMs: first ? catchUpMs : undefined,
-          })
-          const suffix = first ? '' : ` (${Math.round(OVER * 100)}%)`
-          const timeline = new Timeline(label, async () => {
-            const [s, p] = await Promise.all([subs.snapshot(), pub.counts()])
-            return { counters: { [`admitted${suffix}`]: p.messages, [`refused 429${suffix}`]: p.refused * batch, [`delivered${suffix}`]: s.received } }
-          }).start()
-          await Bun.sleep(warmup * 1000)
-          await Promise.all([subs.resetLatencies(), pub.reset()])
-          const cpuNow = () => ({ t: performance.now(), gateway: cpuSeconds(gw.pid) ?? 0, publisher: pub.cpuSeconds(), subscriber: subs.cpuSeconds() })
-          const c0 = cpuNow()
-          await Bun.sleep((publishSeconds - warmup) * 1000)
-          const c1 = cpuNow()
-          const pct = (k: 'gateway' | 'publisher' | 'subscriber') => Math.round(((c1[k] - c0[k]) / ((c1.t - c0.t) / 1000)) * 100)
-          const cpu = { gateway: pct('gateway'), publisher: pct('publisher'), subscriber: pct('subscriber') }
-          const result = await pub.stop()
-          const settled = await subs.settle(result.acked, o.short ? 20_000 : 60_000)
-          series.push(...(await timeline.stop()))
-          const windows = result.firstSentMs.map((f, i) => (result.lastSentMs[i]! - f) / 1000)
-          const sentMsgs = result.acked.map((n, i) => n + result.refusedByLane[i]!)
-          const expected = windows.map((w, i) => Math.min(sentMsgs[i]!, burst + limit * w))
-          const phase: Phase = {
-            name: phaseName, rate: phaseRate, publish: result.latencyUs, delivery: distribution(settled.latencies ?? []), result, windows, expected,
-            maxLagMs: result.maxLagMs, cpu,
-          }
-          phases.push(phase)
-
-          const other = Object.entries(result.statuses).filter(([s]) => s !== '201' && s !== '429')
-          const faults = result.unanswered + result.connectionErrors + result.protocolErrors
-          checks.push({
-            name: `${label}: every publish answered 201 or 429, none lost`, ok: other.length === 0 && faults === 0 && result.sent === result.published + result.refused,
-            detail: `${fmt(result.sent)} publishes: statuses ${JSON.stringify(result.statuses)}, unanswered ${result.unanswered}, connection errors ${result.connectionErrors}, ` +
-              `protocol errors ${result.protocolErrors}${result.errorSamples.length ? `; e.g. ${result.errorSamples.slice(0, 3).join(' | ')}` : ''}`,
-          })
-          const scheduled = phaseRate * publishSeconds
-          const slowest = Math.min(...sentMsgs)
-          checks.push({
-            name: `${label}: the publisher kept every account's schedule`, ok: slowest >= scheduled * 0.98,
-            detail: `messages sent per account ${fmt(slowest)} to ${fmt(Math.max(...sentMsgs))} of ${fmt(scheduled)} scheduled (${fmt(phaseRate)}/s × ${publishSeconds} s); ` +
-              `a publish fell at most ${result.maxLagMs.toFixed(1)} ms behind its schedule` +
-              (result.skipped ? `; ${fmt(result.skipped)} messages of slots more than ${fmt(catchUpMs)} ms behind were skipped, not sent` : ''),
-          })
-          if (first) {
-            checks.push({
-              name: `${label}: zero 429 (every message admitted)`, ok: result.refused === 0,
-              detail: `${fmt(result.messages)} messages admitted, ${fmt(sum(result.refusedByLane))} refused in ${fmt(result.refused)} publishes answered 429`,
-            })
-          } else {
-            const off = result.acked.map((n, i) => n - expected[i]!)
-            const worst = off.reduce((w, d, i) => (Math.abs(d) > Math.abs(w.d) ? { d, i } : w), { d: 0, i: 0 })
-            const within = off.every((d, i) => Math.abs(d) <= Math.max(TOLERANCE * expected[i]!, 2 * batch))
-            checks.push({
-              name: `${label}: admitted = burst + limit × window per account (±${TOLERANCE * 100}%)`, ok: within,
-              detail: `admitted ${fmt(result.messages)} = ${fmt(result.messages / k)} per account on average; expected ${fmt(sum(expected))} ` +
-                `(per account ${fmt(burst)} + ${fmt(limit)} × ${windowText(windows)} s); worst account ${worst.i}: ${worst.d >= 0 ? '+' : ''}${fmt(worst.d)} ` +
-                `(${((worst.d / expected[worst.i]!) * 100).toFixed(2)}%)`,
-            })
-            const refusedMsgs = sum(result.refusedByLane)
-            // a bucket starts full: refusals begin only once the excess over the limit has used up the burst
-            const refusalsDue = sentMsgs.map((n, i) => n - expected[i]! > 2 * batch)
-            if (!refusalsDue.some(Boolean)) {
-              notes.push(`${label}: the burst (${fmt(burst)}) outlasts ${publishSeconds} s at ${Math.round(OVER * 100)}%: the excess of ${fmt(phaseRate - limit)}/s uses it up only after ` +
-                `${(burst / (phaseRate - limit)).toFixed(1)} s, so no refusals were due; run longer (--seconds) to see them`)
-            }
-            checks.push({
-              name: `${label}: the rest refused with 429`,
-              ok: refusedMsgs === sum(sentMsgs) - result.messages && result.refusedByLane.every((n, i) => (n > 0) === refusalsDue[i]),
-              detail: `${fmt(refusedMsgs)} messages refused in ${fmt(result.refused)} publishes answered 429 (${fmt(Math.min(...result.refusedByLane))} to ` +
-                `${fmt(Math.max(...result.refusedByLane))} per account), of ${fmt(sum(sentMsgs))} sent`,
-            })
-          }
-          checks.push(...deliveryChecks(label, k, 'every admitted message of its account', settled))
-          notes.push(...cutNote(settled).map((n) => `${label}: ${n}`))
-          if (phase.delivery.min < 0) notes.push(`${label}: negative latency (${ms(phase.delivery.min).toFixed(3)} ms): the processes' wall clocks disagree`)
-        } finally {
-          await subs.close()
-        }
-      } finally {
-        await gw.stop()
+        continue
       }
+      const off = result.acked.map((n, i) => n - expected[i]!)
+      const worst = off.reduce((w, d, i) => (Math.abs(d) > Math.abs(w.d) ? { d, i } : w), { d: 0, i: 0 })
+      const within = off.every((d, i) => Math.abs(d) <= Math.max(TOLERANCE * expected[i]!, 2 * batch))
+      checks.push({
+        name: `${label}: admitted = burst + limit × window per account (±${TOLERANCE * 100}%)`,
+        ok: within,
+        detail:
+          `admitted ${fmt(result.messages)} = ${fmt(result.messages / k)} per account on average; expected ${fmt(sum(expected))} ` +
+          `(per account ${fmt(burst)} + ${fmt(limit)} × ${windowText(windows)} s); worst account ${worst.i}: ${worst.d >= 0 ? '+' : ''}${fmt(worst.d)} ` +
+          `(${((worst.d / expected[worst.i]!) * 100).toFixed(2)}%)`,
+      })
+      const refusedMsgs = sum(result.refusedByLane)
+      // a bucket starts full: refusals begin only once the excess over the limit has used up the burst
+      const refusalsDue = sentMsgs.map((n, i) => n - expected[i]! > 2 * batch)
+      if (!refusalsDue.some(Boolean)) {
+        notes.push(
+          `${label}: the burst (${fmt(burst)}) outlasts ${publishSeconds} s at ${Math.round(OVER * 100)}%: the excess of ${fmt(phaseRate - limit)}/s uses it up only after ` +
+            `${(burst / (phaseRate - limit)).toFixed(1)} s, so no refusals were due; run longer (--seconds) to see them`,
+        )
+      }
+      checks.push({
+        name: `${label}: the rest refused with 429`,
+        ok:
+          refusedMsgs === sum(sentMsgs) - result.messages &&
+          result.refusedByLane.every((n, i) => n > 0 === refusalsDue[i]),
+        detail:
+          `${fmt(refusedMsgs)} messages refused in ${fmt(result.refused)} publishes answered 429 (${fmt(Math.min(...result.refusedByLane))} to ` +
+          `${fmt(Math.max(...result.refusedByLane))} per account), of ${fmt(sum(sentMsgs))} sent`,
+      })
     }
   } finally {
     data.remove()
@@ -187,20 +140,55 @@ export async function accountsScenario(o: RunOptions): Promise<ScenarioResult> {
   const [at, over] = phases as [Phase, Phase | undefined]
   const headlines: Headline[] = [
     { name: 'p99 publish latency at the limit', value: ms(at.publish.p99), unit: 'ms' },
-    { name: 'p99 publish-to-SSE delivery latency at the limit', value: ms(at.delivery.p99), unit: 'ms', target: `≤ ${TARGET_DELIVERY_P99_MS} ms`, met: ms(at.delivery.p99) <= TARGET_DELIVERY_P99_MS },
-    { name: 'messages admitted at the limit (all accounts)', value: at.result.messages, unit: `of ${fmt(at.result.messages + sum(at.result.refusedByLane))} sent` },
+    {
+      name: 'p99 publish-to-SSE delivery latency at the limit',
+      value: ms(at.delivery.p99),
+      unit: 'ms',
+      target: `≤ ${TARGET_DELIVERY_P99_MS} ms`,
+      met: ms(at.delivery.p99) <= TARGET_DELIVERY_P99_MS,
+    },
+    {
+      name: 'messages admitted at the limit (all accounts)',
+      value: at.result.messages,
+      unit: `of ${fmt(at.result.messages + sum(at.result.refusedByLane))} sent`,
+    },
   ]
   if (over) {
     headlines.push(
-      { name: `messages admitted at ${Math.round(OVER * 100)}% (all accounts)`, value: over.result.messages, unit: `expected ${fmt(sum(over.expected))} = ${k} × (${fmt(burst)} burst + ${fmt(limit)}/s × ${windowText(over.windows)} s)` },
-      { name: `messages refused with 429 at ${Math.round(OVER * 100)}%`, value: sum(over.result.refusedByLane), unit: 'messages' },
+      {
+        name: `messages admitted at ${Math.round(OVER * 100)}% (all accounts)`,
+        value: over.result.messages,
+        unit: `expected ${fmt(sum(over.expected))} = ${k} × (${fmt(burst)} burst + ${fmt(limit)}/s × ${windowText(over.windows)} s)`,
+      },
+      {
+        name: `messages refused with 429 at ${Math.round(OVER * 100)}%`,
+        value: sum(over.result.refusedByLane),
+        unit: 'messages',
+      },
     )
   }
-  const PCT = [['p50', 'p50'], ['p90', 'p90'], ['p99', 'p99'], ['p99.9', 'p999'], ['max', 'max']] as const
+  const PCT = [
+    ['p50', 'p50'],
+    ['p90', 'p90'],
+    ['p99', 'p99'],
+    ['p99.9', 'p999'],
+    ['max', 'max'],
+  ] as const
   const charts: Chart[] = [
-    { file: 'throughput.svg', title: `Messages per second, all ${k} accounts (admitted, refused, delivered)`, kind: 'line', xLabel: 'seconds', yLabel: 'messages/s', series },
     {
-      file: 'latency.svg', title: 'Latency percentiles (ms) at the limit and at 110%', kind: 'bar', yLabel: 'ms', categories: PCT.slice(0, 4).map(([n]) => n),
+      file: 'throughput.svg',
+      title: `Messages per second, all ${k} accounts (admitted, refused, delivered)`,
+      kind: 'line',
+      xLabel: 'seconds',
+      yLabel: 'messages/s',
+      series,
+    },
+    {
+      file: 'latency.svg',
+      title: 'Latency percentiles (ms) at the limit and at 110%',
+      kind: 'bar',
+      yLabel: 'ms',
+      categories: PCT.slice(0, 4).map(([n]) => n),
       groups: phases.flatMap((p) => [
         { name: `publish, ${p.name}`, values: PCT.slice(0, 4).map(([, q]) => ms(p.publish[q])) },
         { name: `delivery, ${p.name}`, values: PCT.slice(0, 4).map(([, q]) => ms(p.delivery[q])) },
@@ -209,34 +197,70 @@ export async function accountsScenario(o: RunOptions): Promise<ScenarioResult> {
   ]
   return {
     scenario: 'accounts',
-    description: `Rate limits under load: ${k} accounts on one gateway node (RATE_LIMITS=on, ${fmt(limit)} messages/s per account, burst ${fmt(burst)}), ` +
+    description:
+      `Rate limits under load: ${k} accounts on one gateway node (RATE_LIMITS=on, ${fmt(limit)} messages/s per account, burst ${fmt(burst)}), ` +
       `each publishing ${batch}-message publishes of ${MESSAGE_BYTES}-byte messages on its own connection, paced to a schedule, to its own channel ` +
       'with one SSE subscriber. First at exactly the limit (all must be admitted), then at 110% (admitted must match the token bucket, the rest 429).',
-    load: `${k} accounts; ${publishSeconds} s of publishing per phase (the first ${warmup} s excluded from the latency percentiles); ` +
+    load:
+      `${k} accounts; ${publishSeconds} s of publishing per phase (the first ${warmup} s excluded from the latency percentiles); ` +
       `${fmt(rate)} and ${fmt(rate * OVER)} messages/s per account = ${fmt(k * rate)} and ${fmt(k * rate * OVER)} messages/s in all`,
     measurements: [],
-    tables: [{
-      title: 'Phases',
-      head: ['phase', 'msgs/s per account', 'sent', 'admitted', 'refused (429)', 'expected admitted', 'publish p50 / p99 ms', 'delivery p50 / p99 / max ms',
-        'CPU gateway / publisher / subscriber', 'max schedule lag'],
-      rows: phases.map((p) => {
-        const sent = p.result.messages + sum(p.result.refusedByLane)
-        return [p.name, fmt(p.rate), fmt(sent), fmt(p.result.messages), fmt(sum(p.result.refusedByLane)), fmt(sum(p.expected)),
-          `${ms(p.publish.p50).toFixed(2)} / ${ms(p.publish.p99).toFixed(2)}`, `${ms(p.delivery.p50).toFixed(2)} / ${ms(p.delivery.p99).toFixed(2)} / ${ms(p.delivery.max).toFixed(1)}`,
-          `${p.cpu.gateway}% / ${p.cpu.publisher}% / ${p.cpu.subscriber}%`, `${p.maxLagMs.toFixed(1)} ms`]
-      }),
-    }],
+    tables: [
+      {
+        title: 'Phases',
+        head: [
+          'phase',
+          'msgs/s per account',
+          'sent',
+          'admitted',
+          'refused (429)',
+          'expected admitted',
+          'publish p50 / p99 ms',
+          'delivery p50 / p99 / max ms',
+          'CPU gateway / publisher / subscriber',
+          'max schedule lag',
+        ],
+        rows: phases.map((p) => {
+          const sent = p.result.messages + sum(p.result.refusedByLane)
+          return [
+            p.name,
+            fmt(p.rate),
+            fmt(sent),
+            fmt(p.result.messages),
+            fmt(sum(p.result.refusedByLane)),
+            fmt(sum(p.expected)),
+            `${ms(p.publish.p50).toFixed(2)} / ${ms(p.publish.p99).toFixed(2)}`,
+            `${ms(p.delivery.p50).toFixed(2)} / ${ms(p.delivery.p99).toFixed(2)} / ${ms(p.delivery.max).toFixed(1)}`,
+            `${p.cpu.gateway}% / ${p.cpu.publisher}% / ${p.cpu.subscriber}%`,
+            `${p.maxLagMs.toFixed(1)} ms`,
+          ]
+        }),
+      },
+    ],
     headlines,
     ratios: {},
     checks,
     notes,
     charts,
     details: {
-      accounts: k, limit, burst, burstSeconds, batch, publishSeconds,
+      accounts: k,
+      limit,
+      burst,
+      burstSeconds,
+      batch,
+      publishSeconds,
       phases: phases.map((p) => ({
-        name: p.name, rate: p.rate, publishMs: inMs(p.publish), deliveryMs: inMs(p.delivery), admittedByAccount: p.result.acked,
-        refusedByAccount: p.result.refusedByLane, expectedByAccount: p.expected.map(Math.round), windowSeconds: p.windows, statuses: p.result.statuses,
-        maxLagMs: p.maxLagMs, cpuPercent: p.cpu,
+        name: p.name,
+        rate: p.rate,
+        publishMs: inMs(p.publish),
+        deliveryMs: inMs(p.delivery),
+        admittedByAccount: p.result.acked,
+        refusedByAccount: p.result.refusedByLane,
+        expectedByAccount: p.expected.map(Math.round),
+        windowSeconds: p.windows,
+        statuses: p.result.statuses,
+        maxLagMs: p.maxLagMs,
+        cpuPercent: p.cpu,
       })),
     },
   }
@@ -250,16 +274,22 @@ const windowText = (w: number[]) => {
 
 /** Every account is its own: GET /v1/accounts/{id}/limits with its access token shows the messages limit in force. */
 async function limitsCheck(base: string, accounts: AccountFixture[], limit: number): Promise<Check> {
-  const seen = await Promise.all(accounts.map(async (a) => {
-    const res = await fetch(`${base}/v1/accounts/${a.accountId}/limits`, { headers: { Authorization: `Bearer ${a.token}` } })
-    if (res.status !== 200) return `${a.accountId}: ${res.status} ${(await res.text()).slice(0, 120)}`
-    const body = (await res.json()) as { messages?: { effective?: number } }
-    return body.messages?.effective === limit ? '' : `${a.accountId}: messages limit ${JSON.stringify(body.messages)}`
-  }))
+  const seen = await Promise.all(
+    accounts.map(async (a) => {
+      const res = await fetch(`${base}/v1/accounts/${a.accountId}/limits`, {
+        headers: { Authorization: `Bearer ${a.token}` },
+      })
+      if (res.status !== 200) return `${a.accountId}: ${res.status} ${(await res.text()).slice(0, 120)}`
+      const body = (await res.json()) as { messages?: { effective?: number } }
+      return body.messages?.effective === limit ? '' : `${a.accountId}: messages limit ${JSON.stringify(body.messages)}`
+    }),
+  )
   const bad = seen.filter(Boolean)
   return {
-    name: 'accounts: every account exists on its own with the messages limit in force', ok: bad.length === 0,
-    detail: `${accounts.length - bad.length} of ${accounts.length} accounts (${accountFixture(0).accountId} …) answer GET /v1/accounts/{id}/limits with ` +
+    name: 'accounts: every account exists on its own with the messages limit in force',
+    ok: bad.length === 0,
+    detail:
+      `${accounts.length - bad.length} of ${accounts.length} accounts (${accountFixture(0).accountId} …) answer GET /v1/accounts/{id}/limits with ` +
       `messages ${fmt(limit)}/s${bad.length ? `; e.g. ${bad.slice(0, 3).join(' | ')}` : ''}`,
   }
 }

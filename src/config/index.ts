@@ -5,22 +5,45 @@ export { SETTINGS, type Config } from './schema'
  * Reads the environment once and validates every setting; all problems are reported together.
  * `overrides` (by setting name) take precedence, which is how tests build configs.
  */
-export function loadConfig(env: Record<string, string | undefined> = process.env, overrides: Partial<Config> = {}): Config {
+export function loadConfig(
+  env: Record<string, string | undefined> = process.env,
+  overrides: Partial<Config> = {},
+): Config {
   const out: Record<string, unknown> = {}
   const problems: string[] = []
   for (const name of Object.keys(SETTINGS) as SettingName[]) {
-    if (name in overrides) { out[name] = overrides[name]; continue }
+    if (name in overrides) {
+      out[name] = overrides[name]
+      continue
+    }
     const s = SETTINGS[name]
     const raw = env[s.env] ?? s.default
-    try { out[name] = s.parse(raw) } catch (e) { problems.push(`${s.env}: ${(e as Error).message}`) }
+    try {
+      out[name] = s.parse(raw)
+    } catch (e) {
+      problems.push(`${s.env}: ${(e as Error).message}`)
+    }
   }
-  if (!problems.length && !out.tlsCertFile !== !out.tlsKeyFile) problems.push('TLS_CERT_FILE and TLS_KEY_FILE: set both or neither')
+  if (!problems.length && !out.tlsCertFile !== !out.tlsKeyFile)
+    problems.push('TLS_CERT_FILE and TLS_KEY_FILE: set both or neither')
+  // a body slower than the idle timeout is cut by the runtime with no answer instead of our 408
+  if (
+    !problems.length &&
+    (out.idleConnectionTimeoutMs as number) > 0 &&
+    (out.requestBodyTimeoutMs as number) >= (out.idleConnectionTimeoutMs as number)
+  )
+    problems.push('REQUEST_BODY_TIMEOUT_MS must be below IDLE_CONNECTION_TIMEOUT_MS (unless that is 0)')
+  // processes sharing a port are separate nodes: only Redis shares channels between nodes
+  if (!problems.length && out.reusePort && !out.redisUrl)
+    problems.push('REUSE_PORT needs REDIS_URL: every process is a node, and only Redis shares channels between nodes')
   if (problems.length) throw new Error(`invalid configuration:\n  ${problems.join('\n  ')}`)
   return out as Config
 }
 
 /** The settings listing (README table and --help), generated from the schema. */
 export function settingsTable(): string {
-  const rows = Object.values(SETTINGS).map((s) => `| \`${s.env}\` | ${s.default ? `\`${s.default}\`` : '(unset)'} | ${s.description} |`)
+  const rows = Object.values(SETTINGS).map(
+    (s) => `| \`${s.env}\` | ${s.default ? `\`${s.default}\`` : '(unset)'} | ${s.description} |`,
+  )
   return ['| Variable | Default | Meaning |', '|---|---|---|', ...rows].join('\n')
 }

@@ -5,11 +5,13 @@
  */
 export type Parser<T> = (raw: string) => T
 
-const int = (min: number, max = Number.MAX_SAFE_INTEGER): Parser<number> => (raw) => {
-  const n = Number(raw)
-  if (!Number.isInteger(n) || n < min || n > max) throw new Error(`must be an integer in [${min}, ${max}]`)
-  return n
-}
+const int =
+  (min: number, max = Number.MAX_SAFE_INTEGER): Parser<number> =>
+  (raw) => {
+    const n = Number(raw)
+    if (!Number.isInteger(n) || n < min || n > max) throw new Error(`must be an integer in [${min}, ${max}]`)
+    return n
+  }
 const str: Parser<string> = (raw) => raw
 const bool: Parser<boolean> = (raw) => {
   const v = raw.toLowerCase()
@@ -28,62 +30,414 @@ const positive: Parser<number> = (raw) => {
   if (!Number.isFinite(n) || n <= 0) throw new Error('must be a positive number')
   return n
 }
-const oneOf = <T extends string>(...values: T[]): Parser<T> => (raw) => {
-  if (!(values as string[]).includes(raw)) throw new Error(`must be one of ${values.join(', ')}`)
-  return raw as T
+const oneOf =
+  <T extends string>(...values: T[]): Parser<T> =>
+  (raw) => {
+    if (!(values as string[]).includes(raw)) throw new Error(`must be one of ${values.join(', ')}`)
+    return raw as T
+  }
+
+/** `*` (any origin), `none`, or a comma-separated list of origins (`scheme://host[:port]`). */
+const origins: Parser<string[]> = (raw) => {
+  const v = raw.trim()
+  if (v === '*') return ['*']
+  if (v === 'none') return []
+  const list = v.split(',').map((o) => o.trim())
+  for (const o of list) {
+    let origin: string | undefined
+    try {
+      origin = new URL(o).origin
+    } catch {}
+    if (origin !== o)
+      throw new Error(
+        `must be *, none or a comma-separated list of origins such as https://app.example.com (got "${o}")`,
+      )
+  }
+  return list
 }
 
 const httpUrl: Parser<string> = (raw) => {
   if (raw === '') return raw
   let u: URL
-  try { u = new URL(raw) } catch { throw new Error('must be an http(s) URL') }
+  try {
+    u = new URL(raw)
+  } catch {
+    throw new Error('must be an http(s) URL')
+  }
   if (u.protocol !== 'http:' && u.protocol !== 'https:') throw new Error('must be an http(s) URL')
   return raw
 }
 
-interface Setting<T> { env: string; default: string; description: string; parse: Parser<T>; secret?: boolean }
-const setting = <T>(env: string, def: string, description: string, parse: Parser<T>, secret = false): Setting<T> =>
-  ({ env, default: def, description, parse, secret })
+interface Setting<T> {
+  env: string
+  default: string
+  description: string
+  parse: Parser<T>
+  secret?: boolean
+}
+const setting = <T>(env: string, def: string, description: string, parse: Parser<T>, secret = false): Setting<T> => ({
+  env,
+  default: def,
+  description,
+  parse,
+  secret,
+})
 
 export const SETTINGS = {
   port: setting('PORT', '8080', 'TCP port the server listens on (all five interfaces share it).', int(0, 65535)),
   host: setting('HOST', '0.0.0.0', 'Address the server binds to.', str),
-  dataDir: setting('DATA_DIR', './data', 'Directory of the embedded SQLite store (accounts, apps, keys, persisted history).', str),
+  reusePort: setting(
+    'REUSE_PORT',
+    'false',
+    'Let several gateway processes listen on the same PORT (SO_REUSEPORT: the kernel spreads connections among them), one per core; each process is a node, so REDIS_URL is required.',
+    bool,
+  ),
+  dataDir: setting(
+    'DATA_DIR',
+    './data',
+    'Directory of the embedded SQLite store (accounts, apps, keys, persisted history).',
+    str,
+  ),
   redisUrl: setting('REDIS_URL', '', 'Redis URL; empty runs the embedded single-node backend.', str, true),
-  redisPrefix: setting('REDIS_PREFIX', 'gw:', 'Prefix of every Redis key and pub/sub channel (several gateways can share one Redis).', str),
-  redisTimeoutMs: setting('REDIS_TIMEOUT_MS', '2000', 'A Redis command slower than this fails the request with 503 (ms); connecting uses it too.', int(50)),
-  bootstrapKey: setting('BOOTSTRAP_KEY', '', 'Root API key `appId.keyId:secret` created on a fresh data dir (random when empty).', str, true),
-  bootstrapAccessToken: setting('BOOTSTRAP_ACCESS_TOKEN', '', 'Management access token created on a fresh data dir (random when empty).', str, true),
-  bootstrapAccountId: setting('BOOTSTRAP_ACCOUNT_ID', '', 'Account id created on a fresh data dir (random when empty).', str),
-  logLevel: setting('LOG_LEVEL', 'info', 'Log level: debug, info, warn, error or silent.', oneOf('debug', 'info', 'warn', 'error', 'silent')),
-  historyTtlMs: setting('HISTORY_TTL_MS', '120000', 'History retention of channels outside persisted namespaces (ms).', int(1000)),
-  persistedHistoryTtlMs: setting('PERSISTED_HISTORY_TTL_MS', '86400000', 'History retention of channels in `persisted` namespaces (ms).', int(1000)),
-  ringSize: setting('RING_SIZE', '2000', 'Messages kept in memory per channel for history, rewind and resume.', int(16, 1_000_000)),
-  channelIdleMs: setting('CHANNEL_IDLE_MS', '300000', 'A channel with no subscriber and no message for this long is evicted from memory (ms).', int(1000)),
-  maxMessageSize: setting('MAX_MESSAGE_SIZE', '65536', 'Maximum size of the messages of one publish (bytes, as the hosted service counts it).', int(1)),
-  maxBodySize: setting('MAX_BODY_SIZE', '2097152', 'Maximum HTTP request body (bytes); larger bodies get 413.', int(1024)),
-  idempotencyWindowMs: setting('IDEMPOTENCY_WINDOW_MS', '120000', 'Window in which a repeated client-supplied message id is not published again (ms).', int(1000)),
-  tokenDefaultTtlMs: setting('TOKEN_DEFAULT_TTL_MS', '3600000', 'Lifetime of a token when the request names none (ms).', int(1000)),
-  tokenMaxTtlMs: setting('TOKEN_MAX_TTL_MS', '86400000', 'Longest token lifetime a request may ask for (ms).', int(1000)),
-  tokenRequestWindowMs: setting('TOKEN_REQUEST_WINDOW_MS', '120000', 'Allowed clock skew of a signed token request timestamp (ms).', int(1000)),
-  sseKeepaliveMs: setting('SSE_KEEPALIVE_MS', '15000', 'Interval of keepalives (newline or heartbeat event) on idle event streams (ms).', int(100)),
-  sseMaxChannels: setting('SSE_MAX_CHANNELS', '100', 'Most channels one event-stream connection may subscribe to.', int(1, 10_000)),
-  sseBufferBytes: setting('SSE_BUFFER_BYTES', '524288', 'Unsent bytes allowed per event-stream client before it is cut as too slow.', int(4096)),
-  sandboxProvisioning: setting('SANDBOX_PROVISIONING', 'false', 'Serve the sandbox endpoints (POST /apps without credentials, DELETE /apps/{id}, POST /stats) for test suites and load tests.', bool),
-  shutdownTimeoutMs: setting('SHUTDOWN_TIMEOUT_MS', '10000', 'On SIGTERM/SIGINT, how long in-flight requests may take before connections are closed (ms).', int(0)),
-  tlsCertFile: setting('TLS_CERT_FILE', '', 'PEM certificate (chain) file: when set with TLS_KEY_FILE the server speaks HTTPS.', str),
+  redisPrefix: setting(
+    'REDIS_PREFIX',
+    'gw:',
+    'Prefix of every Redis key and pub/sub channel (several gateways can share one Redis).',
+    str,
+  ),
+  redisTimeoutMs: setting(
+    'REDIS_TIMEOUT_MS',
+    '2000',
+    'A Redis command slower than this fails the request with 503 (ms); connecting uses it too.',
+    int(50),
+  ),
+  bootstrapKey: setting(
+    'BOOTSTRAP_KEY',
+    '',
+    'Root API key `appId.keyId:secret` created on a fresh data dir (random when empty).',
+    str,
+    true,
+  ),
+  bootstrapAccessToken: setting(
+    'BOOTSTRAP_ACCESS_TOKEN',
+    '',
+    'Management access token created on a fresh data dir (random when empty).',
+    str,
+    true,
+  ),
+  bootstrapAccountId: setting(
+    'BOOTSTRAP_ACCOUNT_ID',
+    '',
+    'Account id created on a fresh data dir (random when empty).',
+    str,
+  ),
+  logLevel: setting(
+    'LOG_LEVEL',
+    'info',
+    'Log level: debug, info, warn, error or silent.',
+    oneOf('debug', 'info', 'warn', 'error', 'silent'),
+  ),
+  historyTtlMs: setting(
+    'HISTORY_TTL_MS',
+    '120000',
+    'History retention of channels outside persisted namespaces (ms).',
+    int(1000),
+  ),
+  persistedHistoryTtlMs: setting(
+    'PERSISTED_HISTORY_TTL_MS',
+    '86400000',
+    'History retention of channels in `persisted` namespaces (ms).',
+    int(1000),
+  ),
+  ringSize: setting(
+    'RING_SIZE',
+    '2000',
+    'Messages kept in memory per channel for history, rewind and resume (at least; see RESUME_WINDOW_MS).',
+    int(16, 1_000_000),
+  ),
+  resumeWindowMs: setting(
+    'RESUME_WINDOW_MS',
+    '15000',
+    'Beyond RING_SIZE, a channel also keeps every message of this last window (ms), so a slow or reconnecting subscriber resumes exactly at any publish rate (up to RING_MAX_BYTES).',
+    int(0, 600_000),
+  ),
+  ringMaxBytes: setting(
+    'RING_MAX_BYTES',
+    '16777216',
+    'Hard cap of the messages a channel keeps in memory (bytes, encoded); the oldest go first.',
+    int(65_536),
+  ),
+  channelIdleMs: setting(
+    'CHANNEL_IDLE_MS',
+    '300000',
+    'A channel with no subscriber and no message for this long is evicted from memory (ms).',
+    int(1000),
+  ),
+  maxMessageSize: setting(
+    'MAX_MESSAGE_SIZE',
+    '65536',
+    'Maximum size of the messages of one publish (bytes, as the hosted service counts it).',
+    int(1),
+  ),
+  maxMessageVersions: setting(
+    'MAX_MESSAGE_VERSIONS',
+    '10000',
+    'Most versions one message of a mutableMessages namespace may have (the original, its updates, deletes and appends); further changes get 400.',
+    int(2, 1_000_000),
+  ),
+  maxBodySize: setting(
+    'MAX_BODY_SIZE',
+    '2097152',
+    'Maximum HTTP request body (bytes); larger bodies get 413.',
+    int(1024),
+  ),
+  maxNestingDepth: setting(
+    'MAX_NESTING_DEPTH',
+    '64',
+    'Deepest nesting of objects and arrays in a JSON or msgpack request body; deeper bodies get 400 before they are parsed.',
+    int(2, 10_000),
+  ),
+  requestBodyTimeoutMs: setting(
+    'REQUEST_BODY_TIMEOUT_MS',
+    '10000',
+    'A request body must have arrived within this time after its headers, or the request gets 408 and its connection is closed (ms); must be below IDLE_CONNECTION_TIMEOUT_MS.',
+    int(100),
+  ),
+  idleConnectionTimeoutMs: setting(
+    'IDLE_CONNECTION_TIMEOUT_MS',
+    '30000',
+    'A keep-alive connection with no request in progress is closed after this long (ms, rounded up to whole seconds, at most 255 s; the runtime checks every ~4 s; 0: never). Event streams are exempt.',
+    int(0, 255_000),
+  ),
+  corsOrigins: setting(
+    'CORS_ORIGINS',
+    '*',
+    'Origins whose browser pages may call the gateway: `*` any, `none`, or a comma-separated list (`https://app.example.com,http://localhost:3000`). Credentials are allowed only to requests that carry their own Authorization header.',
+    origins,
+  ),
+  idempotencyWindowMs: setting(
+    'IDEMPOTENCY_WINDOW_MS',
+    '120000',
+    'Window in which a repeated client-supplied message id is not published again (ms).',
+    int(1000),
+  ),
+  tokenDefaultTtlMs: setting(
+    'TOKEN_DEFAULT_TTL_MS',
+    '3600000',
+    'Lifetime of a token when the request names none (ms).',
+    int(1000),
+  ),
+  tokenMaxTtlMs: setting(
+    'TOKEN_MAX_TTL_MS',
+    '86400000',
+    'Longest token lifetime a request may ask for (ms).',
+    int(1000),
+  ),
+  tokenRequestWindowMs: setting(
+    'TOKEN_REQUEST_WINDOW_MS',
+    '120000',
+    'Allowed clock skew of a signed token request timestamp (ms).',
+    int(1000),
+  ),
+  sseKeepaliveMs: setting(
+    'SSE_KEEPALIVE_MS',
+    '15000',
+    'Interval of keepalives (newline or heartbeat event) on idle event streams (ms).',
+    int(100),
+  ),
+  realtimeMaxConnections: setting(
+    'REALTIME_MAX_CONNECTIONS',
+    '100000',
+    'Most realtime (WebSocket) connections one node accepts; beyond it new ones get DISCONNECTED (503) and retry.',
+    int(1),
+  ),
+  realtimeMaxChannels: setting(
+    'REALTIME_MAX_CHANNELS',
+    '1000',
+    'Most channels one realtime connection may have attached (more: a channel ERROR 90021).',
+    int(1, 100_000),
+  ),
+  realtimeBufferBytes: setting(
+    'REALTIME_BUFFER_BYTES',
+    '1048576',
+    'Unsent bytes a realtime socket may hold before its subscriptions pause; they catch up from the channel log when it drains.',
+    int(4096),
+  ),
+  realtimeMaxIdleIntervalMs: setting(
+    'REALTIME_MAX_IDLE_INTERVAL_MS',
+    '15000',
+    'The server sends realtime clients something at least this often (HEARTBEAT frames or WebSocket pings), as promised in maxIdleInterval (ms).',
+    int(1000, 600_000),
+  ),
+  realtimeMaxFrameSize: setting(
+    'REALTIME_MAX_FRAME_SIZE',
+    '524288',
+    'Largest realtime frame a client may send (bytes); larger ones fail the connection with 40009.',
+    int(65_536, 16 * 1024 * 1024),
+  ),
+  connectionStateTtlMs: setting(
+    'CONNECTION_STATE_TTL_MS',
+    '120000',
+    'How long a dropped realtime connection may be resumed with its identity (ms), as told to clients (connectionStateTtl).',
+    int(1000),
+  ),
+  tokenRenewLeadMs: setting(
+    'TOKEN_RENEW_LEAD_MS',
+    '30000',
+    'A realtime connection authenticated with a token is asked to renew it (AUTH) this long before it expires (ms).',
+    int(0),
+  ),
+  presenceLeaseMs: setting(
+    'PRESENCE_LEASE_MS',
+    '15000',
+    'Redis backend: a node that has not renewed its presence lease for this long is dead; its members leave on the other nodes within this plus half of it (ms).',
+    int(1000, 600_000),
+  ),
+  presenceGraceMs: setting(
+    'PRESENCE_GRACE_MS',
+    '15000',
+    'A dropped realtime connection keeps its presence members this long for a resume, unless the client asked otherwise (remainPresentFor, at least 1 s) (ms).',
+    int(1000, 600_000),
+  ),
+  presenceMaxMembers: setting(
+    'PRESENCE_MAX_MEMBERS',
+    '20000',
+    'Most members present on one channel; entering beyond it is refused (91003).',
+    int(1),
+  ),
+  sseMaxChannels: setting(
+    'SSE_MAX_CHANNELS',
+    '100',
+    'Most channels one event-stream connection may subscribe to.',
+    int(1, 10_000),
+  ),
+  sseBufferBytes: setting(
+    'SSE_BUFFER_BYTES',
+    '524288',
+    'Unsent bytes allowed per event-stream client before it is paused: it then catches up from the channel log when it reads again (cut only when its position left retention, or after HISTORY_TTL_MS without reading).',
+    int(4096),
+  ),
+  sandboxProvisioning: setting(
+    'SANDBOX_PROVISIONING',
+    'false',
+    'Serve the sandbox endpoints (POST /apps without credentials, DELETE /apps/{id}, POST /stats) for test suites and load tests.',
+    bool,
+  ),
+  webConsole: setting(
+    'CONSOLE',
+    'on',
+    "Serve the web console at `/console`: a static page that calls this gateway's public interfaces from the browser with a key pasted into it (never stored server-side); `off` to not serve it.",
+    onOff,
+  ),
+  shutdownTimeoutMs: setting(
+    'SHUTDOWN_TIMEOUT_MS',
+    '10000',
+    'On SIGTERM/SIGINT, how long in-flight requests may take before connections are closed (ms).',
+    int(0),
+  ),
+  tlsCertFile: setting(
+    'TLS_CERT_FILE',
+    '',
+    'PEM certificate (chain) file: when set with TLS_KEY_FILE the server speaks HTTPS.',
+    str,
+  ),
   tlsKeyFile: setting('TLS_KEY_FILE', '', 'PEM private key file of TLS_CERT_FILE.', str, true),
-  rateLimits: setting('RATE_LIMITS', 'on', 'Rate limits per account: `off` disables every limit at once (load tests, benchmarks).', onOff),
-  rateLimitBurstSeconds: setting('RATE_LIMIT_BURST_SECONDS', '1', 'Token-bucket capacity of every limit, in seconds of its rate (a steady load at the limit always passes).', positive),
-  limitMessagesPerSecond: setting('LIMIT_MESSAGES_PER_SECOND', '2000', 'Messages published per account per second (channel publish, batch publish, chat send).', positive),
-  limitHistoryPerSecond: setting('LIMIT_HISTORY_PER_SECOND', '50', 'History queries per account per second (channel and chat).', positive),
-  limitTokenRequestsPerSecond: setting('LIMIT_TOKEN_REQUESTS_PER_SECOND', '50', 'Token requests per account per second.', positive),
-  limitObjectReadsPerSecond: setting('LIMIT_OBJECT_READS_PER_SECOND', '50', 'LiveObjects state queries per account per second.', positive),
-  limitObjectWritesPerSecond: setting('LIMIT_OBJECT_WRITES_PER_SECOND', '2000', 'LiveObjects state updates per account per second.', positive),
-  limitManagementPerMinute: setting('LIMIT_MANAGEMENT_PER_MINUTE', '100', 'Management interface standard operations per account per minute.', positive),
-  limitManagementStatsPerMinute: setting('LIMIT_MANAGEMENT_STATS_PER_MINUTE', '20', 'Management interface statistics queries per account per minute.', positive),
-  basicAuthRequiresTls: setting('BASIC_AUTH_REQUIRES_TLS', 'false', 'Refuse Basic auth over plain HTTP with 40103, as the hosted service does.', bool),
-  pushWebhookUrl: setting('PUSH_WEBHOOK_URL', '', 'URL that APNs, FCM and web push notifications are POSTed to (a relay); empty: only the ablyChannel push transport delivers.', httpUrl),
+  rateLimits: setting(
+    'RATE_LIMITS',
+    'on',
+    'Rate limits per account: `off` disables every limit at once (load tests, benchmarks).',
+    onOff,
+  ),
+  rateLimitBurstSeconds: setting(
+    'RATE_LIMIT_BURST_SECONDS',
+    '1',
+    'Token-bucket capacity of every limit, in seconds of its rate (a steady load at the limit always passes).',
+    positive,
+  ),
+  limitMessagesPerSecond: setting(
+    'LIMIT_MESSAGES_PER_SECOND',
+    '2000',
+    'Messages published per account per second (channel publish, batch publish, chat send).',
+    positive,
+  ),
+  limitHistoryPerSecond: setting(
+    'LIMIT_HISTORY_PER_SECOND',
+    '50',
+    'History queries per account per second (channel and chat).',
+    positive,
+  ),
+  limitTokenRequestsPerSecond: setting(
+    'LIMIT_TOKEN_REQUESTS_PER_SECOND',
+    '50',
+    'Token requests per account per second.',
+    positive,
+  ),
+  limitObjectReadsPerSecond: setting(
+    'LIMIT_OBJECT_READS_PER_SECOND',
+    '50',
+    'LiveObjects state queries per account per second.',
+    positive,
+  ),
+  limitObjectWritesPerSecond: setting(
+    'LIMIT_OBJECT_WRITES_PER_SECOND',
+    '2000',
+    'LiveObjects state updates per account per second.',
+    positive,
+  ),
+  limitManagementPerMinute: setting(
+    'LIMIT_MANAGEMENT_PER_MINUTE',
+    '100',
+    'Management interface standard operations per account per minute.',
+    positive,
+  ),
+  limitManagementStatsPerMinute: setting(
+    'LIMIT_MANAGEMENT_STATS_PER_MINUTE',
+    '20',
+    'Management interface statistics queries per account per minute.',
+    positive,
+  ),
+  basicAuthRequiresTls: setting(
+    'BASIC_AUTH_REQUIRES_TLS',
+    'false',
+    'Refuse Basic auth over plain HTTP with 40103, as the hosted service does.',
+    bool,
+  ),
+  pushWebhookUrl: setting(
+    'PUSH_WEBHOOK_URL',
+    '',
+    'URL that APNs, FCM and web push notifications are POSTed to (a relay); empty: only the ablyChannel push transport delivers.',
+    httpUrl,
+  ),
+  webhookAllowPrivateTargets: setting(
+    'WEBHOOK_ALLOW_PRIVATE_TARGETS',
+    'false',
+    'Let rule webhooks reach loopback, private, link-local and unspecified addresses (refused by default: tenants could reach Redis, cloud metadata or the gateway itself).',
+    bool,
+  ),
+  webhookMaxAttempts: setting(
+    'WEBHOOK_MAX_ATTEMPTS',
+    '15',
+    'Attempts of one webhook request (no answer, 408, 429, 5xx are retried) before its messages are dropped.',
+    int(1, 1000),
+  ),
+  webhookRetryMs: setting(
+    'WEBHOOK_RETRY_MS',
+    '300000',
+    'How long after its first attempt a webhook request may still be retried (ms).',
+    int(0),
+  ),
+  webhookBufferBytes: setting(
+    'WEBHOOK_BUFFER_BYTES',
+    '1048576',
+    'Bytes (as JSON) of messages one webhook rule may hold waiting; beyond, new messages are dropped and counted.',
+    int(1024),
+  ),
+  redisAcceptDataLoss: setting(
+    'REDIS_ACCEPT_DATA_LOSS',
+    'false',
+    'Start on a Redis whose data was lost (a node found its epoch gone) and bootstrap it anew; without it such a node refuses to start. Set once, then remove.',
+    bool,
+  ),
 }
 
 export type SettingName = keyof typeof SETTINGS

@@ -1,34 +1,69 @@
 import { Authenticator } from './auth/authenticator'
 import { TokenRequests, type TokenRequestSettings } from './auth/token-requests'
+import { TokenRevocations } from './auth/token-revocations'
 import { ChannelService, type ChannelSettings } from './channels/channel-service'
+import { MutableMessages, type MutableSettings } from './channels/mutable-messages'
 import { ChatService, DEFAULT_TYPING_TIMEOUT_MS } from './chat/chat-service'
-import { Integrations } from './control/integrations'
+import { DataGuard } from './control/data-guard'
+import { Integrations, type IntegrationSettings } from './control/integrations'
 import { Management } from './control/management'
 import { RulesEngine } from './rules/rules-engine'
-import { WebhookDispatcher } from './rules/webhooks'
-import { postJson } from '../lib/http-post'
+import { WebhookDispatcher, type WebhookSettings } from './rules/webhooks'
+import { createPoster } from '../lib/http-post'
 import { Namespaces } from './control/namespaces'
 import { Sandbox } from './control/sandbox'
 import { Hub } from './fanout/hub'
+import { Occupancy } from './fanout/occupancy'
+import { Streams } from './fanout/streams'
 import { RateLimiter, type LimitSettings } from './limits/rate-limiter'
 import { ObjectService } from './objects/object-service'
+import { ConnectionPresence, type ConnectionPresenceSettings } from './presence/connection-presence'
+import { PresenceService } from './presence/presence-service'
 import { PushService, type PushSettings } from './push/push-service'
 import type { Backend, Clock } from './ports'
 import { StatsService } from './stats/stats-service'
 
-export type CoreSettings = TokenRequestSettings & ChannelSettings & LimitSettings & PushSettings & { basicAuthRequiresTls: boolean }
+export type CoreSettings = TokenRequestSettings &
+  ChannelSettings &
+  MutableSettings &
+  LimitSettings &
+  PushSettings &
+  WebhookSettings &
+  IntegrationSettings &
+  ConnectionPresenceSettings & { basicAuthRequiresTls: boolean }
 
 /** The domain services of one node, built on a backend's ports. */
 export interface Core {
   clock: Clock
-  backend: Backend
+  /** Which backend the node runs on. */
+  backendKind: Backend['kind']
+  /**
+   * Readiness: every store this node needs answers (a failing check counts as not ready), and
+   * still holds the data the node started on (`problem` says what is wrong when it does not).
+   */
+  health(): Promise<{ ready: boolean; backend: Backend['kind']; problem?: string }>
+  /** Watches the store's epoch (set from bootstrap's result). */
+  dataGuard: DataGuard
+  /** What the node holds in memory for channel history (metrics), where the broker keeps rings. */
+  memory(): { channels: number; messages: number; bytes: number }
   auth: Authenticator
   tokens: TokenRequests
+  /** Token revocation (keys with revocableTokens). */
+  revocations: TokenRevocations
   namespaces: Namespaces
   hub: Hub
+  /** Attachments per channel by role, on this node and (clusters) every node. */
+  occupancy: Occupancy
+  /** Opening and tracking subscription streams for every transport. */
+  streams: Streams
   limits: RateLimiter
   stats: StatsService
+  presence: PresenceService
+  /** Presence entered over client connections (realtime): enter/update/leave, grace periods, dead nodes. */
+  connectionPresence: ConnectionPresence
   channels: ChannelService
+  /** Message updates, deletes and appends; one message and its versions. */
+  messages: MutableMessages
   management: Management
   sandbox: Sandbox
   objects: ObjectService
@@ -39,34 +74,75 @@ export interface Core {
 }
 
 export function createCore(backend: Backend, clock: Clock, s: CoreSettings): Core {
-  const auth = new Authenticator(backend.control, clock, s)
+  const auth = new Authenticator(backend.control, backend.revocations, clock, s)
   const namespaces = new Namespaces(backend.control)
-  const hub = new Hub(backend.broker, backend.occupancy)
+  const hub = new Hub(backend.broker)
+  const occupancy = new Occupancy(backend.occupancy)
   const stats = new StatsService(backend.stats, clock)
   const limits = new RateLimiter(backend.limits, backend.control, clock, s)
-  const webhooks = new WebhookDispatcher(postJson, clock)
+  // rule webhooks are tenant-set: only public addresses unless the operator allows others; the
+  // push relay (PUSH_WEBHOOK_URL) is the operator's own, so it may be anywhere
+  const webhooks = new WebhookDispatcher(createPoster({ allowPrivate: s.webhookAllowPrivateTargets }), clock, s, stats)
   const rules = new RulesEngine(backend.control, backend.queues, webhooks, clock, () => {})
   const management = new Management(backend.control, clock)
-  const push = new PushService(backend.push, backend.control, backend.broker, namespaces, limits, clock, postJson, s)
+  const presence = new PresenceService(backend.broker, backend.presence, namespaces, limits)
+  const dataGuard = new DataGuard(backend.control)
+  const messages = new MutableMessages(backend.broker, backend.versions, namespaces, limits, stats, s)
+  const push = new PushService(
+    backend.push,
+    backend.control,
+    backend.broker,
+    namespaces,
+    limits,
+    clock,
+    createPoster({ allowPrivate: true }),
+    s,
+  )
   return {
     clock,
-    backend,
+    backendKind: backend.kind,
+    async health() {
+      const [problem, ...checks] = await Promise.all([
+        dataGuard.check(),
+        ...[backend.broker.ready(), backend.control.ready()].map((p) => p.catch(() => false)),
+      ])
+      return { ready: checks.every(Boolean) && !problem, backend: backend.kind, ...(problem ? { problem } : {}) }
+    },
+    dataGuard,
+    memory: () => backend.broker.memory?.() ?? { channels: 0, messages: 0, bytes: 0 },
     auth,
     tokens: new TokenRequests(auth, backend.nonces, limits, stats, clock, s),
+    revocations: new TokenRevocations(auth, backend.revocations, limits, clock),
     namespaces,
     hub,
+    occupancy,
+    streams: new Streams(hub, occupancy, backend.broker, auth, backend.control, backend.revocations, clock, stats),
     limits,
     stats,
-    channels: new ChannelService(backend.broker, backend.presence, namespaces, hub, stats, limits, rules, s, push),
+    presence,
+    connectionPresence: new ConnectionPresence(presence, backend.presence, limits, stats, s),
+    channels: new ChannelService(
+      backend.broker,
+      presence,
+      namespaces,
+      occupancy,
+      stats,
+      limits,
+      rules,
+      s,
+      push,
+      messages,
+    ),
+    messages,
     management,
-    integrations: new Integrations(management, backend.control, backend.queues, clock),
+    integrations: new Integrations(management, backend.control, backend.queues, clock, s),
     webhooks,
     push,
-    sandbox: new Sandbox(backend.control, backend.presence, stats, clock),
-    objects: new ObjectService(backend.objects, backend.broker, namespaces, hub, clock, {
-      stateQuery: (p) => limits.take(p.accountId, 'objectReads'),
-      stateUpdate: (p) => limits.take(p.accountId, 'objectWrites'),
+    sandbox: new Sandbox(backend.control, presence, stats, clock),
+    objects: new ObjectService(backend.objects, backend.broker, namespaces, hub, clock, limits),
+    chat: new ChatService(backend.broker, backend.chat, backend.presence, occupancy, stats, limits, clock, {
+      maxMessageSize: s.maxMessageSize,
+      typingTimeoutMs: DEFAULT_TYPING_TIMEOUT_MS,
     }),
-    chat: new ChatService(backend.broker, backend.chat, backend.presence, hub, stats, limits, clock, { maxMessageSize: s.maxMessageSize, typingTimeoutMs: DEFAULT_TYPING_TIMEOUT_MS }),
   }
 }

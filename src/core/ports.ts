@@ -4,12 +4,29 @@
  * suites (test/http, sse, compat, control, chat, objects, push, run again with TEST_BACKEND=redis)
  * hold every backend to them.
  */
-import type { AccessToken, Account, ApiKey, App, HistoryQuery, Message, MessageDraft, Namespace, PresenceMessage, Queue, QueuedMessage, Rule } from './types'
+import type {
+  AccessToken,
+  Account,
+  ApiKey,
+  App,
+  HistoryQuery,
+  Message,
+  MessageDraft,
+  Namespace,
+  PresenceMessage,
+  Queue,
+  QueuedMessage,
+  Rule,
+  TokenRevocation,
+} from './types'
 import type { ObjectStore } from './objects/ports'
 import type { ChatStore } from './chat/ports'
+import type { VersionStore } from './channels/ports'
 import type { PushStore } from './push/ports'
 
-export interface Clock { now(): number }
+export interface Clock {
+  now(): number
+}
 export const systemClock: Clock = { now: () => Date.now() }
 
 export interface PublishOptions {
@@ -50,7 +67,10 @@ export interface Broker {
    * window is not appended again. Rejects (never hangs) when the backend is unreachable.
    */
   publish(appId: string, channel: string, messages: MessageDraft[], opts: PublishOptions): Promise<PublishResult>
-  /** Messages of the channel in the query's order, honouring start/end (timestamps), cursor and limit. */
+  /**
+   * Messages of the channel in the query's order, honouring start/end (timestamps), cursor and
+   * limit; with `entries: 'all'`, every entry kind of the log (retained in memory or the stream).
+   */
   history(appId: string, channel: string, query: HistoryQuery, opts: PublishOptions): Promise<Message[]>
   /**
    * The channel's current position: its newest serial, or, when it has none, a serial below any
@@ -61,7 +81,12 @@ export interface Broker {
    * Retained messages with serial > `after`, oldest first, at most `limit`; `gap` is true when
    * some message after `after` is no longer retained (resume cannot be exact).
    */
-  readAfter(appId: string, channel: string, after: string, limit: number): Promise<{ messages: Message[]; gap: boolean }>
+  readAfter(
+    appId: string,
+    channel: string,
+    after: string,
+    limit: number,
+  ): Promise<{ messages: Message[]; gap: boolean }>
   /** Names of channels that have retained messages or subscribers, sorted, after `after`, with `prefix`. */
   channels(appId: string, prefix: string, after: string | undefined, limit: number): Promise<string[]>
   /** Registers the node-wide delivery listener for a channel; returns the unsubscribe function. */
@@ -73,6 +98,23 @@ export interface Broker {
 }
 
 export type ControlEvent = { kind: 'key' | 'app' | 'namespace' | 'account' | 'rule' | 'queue'; appId?: string }
+
+/** What bootstrap writes into a store that holds nothing yet, together with its epoch. */
+export interface BootstrapSeed {
+  /** A new random id naming this generation of the store's data. */
+  epoch: string
+  account: Account
+  app: App
+  key: ApiKey
+  token: AccessToken
+}
+
+/**
+ * `seeded`: the store was empty and now holds the seed; `existing`: it already held data (the
+ * seed was not written); `lost`: another node found the store's data lost, and bootstrapping a
+ * new generation over it needs the operator's consent.
+ */
+export type BootstrapOutcome = { status: 'seeded' | 'existing'; epoch: string } | { status: 'lost' }
 
 /** Accounts, apps, keys, namespaces and management access tokens. */
 export interface ControlStore {
@@ -103,32 +145,91 @@ export interface ControlStore {
   createAccessToken(token: AccessToken): Promise<void>
   /** Called after any change, on every node, so caches can be dropped. */
   onChange(listener: (e: ControlEvent) => void): () => void
+  /**
+   * Bootstrap as one atomic step across every node sharing the store: without an epoch and
+   * without accounts, writes the seed's records and its epoch; with accounts but no epoch (a
+   * store from before epochs), writes only the epoch; with an epoch, writes nothing. Answers
+   * the epoch in force, and afterwards this node's reads see every record of the store. A store
+   * marked lost (markDataLost) answers `lost` unless `acceptDataLoss`, which clears the mark.
+   */
+  bootstrap(seed: BootstrapSeed, acceptDataLoss: boolean): Promise<BootstrapOutcome>
+  /** The epoch record as the store holds it now (undefined: gone); rejects when the store is unreachable. */
+  epoch(): Promise<string | undefined>
+  /** Records that the store's data was lost (so nodes starting later do not bootstrap over it silently). */
+  markDataLost(): Promise<void>
   ready(): Promise<boolean>
   close(): Promise<void>
 }
 
-/** Current presence sets and presence history per channel. */
+/** A present member that left without saying so (its connection dropped, or its node died). */
+export interface OrphanMember {
+  appId: string
+  channel: string
+  /** The member as it was last present (its last data). */
+  member: PresenceMessage
+}
+
+/**
+ * Current presence sets and presence history per channel, and which node holds the connections
+ * members were entered over, so members leave when their connection or its node is gone.
+ */
 export interface PresenceStore {
   members(appId: string, channel: string): Promise<PresenceMessage[]>
-  /** Applies enter (2) / present (1) / update (4) / leave (3) events in order. */
+  /** Members present on the channel now. */
+  count(appId: string, channel: string): Promise<number>
+  /**
+   * Applies enter (2) / present (1) / update (4) / leave (3) events in order: a member is keyed
+   * by (connectionId, clientId) and recorded as one of its connection's.
+   */
   apply(appId: string, channel: string, events: PresenceMessage[]): Promise<void>
   history(appId: string, channel: string, query: HistoryQuery): Promise<PresenceMessage[]>
+  /** The members entered over a connection that are present now (a resumed connection learns its own). */
+  ofConnection(connectionId: string): Promise<OrphanMember[]>
+  /** This node holds connection `connectionId` now (a new connection, or one resumed here). */
+  claim(connectionId: string): Promise<void>
+  /**
+   * Removes and returns every member entered over `connectionId` (on every channel), if this node
+   * still holds the connection; nothing when another node has claimed it since (it resumed there).
+   */
+  take(connectionId: string): Promise<OrphanMember[]>
+  /**
+   * Removes and returns the members of connections held by nodes that stopped renewing their
+   * lease (killed), each to one caller only. A single-node store has none.
+   */
+  reap(): Promise<OrphanMember[]>
 }
 
 export type StatsUnit = 'minute' | 'hour' | 'day' | 'month'
 
-export interface StatsRecord { intervalId: string; unit: StatsUnit; start: number; entries: Record<string, number> }
+export interface StatsRecord {
+  intervalId: string
+  unit: StatsUnit
+  start: number
+  entries: Record<string, number>
+}
 
 /** Counters aggregated per interval; scope is an app id or `account:<id>`. */
 export interface StatsStore {
   add(scopes: string[], at: number, entries: Record<string, number>): void
-  query(scope: string, unit: StatsUnit, start: number, end: number, limit: number, direction: 'forwards' | 'backwards'): Promise<StatsRecord[]>
+  query(
+    scope: string,
+    unit: StatsUnit,
+    start: number,
+    end: number,
+    limit: number,
+    direction: 'forwards' | 'backwards',
+  ): Promise<StatsRecord[]>
 }
 
 /** Messages of the app queues (amqp rules); handed out with a visibility timeout, removed when acknowledged. */
 export interface QueueStore {
   /** Appends, dropping the oldest beyond `maxLength`; returns how many were dropped. */
-  push(queueId: string, items: Array<{ channel: string; message: Record<string, unknown> }>, maxLength: number, now: number): Promise<number>
+  push(
+    queueId: string,
+    items: Array<{ channel: string; message: Record<string, unknown> }>,
+    maxLength: number,
+    now: number,
+  ): Promise<number>
   /** Up to `max` ready messages (not expired), hidden from other receivers for `visibilityMs`. */
   receive(queueId: string, max: number, visibilityMs: number, ttlMs: number, now: number): Promise<QueuedMessage[]>
   /** Removes acknowledged messages; returns how many were known. */
@@ -138,10 +239,20 @@ export interface QueueStore {
 }
 
 /** `cost` tokens of the bucket `key` (capacity `burst`, refilled at `rate` per second), as of `now` ms. */
-export interface Charge { key: string; cost: number; rate: number; burst: number; now: number }
+export interface Charge {
+  key: string
+  cost: number
+  rate: number
+  burst: number
+  now: number
+}
 
 /** Whether a charge was taken; what the bucket holds after it; when a refused one would pass (ms). */
-export interface ChargeResult { ok: boolean; remaining: number; retryAfterMs: number }
+export interface ChargeResult {
+  ok: boolean
+  remaining: number
+  retryAfterMs: number
+}
 
 /** Token buckets shared by all nodes (rate limits). */
 export interface RateLimitStore {
@@ -153,21 +264,51 @@ export interface RateLimitStore {
   take(c: Charge): Promise<ChargeResult>
 }
 
+/**
+ * Token revocations shared by all nodes. Reads come from this node's memory (token verification
+ * asks on every request of a revocable token); a revocation stored on any node reaches every
+ * node's memory and listeners through a change feed.
+ */
+export interface RevocationStore {
+  /** Stores revocations durably; once it resolves, this node's reads and listeners have them too. Rejects (never hangs) when the backend is unreachable. */
+  add(revocations: TokenRevocation[]): Promise<void>
+  /**
+   * The revocations of the key that may still refuse a token at `now` (not expired), from memory.
+   * One that another revocation of the same target covers (issued no later, applying no earlier)
+   * may be left out.
+   */
+  forKey(keyName: string, now: number): readonly TokenRevocation[]
+  /** Called on every node with the revocations added on any node (at least once each). */
+  onChange(listener: (revocations: TokenRevocation[]) => void): () => void
+}
+
 /** Short-lived set of seen values (token-request nonces) shared by all nodes. */
 export interface NonceStore {
   /** True when `key` was not seen in the last `ttlMs`; records it. */
   claim(key: string, ttlMs: number): Promise<boolean>
 }
 
+/** Attachments of a channel by what they do (a connection may count in several). */
+export interface OccupancyCounts {
+  /** Connections attached (event streams and realtime attachments). */
+  connections: number
+  /** ... that may publish (realtime PUBLISH mode). */
+  publishers: number
+  /** ... that receive messages. */
+  subscribers: number
+  /** ... that receive presence events. */
+  presenceSubscribers: number
+}
+
 /**
- * Event-stream subscribers of a channel on every node of a cluster: each node reports its own
- * count whenever it changes (the hub does), and `count` adds up what the live nodes reported. A
- * single-node backend has none: the hub's own count is the whole truth.
+ * Occupancy of a channel on every node of a cluster: each node reports its own counts whenever
+ * they change, and `count` adds up what the live nodes reported. A single-node backend has none:
+ * the node's own counts are the whole truth.
  */
 export interface OccupancyStore {
-  /** This node's subscribers of the channel now; 0 when it has none left. Never throws. */
-  report(appId: string, channel: string, count: number): void
-  count(appId: string, channel: string): Promise<number>
+  /** This node's counts for the channel now (all zero when it has none left). Never throws. */
+  report(appId: string, channel: string, counts: OccupancyCounts): void
+  count(appId: string, channel: string): Promise<OccupancyCounts>
 }
 
 export interface Backend {
@@ -177,16 +318,20 @@ export interface Backend {
   presence: PresenceStore
   stats: StatsStore
   nonces: NonceStore
+  /** Token revocations (keys with revocableTokens). */
+  revocations: RevocationStore
   limits: RateLimitStore
   /** Messages of the app queues fed by amqp rules. */
   queues: QueueStore
   /** LiveObjects state and history (see objects/ports.ts). */
   objects: ObjectStore
+  /** Versions of the messages of mutable channels (see channels/ports.ts). */
+  versions: VersionStore
   /** Chat message versions, reactions, rooms and typing (see chat/ports.ts). */
   chat: ChatStore
   /** Push device registrations, channel subscriptions and delivery state (see push/ports.ts). */
   push: PushStore
-  /** Subscribers across nodes (cluster backends only). */
+  /** Occupancy across nodes (cluster backends only). */
   occupancy?: OccupancyStore
   close(): Promise<void>
 }

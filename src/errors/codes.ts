@@ -20,6 +20,7 @@ export const ERROR_CODES = {
   40106: { status: 401, message: 'No authentication method provided' },
   40131: { status: 401, message: 'API key has been revoked' },
   40140: { status: 401, message: 'Token error' },
+  40141: { status: 401, message: 'Token revoked' },
   40142: { status: 401, message: 'Token expired' },
   40143: { status: 401, message: 'Token not recognised' },
   40144: { status: 401, message: 'Invalid JWT' },
@@ -29,12 +30,22 @@ export const ERROR_CODES = {
   40311: { status: 403, message: 'Application requires a TLS connection' },
   40400: { status: 404, message: 'Not found' },
   40500: { status: 405, message: 'Method not allowed' },
+  40800: { status: 408, message: 'Request timeout' },
   40900: { status: 409, message: 'Conflict' },
   42910: { status: 429, message: 'Rate limit exceeded' },
   50000: { status: 500, message: 'Internal error' },
   80008: { status: 400, message: 'Unable to resume: messages no longer retained' },
+  80018: { status: 400, message: 'Invalid connection key' },
   80020: { status: 429, message: 'Subscriber too slow: buffered data limit exceeded' },
   50003: { status: 503, message: 'Service unavailable' },
+  90003: { status: 404, message: 'Unable to recover channel (messages expired)' },
+  91000: { status: 400, message: 'Unable to enter presence channel (no clientId)' },
+  91003: { status: 400, message: 'Unable to enter presence channel (maximum member limit exceeded)' },
+  90021: { status: 400, message: 'Too many channels on this connection' },
+  93002: {
+    status: 400,
+    message: 'Message updates, deletes and appends need the mutableMessages rule on the channel namespace',
+  },
 } as const satisfies Record<number, { status: number; message: string }>
 
 export type ErrorCode = keyof typeof ERROR_CODES

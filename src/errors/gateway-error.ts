@@ -7,6 +7,14 @@ export interface ErrorBody {
   href: string
 }
 
+/**
+ * Longest error message kept (characters): messages may quote what a client sent (an id, a
+ * clientId, a path), and they travel in a response header as well as the body.
+ */
+export const MAX_ERROR_MESSAGE = 512
+
+const bounded = (m: string) => (m.length > MAX_ERROR_MESSAGE ? m.slice(0, MAX_ERROR_MESSAGE - 3) + '...' : m)
+
 /** The one error class. Anything thrown that is not a GatewayError is reported as 50000. */
 export class GatewayError extends Error {
   readonly code: ErrorCode
@@ -15,7 +23,7 @@ export class GatewayError extends Error {
   readonly headers?: Record<string, string>
 
   constructor(code: ErrorCode, message?: string, opts?: { status?: number; headers?: Record<string, string> }) {
-    super(message ?? ERROR_CODES[code].message)
+    super(bounded(message ?? ERROR_CODES[code].message))
     this.name = 'GatewayError'
     this.code = code
     this.statusCode = opts?.status ?? ERROR_CODES[code].status

@@ -9,12 +9,22 @@ export const v4room = (name: string) => `/chat/v4/rooms/${encodeURIComponent(nam
 export const roomChannel = (name: string) => `${name}::$chat`
 
 /** Headers identifying the caller as `clientId` (X-Ably-ClientId, base64 as the clients send it). */
-export const as = (clientId: string): Record<string, string> => ({ 'x-ably-clientid': Buffer.from(clientId).toString('base64') })
+export const as = (clientId: string): Record<string, string> => ({
+  'x-ably-clientid': Buffer.from(clientId).toString('base64'),
+})
 
 /** Creates a key of the test app with `capability`; returns the key string. */
 export async function keyWith(gw: TestGateway, id: string, capability: Capability): Promise<string> {
-  await gw.core.backend.control.createKey({
-    appId: APP_ID, id, name: id, secret: `${id}-secret`, capability, status: 0, revocableTokens: false, created: 0, modified: 0,
+  await gw.backend.control.createKey({
+    appId: APP_ID,
+    id,
+    name: id,
+    secret: `${id}-secret`,
+    capability,
+    status: 0,
+    revocableTokens: false,
+    created: 0,
+    modified: 0,
   })
   return `${APP_ID}.${id}:${id}-secret`
 }
@@ -27,7 +37,12 @@ export async function json(r: Response, status = 200): Promise<any> {
 
 export { expectError } from '../helpers/errors'
 
-export async function send(gw: TestGateway, name: string, body: unknown, init: { headers?: Record<string, string>; key?: string } = {}) {
+export async function send(
+  gw: TestGateway,
+  name: string,
+  body: unknown,
+  init: { headers?: Record<string, string>; key?: string } = {},
+) {
   return json(await gw.request(`${room(name)}/messages`, { method: 'POST', json: body, ...init }), 201)
 }
 

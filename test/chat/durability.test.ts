@@ -14,12 +14,22 @@ test('messages, edits, reactions and rooms survive a restart on the same store',
   const gone = await send(a, 'durable', { text: 'gone' })
   await json(await a.request(`${room('durable')}/messages/${m.serial}`, { method: 'PATCH', json: { text: 'v1' } }))
   await json(await a.request(`${room('durable')}/messages/${gone.serial}`, { method: 'DELETE' }))
-  await json(await a.request(`${room('durable')}/messages/${m.serial}/reactions`, { method: 'POST', json: { type: 'like' }, headers: as('bob') }), 201)
+  await json(
+    await a.request(`${room('durable')}/messages/${m.serial}/reactions`, {
+      method: 'POST',
+      json: { type: 'like' },
+      headers: as('bob'),
+    }),
+    201,
+  )
   await a.close()
   const b = await createTestGateway({ dataDir: dir })
   try {
     const items = await json(await b.request(`${room('durable')}/messages?direction=forwards`))
-    expect(items.map((x: any) => [x.text, x.action])).toEqual([['v1', 'message.update'], ['', 'message.delete']])
+    expect(items.map((x: any) => [x.text, x.action])).toEqual([
+      ['v1', 'message.update'],
+      ['', 'message.delete'],
+    ])
     expect(items[0].reactions.distinct.like.clientIds).toEqual(['bob'])
     expect((await json(await b.request('/chat/rooms'))).map((r: any) => r.roomId)).toEqual(['durable'])
   } finally {

@@ -16,7 +16,9 @@ afterAll(async () => {
 })
 
 const stream = async (channels: string, qs = '') => {
-  const c = await openSse(`${base}/sse?v=1.2&channels=${encodeURIComponent(channels)}&key=${encodeURIComponent(gw.key)}${qs}`)
+  const c = await openSse(
+    `${base}/sse?v=1.2&channels=${encodeURIComponent(channels)}&key=${encodeURIComponent(gw.key)}${qs}`,
+  )
   expect(c.status).toBe(200)
   open.push(c)
   return c
@@ -28,16 +30,43 @@ test('an event-stream subscriber of the room channel sees send, update, delete, 
   await subscribed(gw, ch)
 
   const m = await send(gw, 'live', { text: 'hello', metadata: { a: 1 }, headers: { h: 'v' } }, { headers: as('amy') })
-  const updated = await json(await gw.request(`${room('live')}/messages/${m.serial}`, { method: 'PATCH', json: { text: 'hello!' }, headers: as('amy') }))
+  const updated = await json(
+    await gw.request(`${room('live')}/messages/${m.serial}`, {
+      method: 'PATCH',
+      json: { text: 'hello!' },
+      headers: as('amy'),
+    }),
+  )
   const other = await send(gw, 'live', { text: 'second' }, { headers: as('bob') })
-  await json(await gw.request(`${room('live')}/typing`, { method: 'POST', json: { isTyping: true }, headers: as('bob') }))
-  const reaction = await json(await gw.request(`${room('live')}/messages/${other.serial}/reactions`, { method: 'POST', json: { type: 'like' }, headers: as('amy') }), 201)
-  const deleted = await json(await gw.request(`${room('live')}/messages/${m.serial}`, { method: 'DELETE', headers: as('amy') }))
-  await json(await gw.request(`${room('live')}/typing`, { method: 'POST', json: { isTyping: false }, headers: as('bob') }))
+  await json(
+    await gw.request(`${room('live')}/typing`, { method: 'POST', json: { isTyping: true }, headers: as('bob') }),
+  )
+  const reaction = await json(
+    await gw.request(`${room('live')}/messages/${other.serial}/reactions`, {
+      method: 'POST',
+      json: { type: 'like' },
+      headers: as('amy'),
+    }),
+    201,
+  )
+  const deleted = await json(
+    await gw.request(`${room('live')}/messages/${m.serial}`, { method: 'DELETE', headers: as('amy') }),
+  )
+  await json(
+    await gw.request(`${room('live')}/typing`, { method: 'POST', json: { isTyping: false }, headers: as('bob') }),
+  )
 
   await sub.until((e) => messages(e).length >= 7)
   const got = messages(sub.events).map((e) => JSON.parse(e.data))
-  expect(got.map((e) => e.name)).toEqual(['chat.message', 'chat.message', 'chat.message', 'typing.started', 'reaction.create', 'chat.message', 'typing.stopped'])
+  expect(got.map((e) => e.name)).toEqual([
+    'chat.message',
+    'chat.message',
+    'chat.message',
+    'typing.started',
+    'reaction.create',
+    'chat.message',
+    'typing.stopped',
+  ])
   expect(got.every((e) => e.channel === ch)).toBe(true)
   const serials = got.map((e) => e.serial)
   expect([...serials].sort()).toEqual(serials)
@@ -52,7 +81,11 @@ test('an event-stream subscriber of the room channel sees send, update, delete, 
   expect(data[1]).toMatchObject({ serial: m.serial, action: 'message.update', text: 'hello!' })
   expect(data[2]).toEqual({ text: 'second', metadata: {} })
   expect(data[3]).toEqual({ currentlyTyping: ['bob'], change: { clientId: 'bob', type: 'typing.started' } })
-  expect(data[4]).toMatchObject({ type: 'reaction.create', messageSerial: other.serial, reaction: { type: 'distinct', name: 'like', clientId: 'amy' } })
+  expect(data[4]).toMatchObject({
+    type: 'reaction.create',
+    messageSerial: other.serial,
+    reaction: { type: 'distinct', name: 'like', clientId: 'amy' },
+  })
   expect(data[4].summary.distinct.like.clientIds).toEqual(['amy'])
   expect(got[4].serial).toBe(reaction.serial)
   expect(data[5]).toEqual(hosted(deleted))

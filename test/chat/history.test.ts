@@ -10,10 +10,15 @@ beforeAll(async () => {
   // more than 1,000 messages, with other room events (typing) between some of them
   for (let i = 0; i < N; i += 20) {
     await Promise.all(Array.from({ length: Math.min(20, N - i) }, (_, j) => send(gw, BIG, { text: `m${i + j}` })))
-    if (i % 200 === 0) await json(await gw.request(`${room(BIG)}/typing`, { method: 'POST', json: { clientId: 'typist', isTyping: true } }))
+    if (i % 200 === 0)
+      await json(
+        await gw.request(`${room(BIG)}/typing`, { method: 'POST', json: { clientId: 'typist', isTyping: true } }),
+      )
   }
 }, 60_000)
-afterAll(async () => { await gw.close() })
+afterAll(async () => {
+  await gw.close()
+})
 
 describe('paging', () => {
   test('forwards across more than 1,000 messages: every message once, in serial order', async () => {
@@ -46,7 +51,9 @@ describe('paging', () => {
   })
 
   test('the last page has no next link', async () => {
-    const r = await gw.request(`${room(BIG)}/messages?limit=1000&direction=forwards&cursor=${encodeURIComponent('99999999999999-000000')}`)
+    const r = await gw.request(
+      `${room(BIG)}/messages?limit=1000&direction=forwards&cursor=${encodeURIComponent('99999999999999-000000')}`,
+    )
     expect(await json(r)).toEqual([])
     expect(r.headers.get('link')).not.toContain('rel="next"')
   })
@@ -59,7 +66,8 @@ describe('query parameters', () => {
     const b = await send(gw, 'h1', { text: 'b' })
     await Bun.sleep(3)
     const c = await send(gw, 'h1', { text: 'c' })
-    const texts = async (qs: string) => (await json(await gw.request(`${room('h1')}/messages?direction=forwards&${qs}`))).map((m: any) => m.text)
+    const texts = async (qs: string) =>
+      (await json(await gw.request(`${room('h1')}/messages?direction=forwards&${qs}`))).map((m: any) => m.text)
     expect(await texts(`start=${b.timestamp}`)).toEqual(['b', 'c'])
     expect(await texts(`end=${b.timestamp}`)).toEqual(['a', 'b'])
     expect(await texts(`start=${b.timestamp}&end=${b.timestamp}`)).toEqual(['b'])
@@ -99,10 +107,20 @@ describe('rooms and rights', () => {
   test('typing and reaction events of the room channel are not messages', async () => {
     const m = await send(gw, 'h2', { text: 'only' }, { headers: as('a') })
     await json(await gw.request(`${room('h2')}/typing`, { method: 'POST', json: { clientId: 'a', isTyping: true } }))
-    await json(await gw.request(`${room('h2')}/messages/${m.serial}/reactions`, { method: 'POST', json: { type: 'like', clientId: 'a' } }), 201)
+    await json(
+      await gw.request(`${room('h2')}/messages/${m.serial}/reactions`, {
+        method: 'POST',
+        json: { type: 'like', clientId: 'a' },
+      }),
+      201,
+    )
     await json(await gw.request(`${room('h2')}/messages/${m.serial}`, { method: 'PATCH', json: { text: 'edited' } }))
     const items = await json(await gw.request(`${room('h2')}/messages`))
     expect(items).toHaveLength(1)
-    expect(items[0]).toMatchObject({ serial: m.serial, text: 'edited', reactions: { distinct: { like: { total: 1, clientIds: ['a'] } } } })
+    expect(items[0]).toMatchObject({
+      serial: m.serial,
+      text: 'edited',
+      reactions: { distinct: { like: { total: 1, clientIds: ['a'] } } },
+    })
   })
 })

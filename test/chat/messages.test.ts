@@ -15,18 +15,36 @@ beforeAll(async () => {
   editAny = await keyWith(gw, 'any', { 'mod:*': ['message-update-any', 'message-delete-any'] })
   reader = await keyWith(gw, 'reader', { '*': ['history'] })
 })
-afterAll(async () => { await gw.close() })
+afterAll(async () => {
+  await gw.close()
+})
 
-const patch = (name: string, serial: string, body: unknown, init: { headers?: Record<string, string>; key?: string } = {}) =>
-  gw.request(`${room(name)}/messages/${encodeURIComponent(serial)}`, { method: 'PATCH', json: body, ...init })
+const patch = (
+  name: string,
+  serial: string,
+  body: unknown,
+  init: { headers?: Record<string, string>; key?: string } = {},
+) => gw.request(`${room(name)}/messages/${encodeURIComponent(serial)}`, { method: 'PATCH', json: body, ...init })
 const del = (name: string, serial: string, init: { headers?: Record<string, string>; key?: string } = {}) =>
   gw.request(`${room(name)}/messages/${encodeURIComponent(serial)}`, { method: 'DELETE', ...init })
 const getOne = (name: string, serial: string) => gw.request(`${room(name)}/messages/${encodeURIComponent(serial)}`)
 
 describe('send', () => {
   test('201 with serial, text, metadata, headers, clientId from the credentials and timestamps', async () => {
-    const m = await send(gw, 'm1', { text: 'hello', metadata: { a: 1 }, headers: { lang: 'en', n: 2 } }, { headers: as('alice') })
-    expect(m).toMatchObject({ roomId: 'm1', text: 'hello', metadata: { a: 1 }, headers: { lang: 'en', n: 2 }, clientId: 'alice', action: 'message.create' })
+    const m = await send(
+      gw,
+      'm1',
+      { text: 'hello', metadata: { a: 1 }, headers: { lang: 'en', n: 2 } },
+      { headers: as('alice') },
+    )
+    expect(m).toMatchObject({
+      roomId: 'm1',
+      text: 'hello',
+      metadata: { a: 1 },
+      headers: { lang: 'en', n: 2 },
+      clientId: 'alice',
+      action: 'message.create',
+    })
     expect(typeof m.serial).toBe('string')
     expect(m.createdAt).toBe(m.timestamp)
     expect(Math.abs(m.timestamp - Date.now())).toBeLessThan(10_000)
@@ -61,34 +79,74 @@ describe('send', () => {
 
   test('no body is 400; a malformed body is 400', async () => {
     await expectError(await gw.request(`${room('m4')}/messages`, { method: 'POST' }), 400, 40001)
-    await expectError(await gw.request(`${room('m4')}/messages`, { method: 'POST', body: '{', headers: { 'content-type': 'application/json' } }), 400, 40001)
+    await expectError(
+      await gw.request(`${room('m4')}/messages`, {
+        method: 'POST',
+        body: '{',
+        headers: { 'content-type': 'application/json' },
+      }),
+      400,
+      40001,
+    )
   })
 
   test('a message over the size limit is 413', async () => {
-    await expectError(await gw.request(`${room('m4')}/messages`, { method: 'POST', json: { text: 'x'.repeat(gw.config.maxMessageSize + 1) } }), 413, 40009)
+    await expectError(
+      await gw.request(`${room('m4')}/messages`, {
+        method: 'POST',
+        json: { text: 'x'.repeat(gw.config.maxMessageSize + 1) },
+      }),
+      413,
+      40009,
+    )
   })
 
   test('credentials: none is 401, without publish is 403 / 40160, publish alone is enough', async () => {
-    await expectError(await gw.request(`${room('m4')}/messages`, { method: 'POST', json: { text: 'x' }, key: null }), 401, 40101)
-    await expectError(await gw.request(`${room('m4')}/messages`, { method: 'POST', json: { text: 'x' }, key: reader }), 403, 40160)
-    expect((await gw.request(`${room('m4')}/messages`, { method: 'POST', json: { text: 'x' }, key: publishOnly })).status).toBe(201)
+    await expectError(
+      await gw.request(`${room('m4')}/messages`, { method: 'POST', json: { text: 'x' }, key: null }),
+      401,
+      40101,
+    )
+    await expectError(
+      await gw.request(`${room('m4')}/messages`, { method: 'POST', json: { text: 'x' }, key: reader }),
+      403,
+      40160,
+    )
+    expect(
+      (await gw.request(`${room('m4')}/messages`, { method: 'POST', json: { text: 'x' }, key: publishOnly })).status,
+    ).toBe(201)
   })
 
   test('invalid room ids are 400', async () => {
-    await expectError(await gw.request(`${room('a::$x')}/messages`, { method: 'POST', json: { text: 'x' } }), 400, 40010)
-    await expectError(await gw.request(`${room('[meta]x')}/messages`, { method: 'POST', json: { text: 'x' } }), 400, 40010)
+    await expectError(
+      await gw.request(`${room('a::$x')}/messages`, { method: 'POST', json: { text: 'x' } }),
+      400,
+      40010,
+    )
+    await expectError(
+      await gw.request(`${room('[meta]x')}/messages`, { method: 'POST', json: { text: 'x' } }),
+      400,
+      40010,
+    )
   })
 
   test('idempotencyKey: a repeat returns the first message and sends nothing', async () => {
-    const a = await json(await gw.request(`${room('m5')}/messages?idempotencyKey=k1`, { method: 'POST', json: { text: 'once' } }), 201)
-    const b = await json(await gw.request(`${room('m5')}/messages?idempotencyKey=k1`, { method: 'POST', json: { text: 'once' } }), 201)
+    const a = await json(
+      await gw.request(`${room('m5')}/messages?idempotencyKey=k1`, { method: 'POST', json: { text: 'once' } }),
+      201,
+    )
+    const b = await json(
+      await gw.request(`${room('m5')}/messages?idempotencyKey=k1`, { method: 'POST', json: { text: 'once' } }),
+      201,
+    )
     expect(b.serial).toBe(a.serial)
     expect(await json(await gw.request(`${room('m5')}/messages`))).toHaveLength(1)
   })
 
   test('msgpack in and out', async () => {
     const r = await gw.request(`${room('m6')}/messages`, {
-      method: 'POST', body: new Uint8Array(pack({ text: 'packed', metadata: { k: true } })),
+      method: 'POST',
+      body: new Uint8Array(pack({ text: 'packed', metadata: { k: true } })),
       headers: { 'content-type': 'application/x-msgpack', accept: 'application/x-msgpack' },
     })
     expect(r.status).toBe(201)
@@ -111,7 +169,15 @@ describe('update', () => {
   test('PATCH keeps the serial, bumps the version and records who and when', async () => {
     const m = await send(gw, 'u1', { text: 'v0', metadata: { keep: 1 }, headers: { h: '1' } }, { headers: as('alice') })
     const u1 = await json(await patch('u1', m.serial, { text: 'v1', description: 'typo' }, { headers: as('bob') }))
-    expect(u1).toMatchObject({ serial: m.serial, text: 'v1', metadata: { keep: 1 }, headers: { h: '1' }, action: 'message.update', clientId: 'alice', timestamp: m.timestamp })
+    expect(u1).toMatchObject({
+      serial: m.serial,
+      text: 'v1',
+      metadata: { keep: 1 },
+      headers: { h: '1' },
+      action: 'message.update',
+      clientId: 'alice',
+      timestamp: m.timestamp,
+    })
     expect(u1.version).toMatchObject({ clientId: 'bob', description: 'typo' })
     expect(u1.version.serial > m.version.serial).toBe(true)
     expect(u1.version.timestamp).toBeGreaterThanOrEqual(m.timestamp)
@@ -148,11 +214,21 @@ describe('delete', () => {
     const keep = await send(gw, 'd1', { text: 'stays' })
     const m = await send(gw, 'd1', { text: 'bye', metadata: { a: 1 }, headers: { h: 'x' } }, { headers: as('alice') })
     const d = await json(await del('d1', m.serial, { headers: as('mod') }))
-    expect(d).toMatchObject({ serial: m.serial, action: 'message.delete', text: '', metadata: {}, headers: {}, clientId: 'alice' })
+    expect(d).toMatchObject({
+      serial: m.serial,
+      action: 'message.delete',
+      text: '',
+      metadata: {},
+      headers: {},
+      clientId: 'alice',
+    })
     expect(d.version.clientId).toBe('mod')
     expect(d.version.serial > m.version.serial).toBe(true)
     const history = await json(await gw.request(`${room('d1')}/messages?direction=forwards`))
-    expect(history.map((x: any) => [x.serial, x.action])).toEqual([[keep.serial, 'message.create'], [m.serial, 'message.delete']])
+    expect(history.map((x: any) => [x.serial, x.action])).toEqual([
+      [keep.serial, 'message.create'],
+      [m.serial, 'message.delete'],
+    ])
     expect((await json(await del('d1', m.serial))).version).toEqual(d.version)
     await expectError(await patch('d1', m.serial, { text: 'back' }), 400, 40000)
   })

@@ -17,7 +17,9 @@ afterAll(async () => {
 
 const occupancy = async (name: string) => json(await gw.request(`${room(name)}/occupancy`))
 const stream = async (channels: string) => {
-  const c = await openSse(`${base}/sse?v=1.2&channels=${encodeURIComponent(channels)}&key=${encodeURIComponent(gw.key)}`)
+  const c = await openSse(
+    `${base}/sse?v=1.2&channels=${encodeURIComponent(channels)}&key=${encodeURIComponent(gw.key)}`,
+  )
   expect(c.status).toBe(200)
   open.push(c)
   return c
@@ -53,16 +55,22 @@ test('connections follow real event-stream connections opening and closing', asy
 
 test('presenceMembers counts the members present on the room channel', async () => {
   const ch = roomChannel('occ3')
-  const enter = (clientId: string, action = 2) => ({ id: `${clientId}:${action}`, action, clientId, connectionId: `conn-${clientId}`, timestamp: Date.now() })
-  await gw.core.backend.presence.apply(APP_ID, ch, [enter('ann'), enter('ben'), enter('cat')])
+  const enter = (clientId: string, action = 2) => ({
+    id: `${clientId}:${action}`,
+    action,
+    clientId,
+    connectionId: `conn-${clientId}`,
+    timestamp: Date.now(),
+  })
+  await gw.backend.presence.apply(APP_ID, ch, [enter('ann'), enter('ben'), enter('cat')])
   expect(await occupancy('occ3')).toEqual({ connections: 0, presenceMembers: 3 })
-  await gw.core.backend.presence.apply(APP_ID, ch, [enter('ben', 3)])
+  await gw.backend.presence.apply(APP_ID, ch, [enter('ben', 3)])
   expect((await occupancy('occ3')).presenceMembers).toBe(2)
 })
 
 test('occupancy needs channel-metadata on the room', async () => {
-  const key = await keyWith(gw, 'occ', { 'occ1': ['subscribe', 'publish'] })
+  const key = await keyWith(gw, 'occ', { occ1: ['subscribe', 'publish'] })
   await expectError(await gw.request(`${room('occ1')}/occupancy`, { key }), 403, 40160)
-  const meta = await keyWith(gw, 'occmeta', { 'occ1': ['channel-metadata'] })
+  const meta = await keyWith(gw, 'occmeta', { occ1: ['channel-metadata'] })
   expect((await gw.request(`${room('occ1')}/occupancy`, { key: meta })).status).toBe(200)
 })

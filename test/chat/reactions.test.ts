@@ -3,26 +3,47 @@ import { createTestGateway, type TestGateway } from '../helpers/gateway'
 import { as, expectError, json, keyWith, room, send } from './chat-fixture'
 
 let gw: TestGateway
-beforeAll(async () => { gw = await createTestGateway() })
-afterAll(async () => { await gw.close() })
+beforeAll(async () => {
+  gw = await createTestGateway()
+})
+afterAll(async () => {
+  await gw.close()
+})
 
 const path = (name: string, serial: string) => `${room(name)}/messages/${encodeURIComponent(serial)}/reactions`
-const react = (name: string, serial: string, body: unknown, init: { headers?: Record<string, string>; key?: string } = {}) =>
-  gw.request(path(name, serial), { method: 'POST', json: body, ...init })
+const react = (
+  name: string,
+  serial: string,
+  body: unknown,
+  init: { headers?: Record<string, string>; key?: string } = {},
+) => gw.request(path(name, serial), { method: 'POST', json: body, ...init })
 const list = async (name: string, serial: string) => json(await gw.request(path(name, serial)))
 
 describe('distinct (the default)', () => {
   test('add with type and metadata; list with a per-type summary of counts and clientIds', async () => {
     const m = await send(gw, 'x1', { text: 'react to me' })
-    const r = await json(await react('x1', m.serial, { type: 'like', metadata: { from: 'web' } }, { headers: as('amy') }), 201)
-    expect(r).toMatchObject({ messageSerial: m.serial, type: 'like', kind: 'distinct', clientId: 'amy', count: 1, metadata: { from: 'web' } })
+    const r = await json(
+      await react('x1', m.serial, { type: 'like', metadata: { from: 'web' } }, { headers: as('amy') }),
+      201,
+    )
+    expect(r).toMatchObject({
+      messageSerial: m.serial,
+      type: 'like',
+      kind: 'distinct',
+      clientId: 'amy',
+      count: 1,
+      metadata: { from: 'web' },
+    })
     expect(typeof r.serial).toBe('string')
     expect(r.summary).toEqual({ like: { count: 1, clientIds: ['amy'] } })
     await json(await react('x1', m.serial, { type: 'like' }, { headers: as('bob') }), 201)
     await json(await react('x1', m.serial, { type: 'like' }, { headers: as('bob') }), 201) // a repeat counts once
     await json(await react('x1', m.serial, { type: 'heart' }, { headers: as('bob') }), 201)
     const l = await list('x1', m.serial)
-    expect(l.summary).toEqual({ like: { count: 2, clientIds: ['amy', 'bob'] }, heart: { count: 1, clientIds: ['bob'] } })
+    expect(l.summary).toEqual({
+      like: { count: 2, clientIds: ['amy', 'bob'] },
+      heart: { count: 1, clientIds: ['bob'] },
+    })
     expect(l.reactions.distinct).toEqual({
       like: { total: 2, clientIds: ['amy', 'bob'], clipped: false },
       heart: { total: 1, clientIds: ['bob'], clipped: false },
@@ -37,7 +58,9 @@ describe('distinct (the default)', () => {
   test('remove', async () => {
     const m = await send(gw, 'x2', { text: 'x' })
     await json(await react('x2', m.serial, { type: 'like' }, { headers: as('amy') }), 201)
-    const r = await json(await gw.request(`${path('x2', m.serial)}?type=like`, { method: 'DELETE', headers: as('amy') }))
+    const r = await json(
+      await gw.request(`${path('x2', m.serial)}?type=like`, { method: 'DELETE', headers: as('amy') }),
+    )
     expect(r.summary).toEqual({})
     expect((await list('x2', m.serial)).items).toEqual([])
   })
@@ -60,11 +83,13 @@ describe('unique and multiple', () => {
     await json(await react('x4', m.serial, { type: 'clap', kind: 'multiple' }, { headers: as('amy') }), 201)
     await json(await react('x4', m.serial, { type: 'clap', kind: 'multiple', count: 2 }, { headers: as('bob') }), 201)
     const l = await list('x4', m.serial)
-    expect(l.reactions.multiple).toEqual({ clap: { total: 6, clientIds: { amy: 4, bob: 2 }, totalUnidentified: 0, clipped: false, totalClientIds: 2 } })
+    expect(l.reactions.multiple).toEqual({
+      clap: { total: 6, clientIds: { amy: 4, bob: 2 }, totalUnidentified: 0, clipped: false, totalClientIds: 2 },
+    })
     expect(l.summary).toEqual({ clap: { count: 6, clientIds: ['amy', 'bob'] } })
   })
 
-  test("the hosted form {type: kind, name, count} is accepted too", async () => {
+  test('the hosted form {type: kind, name, count} is accepted too', async () => {
     const m = await send(gw, 'x5', { text: 'x' })
     await json(await react('x5', m.serial, { type: 'multiple', name: '🎉', count: 2 }, { headers: as('amy') }), 201)
     await json(await react('x5', m.serial, { type: 'reaction:unique.v1', name: '👍' }, { headers: as('amy') }), 201)
@@ -96,7 +121,11 @@ describe('errors', () => {
   test('a reaction needs a client; a clientId not matching the credentials is 400 / 40012', async () => {
     const m = await send(gw, 'x8', { text: 'x' })
     await expectError(await react('x8', m.serial, { type: 'like' }), 400, 40012)
-    await expectError(await react('x8', m.serial, { type: 'like', clientId: 'bob' }, { headers: as('amy') }), 400, 40012)
+    await expectError(
+      await react('x8', m.serial, { type: 'like', clientId: 'bob' }, { headers: as('amy') }),
+      400,
+      40012,
+    )
     expect((await react('x8', m.serial, { type: 'like', clientId: 'bob' })).status).toBe(201)
   })
 

@@ -6,9 +6,13 @@ let gw: TestGateway
 beforeAll(async () => {
   gw = await createTestGateway()
   for (const name of ['r-c', 'r-a', 'team:1', 'r-b', 'team:2']) await send(gw, name, { text: 'hi' })
-  await json(await gw.request(`${room('r-typing-only')}/typing`, { method: 'POST', json: { clientId: 'x', isTyping: true } }))
+  await json(
+    await gw.request(`${room('r-typing-only')}/typing`, { method: 'POST', json: { clientId: 'x', isTyping: true } }),
+  )
 })
-afterAll(async () => { await gw.close() })
+afterAll(async () => {
+  await gw.close()
+})
 
 describe('GET /chat/rooms', () => {
   test('lists the active rooms of the app, sorted, with roomId, name and metadata', async () => {
@@ -29,8 +33,13 @@ describe('GET /chat/rooms', () => {
 
   test('shows only the rooms the credentials may see (channel-metadata)', async () => {
     const key = await keyWith(gw, 'teams', { 'team:*': ['channel-metadata'] })
-    expect((await json(await gw.request('/chat/rooms', { key }))).map((r: any) => r.roomId)).toEqual(['team:1', 'team:2'])
-    expect((await json(await gw.request('/chat/v4/rooms?limit=1', { key }))).map((r: any) => r.roomId)).toEqual(['team:1'])
+    expect((await json(await gw.request('/chat/rooms', { key }))).map((r: any) => r.roomId)).toEqual([
+      'team:1',
+      'team:2',
+    ])
+    expect((await json(await gw.request('/chat/v4/rooms?limit=1', { key }))).map((r: any) => r.roomId)).toEqual([
+      'team:1',
+    ])
   })
 
   test('needs credentials', async () => {

@@ -6,23 +6,38 @@ import { as, expectError, json, keyWith, room, roomChannel } from './chat-fixtur
 
 let gw: TestGateway
 const clock = new TestClock()
-beforeAll(async () => { gw = await createTestGateway({}, clock) })
-afterAll(async () => { await gw.close() })
+beforeAll(async () => {
+  gw = await createTestGateway({}, clock)
+})
+afterAll(async () => {
+  await gw.close()
+})
 
 const typing = (name: string, body: unknown, init: { headers?: Record<string, string>; key?: string } = {}) =>
   gw.request(`${room(name)}/typing`, { method: 'POST', json: body, ...init })
 
 /** Typing events on the room channel, oldest first: [event name, data]. */
 async function events(name: string): Promise<Array<[string, any]>> {
-  const items = await json(await gw.request(`/channels/${encodeURIComponent(roomChannel(name))}/messages?direction=forwards&limit=1000`))
+  const items = await json(
+    await gw.request(`/channels/${encodeURIComponent(roomChannel(name))}/messages?direction=forwards&limit=1000`),
+  )
   return items.filter((m: any) => m.name.startsWith('typing.')).map((m: any) => [m.name, JSON.parse(m.data)])
 }
 
 describe('typing indicators', () => {
   test('start and stop emit events carrying the current set of typers', async () => {
-    expect(await json(await typing('t1', { clientId: 'amy', isTyping: true }))).toEqual({ currentlyTyping: ['amy'], change: { clientId: 'amy', type: 'typing.started' } })
-    expect((await json(await typing('t1', { clientId: 'bob', isTyping: true }))).currentlyTyping).toEqual(['amy', 'bob'])
-    expect(await json(await typing('t1', { clientId: 'amy', isTyping: false }))).toEqual({ currentlyTyping: ['bob'], change: { clientId: 'amy', type: 'typing.stopped' } })
+    expect(await json(await typing('t1', { clientId: 'amy', isTyping: true }))).toEqual({
+      currentlyTyping: ['amy'],
+      change: { clientId: 'amy', type: 'typing.started' },
+    })
+    expect((await json(await typing('t1', { clientId: 'bob', isTyping: true }))).currentlyTyping).toEqual([
+      'amy',
+      'bob',
+    ])
+    expect(await json(await typing('t1', { clientId: 'amy', isTyping: false }))).toEqual({
+      currentlyTyping: ['bob'],
+      change: { clientId: 'amy', type: 'typing.stopped' },
+    })
     // stopping when not typing changes nothing and emits nothing
     expect((await json(await typing('t1', { clientId: 'zed', isTyping: false }))).currentlyTyping).toEqual(['bob'])
     expect(await events('t1')).toEqual([
@@ -44,14 +59,20 @@ describe('typing indicators', () => {
     expect((await events('t2')).filter(([n]) => n === 'typing.stopped')).toHaveLength(0)
     clock.advance(1)
     await gw.core.chat.typing.sweep()
-    expect((await events('t2')).slice(-1)).toEqual([['typing.stopped', { currentlyTyping: ['bob'], change: { clientId: 'amy', type: 'typing.stopped' } }]])
+    expect((await events('t2')).slice(-1)).toEqual([
+      ['typing.stopped', { currentlyTyping: ['bob'], change: { clientId: 'amy', type: 'typing.stopped' } }],
+    ])
     clock.advance(T - 2)
     await gw.core.chat.typing.sweep()
     expect((await events('t2')).filter(([n]) => n === 'typing.stopped')).toHaveLength(1)
     clock.advance(1)
     await gw.core.chat.typing.sweep()
     expect((await events('t2')).map(([n, d]) => `${n} ${d.change.clientId} [${d.currentlyTyping}]`)).toEqual([
-      'typing.started amy [amy]', 'typing.started bob [amy,bob]', 'typing.started bob [amy,bob]', 'typing.stopped amy [bob]', 'typing.stopped bob []',
+      'typing.started amy [amy]',
+      'typing.started bob [amy,bob]',
+      'typing.started bob [amy,bob]',
+      'typing.stopped amy [bob]',
+      'typing.stopped bob []',
     ])
     expect(gw.core.chat.typing.watching).toBe(0)
     expect((await json(await typing('t2', { clientId: 'cat', isTyping: true }))).currentlyTyping).toEqual(['cat'])
@@ -61,20 +82,35 @@ describe('typing indicators', () => {
     await json(await typing('t3', { clientId: 'amy', isTyping: true }))
     clock.advance(DEFAULT_TYPING_TIMEOUT_MS + 1)
     expect((await json(await typing('t3', { clientId: 'bob', isTyping: true }))).currentlyTyping).toEqual(['bob'])
-    expect((await events('t3')).map(([n, d]) => `${n} ${d.change.clientId}`)).toEqual(['typing.started amy', 'typing.stopped amy', 'typing.started bob'])
+    expect((await events('t3')).map(([n, d]) => `${n} ${d.change.clientId}`)).toEqual([
+      'typing.started amy',
+      'typing.stopped amy',
+      'typing.started bob',
+    ])
   })
 
   test('the timer emits the expiry by itself', async () => {
     const real = await createTestGateway()
     const c = real.core
-    const chat = new ChatService(c.backend.broker, c.backend.chat, c.backend.presence, c.hub, c.stats, c.limits, systemClock, { maxMessageSize: 65536, typingTimeoutMs: 50 })
+    const chat = new ChatService(
+      real.backend.broker,
+      real.backend.chat,
+      real.backend.presence,
+      c.occupancy,
+      c.stats,
+      c.limits,
+      systemClock,
+      { maxMessageSize: 65536, typingTimeoutMs: 50 },
+    )
     try {
       const p = await c.auth.authenticate({ authorization: basic(real.key), secure: () => false })
       await chat.typing.set(p, 't4', { clientId: 'amy', isTyping: true })
       expect(chat.typing.watching).toBe(1)
       for (let i = 0; i < 100 && chat.typing.watching > 0; i++) await Bun.sleep(10)
       await Bun.sleep(20)
-      const names = (await json(await real.request(`/channels/${encodeURIComponent(roomChannel('t4'))}/messages?direction=forwards`))).map((m: any) => m.name)
+      const names = (
+        await json(await real.request(`/channels/${encodeURIComponent(roomChannel('t4'))}/messages?direction=forwards`))
+      ).map((m: any) => m.name)
       expect(names).toEqual(['typing.started', 'typing.stopped'])
     } finally {
       chat.close()

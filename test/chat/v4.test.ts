@@ -14,10 +14,20 @@ beforeAll(async () => {
   gw = await createTestGateway()
   port = Number(new URL(listen(gw)).port)
 })
-afterAll(async () => { await gw.close() })
+afterAll(async () => {
+  await gw.close()
+})
 
 const client = (binary: boolean, clientId?: string) =>
-  new Ably.Rest({ key: gw.key, ...(clientId ? { clientId } : {}), endpoint: '127.0.0.1', port, tls: false, useBinaryProtocol: binary, logLevel: 0 })
+  new Ably.Rest({
+    key: gw.key,
+    ...(clientId ? { clientId } : {}),
+    endpoint: '127.0.0.1',
+    port,
+    tls: false,
+    useBinaryProtocol: binary,
+    logLevel: 0,
+  })
 
 /** What ChatApi._doRequest does: the first item of a successful response, else an ErrorInfo. */
 async function call(rest: Ably.Rest, method: string, url: string, body?: unknown, params: Record<string, string> = {}) {
@@ -36,8 +46,18 @@ for (const binary of [true, false]) {
 
     test('send, get, history with pagination', async () => {
       const rest = client(binary, 'amy')
-      const sent = await one(rest, 'POST', `${roomUrl}/messages`, { text: 'hi', metadata: { m: 1 }, headers: { h: 'v' } })
-      expect(sent).toMatchObject({ text: 'hi', metadata: { m: 1 }, headers: { h: 'v' }, clientId: 'amy', action: 'message.create' })
+      const sent = await one(rest, 'POST', `${roomUrl}/messages`, {
+        text: 'hi',
+        metadata: { m: 1 },
+        headers: { h: 'v' },
+      })
+      expect(sent).toMatchObject({
+        text: 'hi',
+        metadata: { m: 1 },
+        headers: { h: 'v' },
+        clientId: 'amy',
+        action: 'message.create',
+      })
       expect(sent.version).toEqual({ serial: sent.serial, timestamp: sent.timestamp })
       expect(sent.reactions).toEqual({ unique: {}, distinct: {}, multiple: {} })
       expect(sent.roomId).toBeUndefined()
@@ -57,9 +77,23 @@ for (const binary of [true, false]) {
 
     test('PUT update replaces the message; POST .../delete soft-deletes', async () => {
       const rest = client(binary, 'amy')
-      const sent = await one(rest, 'POST', `${roomUrl}/messages`, { text: 'draft', metadata: { gone: true }, headers: { h: '1' } })
-      const updated = await one(rest, 'PUT', msgUrl(sent.serial), { message: { text: 'final' }, description: 'fix', metadata: { why: 'typo' } })
-      expect(updated).toMatchObject({ serial: sent.serial, text: 'final', metadata: {}, headers: {}, action: 'message.update' })
+      const sent = await one(rest, 'POST', `${roomUrl}/messages`, {
+        text: 'draft',
+        metadata: { gone: true },
+        headers: { h: '1' },
+      })
+      const updated = await one(rest, 'PUT', msgUrl(sent.serial), {
+        message: { text: 'final' },
+        description: 'fix',
+        metadata: { why: 'typo' },
+      })
+      expect(updated).toMatchObject({
+        serial: sent.serial,
+        text: 'final',
+        metadata: {},
+        headers: {},
+        action: 'message.update',
+      })
       expect(updated.version).toMatchObject({ clientId: 'amy', description: 'fix', metadata: { why: 'typo' } })
       const deleted = await one(rest, 'POST', msgUrl(sent.serial, '/delete'), { description: 'bye' })
       expect(deleted).toMatchObject({ serial: sent.serial, action: 'message.delete', text: '' })
@@ -81,23 +115,50 @@ for (const binary of [true, false]) {
       await one(amy, 'DELETE', msgUrl(m.serial, '/reactions'), undefined, { type: 'unique' })
       await one(amy, 'DELETE', msgUrl(m.serial, '/reactions'), undefined, { type: 'multiple', name: '🎉' })
       const after = await one(amy, 'GET', msgUrl(m.serial))
-      expect(after.reactions).toEqual({ unique: {}, distinct: { '👍': { total: 1, clientIds: ['bob'], clipped: false } }, multiple: {} })
+      expect(after.reactions).toEqual({
+        unique: {},
+        distinct: { '👍': { total: 1, clientIds: ['bob'], clipped: false } },
+        multiple: {},
+      })
     })
 
     test('occupancy; errors come back as ErrorInfo with the spec codes', async () => {
       const rest = client(binary)
       expect(await one(rest, 'GET', `${roomUrl}/occupancy`)).toEqual({ connections: 0, presenceMembers: 0 })
-      await expect(call(rest, 'GET', msgUrl('00000000000001-000000'))).rejects.toMatchObject({ statusCode: 404, code: 40160 })
-      await expect(call(rest, 'POST', `${roomUrl}/messages`, { text: '' })).rejects.toMatchObject({ statusCode: 400, code: 40001 })
-      await expect(call(client(binary, 'amy'), 'POST', `${roomUrl}/typing`, { clientId: 'bob', isTyping: true })).rejects.toMatchObject({ statusCode: 400, code: 40012 })
+      await expect(call(rest, 'GET', msgUrl('00000000000001-000000'))).rejects.toMatchObject({
+        statusCode: 404,
+        code: 40160,
+      })
+      await expect(call(rest, 'POST', `${roomUrl}/messages`, { text: '' })).rejects.toMatchObject({
+        statusCode: 400,
+        code: 40001,
+      })
+      await expect(
+        call(client(binary, 'amy'), 'POST', `${roomUrl}/typing`, { clientId: 'bob', isTyping: true }),
+      ).rejects.toMatchObject({ statusCode: 400, code: 40012 })
     })
   })
 }
 
 test('the v4 paths speak plain HTTP too', async () => {
-  const r = await gw.request(`${v4room('plain')}/messages`, { method: 'POST', json: { text: 'x' }, headers: { 'x-ably-version': '4' } })
+  const r = await gw.request(`${v4room('plain')}/messages`, {
+    method: 'POST',
+    json: { text: 'x' },
+    headers: { 'x-ably-version': '4' },
+  })
   expect(r.status).toBe(201)
   const m = (await r.json()) as any
-  await expectError(await gw.request(`${v4room('plain')}/messages/${m.serial}`, { method: 'PUT', json: { text: 'not wrapped' } }), 400, 40001)
-  await expectError(await gw.request(`${v4room('plain')}/messages/${m.serial}/reactions`, { method: 'POST', json: { type: 'sideways', name: 'x' } }), 400, 40001)
+  await expectError(
+    await gw.request(`${v4room('plain')}/messages/${m.serial}`, { method: 'PUT', json: { text: 'not wrapped' } }),
+    400,
+    40001,
+  )
+  await expectError(
+    await gw.request(`${v4room('plain')}/messages/${m.serial}/reactions`, {
+      method: 'POST',
+      json: { type: 'sideways', name: 'x' },
+    }),
+    400,
+    40001,
+  )
 })

@@ -13,20 +13,29 @@ const streams: SseClient[] = []
 
 beforeAll(async () => {
   if (!available) return
-  redis = await TestRedis.start()
-  for (let i = 0; i < 3; i++) nodes.push(await GatewayNode.start({ REDIS_URL: redis.url, REDIS_PREFIX: 'cluster:', REDIS_TIMEOUT_MS: '500' }))
+  // persisted, as Redis must be in a deployment: the outage test restarts it
+  redis = await TestRedis.start({ persist: true })
+  for (let i = 0; i < 3; i++)
+    nodes.push(await GatewayNode.start({ REDIS_URL: redis.url, REDIS_PREFIX: 'cluster:', REDIS_TIMEOUT_MS: '500' }))
 }, 60_000)
 afterAll(async () => {
   for (const s of streams) s.close()
   for (const n of nodes) await n.stop()
-  await redis?.kill()
+  await redis?.stop()
 })
 
 const auth = { authorization: basic(ROOT_KEY), 'content-type': 'application/json' }
 const publish = (node: GatewayNode, channel: string, data: string) =>
-  fetch(`${node.url}/channels/${channel}/messages`, { method: 'POST', headers: auth, body: JSON.stringify({ data }), signal: AbortSignal.timeout(5000) })
+  fetch(`${node.url}/channels/${channel}/messages`, {
+    method: 'POST',
+    headers: auth,
+    body: JSON.stringify({ data }),
+    signal: AbortSignal.timeout(5000),
+  })
 const subscribe = async (node: GatewayNode, channel: string, lastEvent?: string) => {
-  const s = await openSse(`${node.url}/sse?v=1.2&channels=${channel}&key=${encodeURIComponent(ROOT_KEY)}${lastEvent ? `&lastEvent=${encodeURIComponent(lastEvent)}` : ''}`)
+  const s = await openSse(
+    `${node.url}/sse?v=1.2&channels=${channel}&key=${encodeURIComponent(ROOT_KEY)}${lastEvent ? `&lastEvent=${encodeURIComponent(lastEvent)}` : ''}`,
+  )
   expect(s.status).toBe(200)
   streams.push(s)
   return s
@@ -57,7 +66,8 @@ describe.skipIf(!available)('cluster on Redis', () => {
   test('channel occupancy counts the subscribers on every node, and they leave when their streams end', async () => {
     const [a, b, c] = nodes as [GatewayNode, GatewayNode, GatewayNode]
     const subscribers = async (node: GatewayNode) =>
-      ((await (await fetch(`${node.url}/channels/occ`, { headers: auth })).json()) as any).status.occupancy.metrics.subscribers as number
+      ((await (await fetch(`${node.url}/channels/occ`, { headers: auth })).json()) as any).status.occupancy.metrics
+        .subscribers as number
     // nodes report their counts asynchronously: poll until the expected total shows
     const settles = async (node: GatewayNode, expected: number) => {
       let seen = -1
@@ -72,7 +82,10 @@ describe.skipIf(!available)('cluster on Redis', () => {
     const onB2 = await subscribe(b, 'occ')
     expect(await settles(c, 3)).toBe(3) // c has none of its own
     expect(await subscribers(a)).toBe(3)
-    expect(((await (await fetch(`${b.url}/channels/other-occ`, { headers: auth })).json()) as any).status.occupancy.metrics.subscribers).toBe(0)
+    expect(
+      ((await (await fetch(`${b.url}/channels/other-occ`, { headers: auth })).json()) as any).status.occupancy.metrics
+        .subscribers,
+    ).toBe(0)
     onB1.close()
     onB2.close()
     expect(await settles(a, 1)).toBe(1)
@@ -91,7 +104,9 @@ describe.skipIf(!available)('cluster on Redis', () => {
         try {
           const r = await publish(target, 'kill', `k${i}`)
           if (r.status === 201) acked.push(`k${i}`)
-        } catch { /* the node died mid-request: not acknowledged */ }
+        } catch {
+          /* the node died mid-request: not acknowledged */
+        }
         if (i === 100) target = c // publish through the node about to die as well
         if (i % 20 === 0) await Bun.sleep(1)
       }
@@ -106,7 +121,10 @@ describe.skipIf(!available)('cluster on Redis', () => {
     await Bun.sleep(300)
     stop = true
     await publisher
-    await sub.until((e) => received.length + messages(e).length >= acked.length && datas(sub).includes(acked.at(-1)!), 20_000)
+    await sub.until(
+      (e) => received.length + messages(e).length >= acked.length && datas(sub).includes(acked.at(-1)!),
+      20_000,
+    )
     const all = [...received, ...datas(sub)]
     expect(new Set(all).size).toBe(all.length) // no duplicate
     const got = new Set(all)
@@ -137,7 +155,7 @@ describe.skipIf(!available)('cluster on Redis', () => {
       if (!ok) await Bun.sleep(100)
     }
     expect(ok).toBe(true)
-    // this test Redis keeps nothing on disk; the nodes still know the key (cached), so publishing resumes at once
+    // Redis came back with its data (append-only file): publishing resumes at once, in order
     const after: string[] = []
     for (let i = 0; i < 20; i++) {
       const res = await publish(i % 2 ? a : b, 'outage', `after${i}`)

@@ -16,8 +16,12 @@ beforeAll(async () => {
   if (!available) return
   redis = await TestRedis.start()
   const env = {
-    REDIS_URL: redis.url, REDIS_PREFIX: 'limits:', BOOTSTRAP_ACCESS_TOKEN: ACCESS_TOKEN,
-    RATE_LIMITS: 'on', LIMIT_MESSAGES_PER_SECOND: '0.01', RATE_LIMIT_BURST_SECONDS: '10000',
+    REDIS_URL: redis.url,
+    REDIS_PREFIX: 'limits:',
+    BOOTSTRAP_ACCESS_TOKEN: ACCESS_TOKEN,
+    RATE_LIMITS: 'on',
+    LIMIT_MESSAGES_PER_SECOND: '0.01',
+    RATE_LIMIT_BURST_SECONDS: '10000',
   }
   for (let i = 0; i < 3; i++) nodes.push(await GatewayNode.start(env))
 }, 60_000)
@@ -28,10 +32,15 @@ afterAll(async () => {
 
 const json = { authorization: basic(ROOT_KEY), 'content-type': 'application/json' }
 const management = { authorization: `Bearer ${ACCESS_TOKEN}`, 'content-type': 'application/json' }
-const call = (node: GatewayNode, path: string, init: RequestInit = {}) => fetch(`${node.url}${path}`, { headers: json, signal: AbortSignal.timeout(5000), ...init })
+const call = (node: GatewayNode, path: string, init: RequestInit = {}) =>
+  fetch(`${node.url}${path}`, { headers: json, signal: AbortSignal.timeout(5000), ...init })
 const publish = (node: GatewayNode, n: number, tag: string) =>
-  call(node, '/channels/shared/messages', { method: 'POST', body: JSON.stringify(Array.from({ length: n }, (_, i) => ({ data: `${tag}${i}` }))) })
-const requestToken = (node: GatewayNode) => call(node, `/keys/${ROOT_KEY.split(':')[0]}/requestToken`, { method: 'POST', body: '{}' })
+  call(node, '/channels/shared/messages', {
+    method: 'POST',
+    body: JSON.stringify(Array.from({ length: n }, (_, i) => ({ data: `${tag}${i}` }))),
+  })
+const requestToken = (node: GatewayNode) =>
+  call(node, `/keys/${ROOT_KEY.split(':')[0]}/requestToken`, { method: 'POST', body: '{}' })
 const expect429 = async (r: Response) => {
   expect(r.status).toBe(429)
   expect(Number(r.headers.get('retry-after'))).toBeGreaterThanOrEqual(1)
@@ -56,12 +65,18 @@ describe.skipIf(!available)('rate limits on a Redis cluster', () => {
     const [a, b, c] = nodes as [GatewayNode, GatewayNode, GatewayNode]
     const accountId = ((await (await call(a, '/v1/me', { headers: management })).json()) as any).account.id as string
     // 0.0002 token requests/s: a bucket of 2 (RATE_LIMIT_BURST_SECONDS is 10,000)
-    const patched = await call(a, `/v1/accounts/${accountId}/limits`, { method: 'PATCH', headers: management, body: JSON.stringify({ tokenRequests: 0.0002 }) })
+    const patched = await call(a, `/v1/accounts/${accountId}/limits`, {
+      method: 'PATCH',
+      headers: management,
+      body: JSON.stringify({ tokenRequests: 0.0002 }),
+    })
     expect(patched.status).toBe(200)
     for (const n of [b, c]) {
       // the change reaches the other nodes through Redis' change feed
       for (let i = 0; ; i++) {
-        const limits = (await (await call(n, `/v1/accounts/${accountId}/limits`, { headers: management })).json()) as any
+        const limits = (await (
+          await call(n, `/v1/accounts/${accountId}/limits`, { headers: management })
+        ).json()) as any
         if (limits.tokenRequests.effective === 0.0002) break
         if (i === 100) throw new Error(`override not seen on ${n.url}: ${JSON.stringify(limits)}`)
         await Bun.sleep(50)

@@ -27,13 +27,22 @@ beforeAll(async () => {
   gw = await createTestGateway()
   port = Number(new URL(listen(gw)).port)
   const now = Date.now()
-  await gw.core.backend.control.createKey({
-    appId: APP_ID, id: LIMITED_KEY_ID, name: 'limited', secret: LIMITED_SECRET, capability: LIMITED_CAPABILITY,
-    status: 0, revocableTokens: false, created: now, modified: now,
+  await gw.backend.control.createKey({
+    appId: APP_ID,
+    id: LIMITED_KEY_ID,
+    name: 'limited',
+    secret: LIMITED_SECRET,
+    capability: LIMITED_CAPABILITY,
+    status: 0,
+    revocableTokens: false,
+    created: now,
+    modified: now,
   })
 })
 
-afterAll(async () => { await gw.close() })
+afterAll(async () => {
+  await gw.close()
+})
 
 type ClientOptions = Omit<Ably.ClientOptions, 'endpoint' | 'port' | 'tls' | 'useBinaryProtocol'>
 
@@ -73,7 +82,8 @@ async function allPages<T>(first: Ably.PaginatedResult<T>): Promise<Ably.Paginat
 }
 
 const names = (items: Ably.InboundMessage[]) => items.map((m) => m.name)
-const numbered = (n: number, prefix = 'm') => Array.from({ length: n }, (_, i) => `${prefix}${String(i).padStart(2, '0')}`)
+const numbered = (n: number, prefix = 'm') =>
+  Array.from({ length: n }, (_, i) => `${prefix}${String(i).padStart(2, '0')}`)
 
 // ---------------------------------------------------------------------------------------------
 // Tests, once per wire protocol
@@ -119,12 +129,20 @@ describe.each([
 
     test('an array publish keeps order and gives one serial per message', async () => {
       const ch = rest.channels.get(compat('array'))
-      const result = await ch.publish([{ name: 'a', data: '1' }, { name: 'b', data: '2' }, { name: 'c', data: '3' }])
+      const result = await ch.publish([
+        { name: 'a', data: '1' },
+        { name: 'b', data: '2' },
+        { name: 'c', data: '3' },
+      ])
       expect(result.serials).toHaveLength(3)
       expect(new Set(result.serials).size).toBe(3)
 
       const page = await ch.history({ direction: 'forwards' })
-      expect(page.items.map((m) => [m.name, m.data])).toEqual([['a', '1'], ['b', '2'], ['c', '3']])
+      expect(page.items.map((m) => [m.name, m.data])).toEqual([
+        ['a', '1'],
+        ['b', '2'],
+        ['c', '3'],
+      ])
       expect(page.items.map((m) => m.serial)).toEqual(result.serials as string[])
       // ably-js gives one publish idempotent ids with a shared base: `<base>:0`, `<base>:1`, ...
       const bases = new Set(page.items.map((m) => m.id.slice(0, m.id.lastIndexOf(':'))))
@@ -172,7 +190,12 @@ describe.each([
       await ch.publish({ name: 'with-extras', data: 'd', clientId: 'explicit-client', extras: { headers: { k: 'v' } } })
       await ch.publish({ name: 'no-data' })
       const page = await ch.history({ direction: 'forwards' })
-      expect(page.items[0]).toMatchObject({ name: 'with-extras', data: 'd', clientId: 'explicit-client', extras: { headers: { k: 'v' } } })
+      expect(page.items[0]).toMatchObject({
+        name: 'with-extras',
+        data: 'd',
+        clientId: 'explicit-client',
+        extras: { headers: { k: 'v' } },
+      })
       expect(page.items[1]!.name).toBe('no-data')
       expect(page.items[1]!.data ?? null).toBeNull()
     })
@@ -258,7 +281,10 @@ describe.each([
 
     test('a retried multi-message publish with ids <base>:<i> is not appended again', async () => {
       const ch = rest.channels.get(compat('idempotent-batch'))
-      const msgs = [{ id: 'retry-base:0', name: 'x', data: '0' }, { id: 'retry-base:1', name: 'y', data: '1' }]
+      const msgs = [
+        { id: 'retry-base:0', name: 'x', data: '0' },
+        { id: 'retry-base:1', name: 'y', data: '1' },
+      ]
       await ch.publish(msgs)
       await ch.publish(msgs)
       const page = await ch.history({ direction: 'forwards' })
@@ -303,14 +329,20 @@ describe.each([
 
     test('createTokenRequest + authCallback: the signed TokenRequest is exchanged and used', async () => {
       const name = compat('token-request')
-      const tokenRequest = await rest.auth.createTokenRequest({ clientId: 'carol', capability: { [name]: ['publish', 'history'] } })
+      const tokenRequest = await rest.auth.createTokenRequest({
+        clientId: 'carol',
+        capability: { [name]: ['publish', 'history'] },
+      })
       expect(tokenRequest.keyName).toBe(gw.key.slice(0, gw.key.indexOf(':')))
       expect(typeof tokenRequest.mac).toBe('string')
       expect(tokenRequest.nonce.length).toBeGreaterThanOrEqual(16)
 
       let calls = 0
       const client = restClient(useBinaryProtocol, {
-        authCallback: (_params, callback) => { calls++; callback(null, tokenRequest) },
+        authCallback: (_params, callback) => {
+          calls++
+          callback(null, tokenRequest)
+        },
       })
       const ch = client.channels.get(name)
       await ch.publish('signed', 'via token request')
@@ -384,7 +416,14 @@ describe.each([
       expect(details.channelId).toBe(name)
       expect(typeof details.status.isActive).toBe('boolean')
       const metrics = details.status.occupancy.metrics
-      for (const k of ['connections', 'publishers', 'subscribers', 'presenceConnections', 'presenceMembers', 'presenceSubscribers'] as const) {
+      for (const k of [
+        'connections',
+        'publishers',
+        'subscribers',
+        'presenceConnections',
+        'presenceMembers',
+        'presenceSubscribers',
+      ] as const) {
         expect(typeof metrics[k]).toBe('number')
       }
       expect(metrics.presenceMembers).toBe(0)
@@ -402,7 +441,13 @@ describe.each([
   describe('batch publish', () => {
     test('one spec to several channels: successCount and per-channel results', async () => {
       const channels = [compat('batch-a'), compat('batch-b')]
-      const result = await rest.batchPublish({ channels, messages: [{ name: 'b1', data: 'one' }, { name: 'b2', data: { two: 2 } }] })
+      const result = await rest.batchPublish({
+        channels,
+        messages: [
+          { name: 'b1', data: 'one' },
+          { name: 'b2', data: { two: 2 } },
+        ],
+      })
       expect(result.successCount).toBe(2)
       expect(result.failureCount).toBe(0)
       expect(result.results.map((r) => r.channel)).toEqual(channels)
@@ -414,7 +459,10 @@ describe.each([
       }
       for (const channel of channels) {
         const page = await rest.channels.get(channel).history({ direction: 'forwards' })
-        expect(page.items.map((m) => [m.name, m.data])).toEqual([['b1', 'one'], ['b2', { two: 2 }]])
+        expect(page.items.map((m) => [m.name, m.data])).toEqual([
+          ['b1', 'one'],
+          ['b2', { two: 2 }],
+        ])
       }
     })
 
@@ -434,7 +482,10 @@ describe.each([
       const allowed = compat('batch-allowed')
       const forbidden = compat('batch-forbidden')
       const { client } = await tokenClient({ capability: { [allowed]: ['publish'], [forbidden]: ['subscribe'] } })
-      const result = await client.batchPublish({ channels: [allowed, forbidden], messages: [{ name: 'partial', data: 'p' }] })
+      const result = await client.batchPublish({
+        channels: [allowed, forbidden],
+        messages: [{ name: 'partial', data: 'p' }],
+      })
       expect(result.successCount).toBe(1)
       expect(result.failureCount).toBe(1)
       const ok = result.results.find((r) => r.channel === allowed) as Ably.BatchPublishSuccessResult
@@ -488,11 +539,19 @@ describe.each([
 
         const forwards = await allPages(await client.stats({ ...params, direction: 'forwards' }))
         expect(forwards.map((p) => p.items.length)).toEqual([2, 1])
-        expect(counts(forwards)).toEqual([['2030-01-02:03:04', 1], ['2030-01-02:03:05', 2], ['2030-01-02:03:06', 3]])
+        expect(counts(forwards)).toEqual([
+          ['2030-01-02:03:04', 1],
+          ['2030-01-02:03:05', 2],
+          ['2030-01-02:03:06', 3],
+        ])
 
         const backwards = await allPages(await client.stats({ ...params, direction: 'backwards' }))
         expect(backwards.map((p) => p.items.length)).toEqual([2, 1])
-        expect(counts(backwards)).toEqual([['2030-01-02:03:06', 3], ['2030-01-02:03:05', 2], ['2030-01-02:03:04', 1]])
+        expect(counts(backwards)).toEqual([
+          ['2030-01-02:03:06', 3],
+          ['2030-01-02:03:05', 2],
+          ['2030-01-02:03:04', 1],
+        ])
       } finally {
         await own.close()
       }

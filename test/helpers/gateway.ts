@@ -1,14 +1,13 @@
 import { mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { basename, join } from 'node:path'
-import { createBackend } from '../../src/backend'
 import type { Backend } from '../../src/core/ports'
 import { loadConfig, type Config } from '../../src/config'
-import { createCore, type Core } from '../../src/core'
-import { bootstrap } from '../../src/core/control/bootstrap'
+import type { Core } from '../../src/core'
 import { systemClock, type Clock } from '../../src/core/ports'
 import { createLogger } from '../../src/lib/logger'
-import { buildApp, serve, type App } from '../../src/server'
+import { createNode, type Server } from '../../src/node'
+import type { App } from '../../src/server'
 import { sharedRedis } from './redis'
 
 export const ROOT_KEY = 'testapp.rootkey:s3cr3t-root-secret'
@@ -18,7 +17,7 @@ export const APP_ID = 'testapp'
 export interface TestGateway {
   app: App
   /** Set by `listen()`. */
-  server?: ReturnType<typeof serve>
+  readonly server?: Server
   core: Core
   /** The store under the core, for tests of a port's contract on either backend. */
   backend: Backend
@@ -33,33 +32,63 @@ export interface TestGateway {
 /** A settable clock for tests of expiry and windows. */
 export class TestClock implements Clock {
   constructor(public t = Date.now()) {}
-  now() { return this.t }
-  advance(ms: number) { this.t += ms }
+  now() {
+    return this.t
+  }
+  advance(ms: number) {
+    this.t += ms
+  }
 }
 
 export const basic = (key: string) => 'Basic ' + Buffer.from(key).toString('base64')
 
 /** Builds a gateway on a fresh (or given) data dir; nothing listens unless `listen()` is used. */
-export async function createTestGateway(overrides: Partial<Config> = {}, clock: Clock = systemClock): Promise<TestGateway> {
+export async function createTestGateway(
+  overrides: Partial<Config> = {},
+  clock: Clock = systemClock,
+): Promise<TestGateway> {
   const ownDir = overrides.dataDir === undefined
   const dataDir = overrides.dataDir ?? mkdtempSync(join(tmpdir(), 'gw-test-'))
   // TEST_BACKEND=redis runs the same suites on Redis (a redis-server of the tests' own); the key
   // prefix follows the data dir, so a "restart" on the same dir finds the same data
-  const redis = process.env.TEST_BACKEND === 'redis' && overrides.redisUrl === undefined
-    ? { redisUrl: (await sharedRedis()).url, redisPrefix: `t:${basename(dataDir)}:` }
-    : {}
+  const redis =
+    process.env.TEST_BACKEND === 'redis' && overrides.redisUrl === undefined
+      ? { redisUrl: (await sharedRedis()).url, redisPrefix: `t:${basename(dataDir)}:` }
+      : {}
   // rate limits are off unless a test turns them on (test/limits)
-  const config = loadConfig({}, { bootstrapKey: ROOT_KEY, bootstrapAccessToken: ACCESS_TOKEN, logLevel: 'silent', rateLimits: false, ...redis, ...overrides, dataDir })
-  const backend = await createBackend(config, clock, (e) => { if (process.env.TEST_DEBUG) console.error('backend error:', e) })
-  const core = createCore(backend, clock, config)
-  await bootstrap(backend.control, clock, config)
-  const log = createLogger(config.logLevel)
-  const app = buildApp(core, config, log)
+  const config = loadConfig(
+    {},
+    {
+      bootstrapKey: ROOT_KEY,
+      bootstrapAccessToken: ACCESS_TOKEN,
+      logLevel: 'silent',
+      rateLimits: false,
+      ...redis,
+      ...overrides,
+      dataDir,
+    },
+  )
+  const node = await createNode(config, {
+    clock,
+    log: createLogger(config.logLevel),
+    onBackendError: (e) => {
+      if (process.env.TEST_DEBUG) console.error('backend error:', e)
+    },
+  })
+  await node.bootstrap()
+  const { app } = node
   const gw: TestGateway = {
-    app, core, backend, config, key: ROOT_KEY,
+    app,
+    core: node.core,
+    backend: node.backend,
+    config,
+    key: ROOT_KEY,
+    get server() {
+      return node.server
+    },
     listen: () => {
-      gw.server = serve(app, core, config, log, { port: 0, hostname: '127.0.0.1' })
-      return `${config.tlsCertFile ? 'https' : 'http'}://127.0.0.1:${gw.server.port}`
+      const server = node.listen({ port: 0, hostname: '127.0.0.1' })
+      return `${config.tlsCertFile ? 'https' : 'http'}://127.0.0.1:${server.port}`
     },
     async request(path, init = {}) {
       const headers = new Headers(init.headers)
@@ -73,8 +102,7 @@ export async function createTestGateway(overrides: Partial<Config> = {}, clock: 
       return app.handle(new Request('http://localhost' + path, { ...init, headers, body }))
     },
     async close() {
-      if (gw.server) await gw.server.stop(true)
-      await backend.close()
+      await node.close()
       if (ownDir) rmSync(dataDir, { recursive: true, force: true })
     },
   }
@@ -83,3 +111,27 @@ export async function createTestGateway(overrides: Partial<Config> = {}, clock: 
 
 /** Starts the gateway on a free port of 127.0.0.1 (as main.ts serves it); returns its base URL. */
 export const listen = (gw: TestGateway): string => gw.listen()
+
+/**
+ * Adds a key to the test app (all capabilities unless given) through the store, as an operator
+ * would have created it; returns its key string `appId.id:secret`.
+ */
+export async function addKey(
+  gw: TestGateway,
+  id: string,
+  opts: { secret?: string; capability?: Record<string, string[]>; revocableTokens?: boolean } = {},
+): Promise<string> {
+  const secret = opts.secret ?? `${id}-secret`
+  await gw.backend.control.createKey({
+    appId: APP_ID,
+    id,
+    name: id,
+    secret,
+    capability: opts.capability ?? { '*': ['*'] },
+    status: 0,
+    revocableTokens: opts.revocableTokens ?? false,
+    created: 0,
+    modified: 0,
+  })
+  return `${APP_ID}.${id}:${secret}`
+}

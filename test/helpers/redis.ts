@@ -1,5 +1,8 @@
 import { spawn, type ChildProcess } from 'node:child_process'
+import { mkdtempSync, rmSync } from 'node:fs'
 import { createServer } from 'node:net'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
 import { requireSystem } from './system'
 
 export const REDIS_SERVER = '/usr/bin/redis-server'
@@ -15,21 +18,35 @@ export async function freePort(): Promise<number> {
   })
 }
 
-/** A real redis-server process of the test's own, on a free port (so tests may kill and restart it). */
+/**
+ * A real redis-server process of the test's own, on a free port (so tests may kill and restart it).
+ * It keeps nothing on disk (a restart comes back empty) unless started with `persist`: then it
+ * writes every command to an append-only file, as a deployment must, and a restart keeps its data.
+ */
 export class TestRedis {
   private proc?: ChildProcess
-  constructor(readonly port: number) {}
+  constructor(
+    readonly port: number,
+    private readonly dir?: string,
+  ) {}
 
-  get url() { return `redis://127.0.0.1:${this.port}` }
+  get url() {
+    return `redis://127.0.0.1:${this.port}`
+  }
 
-  static async start(): Promise<TestRedis> {
-    const r = new TestRedis(await freePort())
+  static async start(opts: { persist?: boolean } = {}): Promise<TestRedis> {
+    const r = new TestRedis(await freePort(), opts.persist ? mkdtempSync(join(tmpdir(), 'gw-redis-')) : undefined)
     await r.restart()
     return r
   }
 
   async restart(): Promise<void> {
-    this.proc = spawn(REDIS_SERVER, ['--port', String(this.port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no'], { stdio: 'ignore' })
+    const storage = this.dir
+      ? ['--save', '', '--appendonly', 'yes', '--appendfsync', 'always', '--dir', this.dir]
+      : ['--save', '', '--appendonly', 'no']
+    this.proc = spawn(REDIS_SERVER, ['--port', String(this.port), '--bind', '127.0.0.1', ...storage], {
+      stdio: 'ignore',
+    })
     for (let i = 0; i < 200; i++) {
       if (await this.ping()) return
       await Bun.sleep(25)
@@ -56,7 +73,10 @@ export class TestRedis {
     await exited
   }
 
-  stop = () => this.kill()
+  stop = async () => {
+    await this.kill()
+    if (this.dir) rmSync(this.dir, { recursive: true, force: true })
+  }
 }
 
 let shared: Promise<TestRedis> | undefined

@@ -1,5 +1,9 @@
 /** A minimal event-stream client for tests: real HTTP, records parsed as the SSE standard says. */
-export interface SseEvent { id?: string; event: string; data: string }
+export interface SseEvent {
+  id?: string
+  event: string
+  data: string
+}
 
 export interface SseClient {
   status: number
@@ -20,13 +24,23 @@ export async function openSse(url: string, headers: Record<string, string> = {})
   const events: SseEvent[] = []
   const waiters = new Set<() => void>()
   const client: SseClient = {
-    status: response.status, response, events, text: '',
+    status: response.status,
+    response,
+    events,
+    text: '',
     until(pred, ms = 10_000) {
       return new Promise((resolve, reject) => {
         const check = () => {
-          if (pred(events)) { waiters.delete(check); clearTimeout(timer); resolve(events) }
+          if (pred(events)) {
+            waiters.delete(check)
+            clearTimeout(timer)
+            resolve(events)
+          }
         }
-        const timer = setTimeout(() => { waiters.delete(check); reject(new Error(`timed out; got ${events.length} events: ${JSON.stringify(events.slice(-3))}`)) }, ms)
+        const timer = setTimeout(() => {
+          waiters.delete(check)
+          reject(new Error(`timed out; got ${events.length} events: ${JSON.stringify(events.slice(-3))}`))
+        }, ms)
         waiters.add(check)
         check()
       })
@@ -52,7 +66,8 @@ export async function openSse(url: string, headers: Record<string, string> = {})
           const line = buf.slice(0, nl)
           buf = buf.slice(nl + 1)
           if (line === '') {
-            if (cur.data.length || cur.event) events.push({ id: cur.id, event: cur.event ?? 'message', data: cur.data.join('\n') })
+            if (cur.data.length || cur.event)
+              events.push({ id: cur.id, event: cur.event ?? 'message', data: cur.data.join('\n') })
             cur = { data: [] }
           } else if (!line.startsWith(':')) {
             const c = line.indexOf(':')
@@ -65,7 +80,9 @@ export async function openSse(url: string, headers: Record<string, string> = {})
         }
         for (const w of [...waiters]) w()
       }
-    } catch { /* aborted */ }
+    } catch {
+      /* aborted */
+    }
     for (const w of [...waiters]) w()
   })()
   return client

@@ -6,7 +6,8 @@ import { existsSync } from 'node:fs'
  */
 export function requireSystem(path: string, what: string): boolean {
   if (existsSync(path)) return true
-  if (process.env.CI === 'true') throw new Error(`${what} (${path}) is required in CI but missing: .ci/run should have installed it`)
+  if (process.env.CI === 'true')
+    throw new Error(`${what} (${path}) is required in CI but missing: .ci/run should have installed it`)
   console.warn(`skipping: ${what} not found at ${path} (apt-get install it to run these tests)`)
   return false
 }

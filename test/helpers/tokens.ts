@@ -11,7 +11,11 @@ export function makeJwt(keyName: string, secret: string, claims: Record<string, 
 }
 
 /** A signed TokenRequest as client libraries build it (mac over the newline-joined fields). */
-export function signedTokenRequest(keyName: string, secret: string, fields: { ttl?: number; capability?: string; clientId?: string; timestamp?: number; nonce?: string } = {}) {
+export function signedTokenRequest(
+  keyName: string,
+  secret: string,
+  fields: { ttl?: number; capability?: string; clientId?: string; timestamp?: number; nonce?: string } = {},
+) {
   const req = {
     keyName,
     ttl: fields.ttl,
@@ -20,6 +24,7 @@ export function signedTokenRequest(keyName: string, secret: string, fields: { tt
     timestamp: fields.timestamp ?? Date.now(),
     nonce: fields.nonce ?? randomBytes(12).toString('hex'),
   }
-  const text = [keyName, req.ttl ?? '', req.capability ?? '', req.clientId ?? '', req.timestamp, req.nonce].join('\n') + '\n'
+  const text =
+    [keyName, req.ttl ?? '', req.capability ?? '', req.clientId ?? '', req.timestamp, req.nonce].join('\n') + '\n'
   return { ...req, mac: createHmac('sha256', secret).update(text).digest('base64') }
 }

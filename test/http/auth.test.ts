@@ -11,31 +11,52 @@ let gw: TestGateway
 const clock = new TestClock()
 beforeAll(async () => {
   gw = await createTestGateway({}, clock)
-  await gw.core.backend.control.createKey({
-    appId: APP_ID, id: 'limited', name: 'limited', secret: 'limited-secret', capability: { 'pub:*': ['publish', 'subscribe'], open: ['subscribe'] },
-    status: 0, revocableTokens: false, created: 0, modified: 0,
+  await gw.backend.control.createKey({
+    appId: APP_ID,
+    id: 'limited',
+    name: 'limited',
+    secret: 'limited-secret',
+    capability: { 'pub:*': ['publish', 'subscribe'], open: ['subscribe'] },
+    status: 0,
+    revocableTokens: false,
+    created: 0,
+    modified: 0,
   })
 })
-afterAll(async () => { await gw.close() })
+afterAll(async () => {
+  await gw.close()
+})
 
 const requestToken = (keyName: string, json: unknown, key: string | null = gw.key) =>
   gw.request(`/keys/${keyName}/requestToken`, { method: 'POST', json, key })
-const bearer = (token: string, base64 = true) => ({ authorization: `Bearer ${base64 ? Buffer.from(token).toString('base64') : token}` })
+const bearer = (token: string, base64 = true) => ({
+  authorization: `Bearer ${base64 ? Buffer.from(token).toString('base64') : token}`,
+})
 
 describe('Basic auth', () => {
   test('missing, wrong or unknown credentials are 401 / 40101', async () => {
     await expectError(await gw.request('/channels/a/messages', { key: null }), 401, 40101)
     await expectError(await gw.request('/channels/a/messages', { key: `${KEY_NAME}:wrong` }), 401, 40101)
     await expectError(await gw.request('/channels/a/messages', { key: 'testapp.nokey:whatever' }), 401, 40101)
-    await expectError(await gw.request('/channels/a/messages', { key: null, headers: { authorization: 'Digest abc' } }), 401, 40101)
+    await expectError(
+      await gw.request('/channels/a/messages', { key: null, headers: { authorization: 'Digest abc' } }),
+      401,
+      40101,
+    )
   })
   test('the key works as ?key= query parameter', async () => {
     const r = await gw.request(`/channels/a/messages?key=${encodeURIComponent(gw.key)}`, { key: null })
     expect(r.status).toBe(200)
   })
   test('capabilities of the key are enforced per operation and channel (403 / 40160)', async () => {
-    expect((await gw.request('/channels/pub:x/messages', { method: 'POST', json: { data: 'ok' }, key: LIMITED })).status).toBe(201)
-    await expectError(await gw.request('/channels/other/messages', { method: 'POST', json: { data: 'no' }, key: LIMITED }), 403, 40160)
+    expect(
+      (await gw.request('/channels/pub:x/messages', { method: 'POST', json: { data: 'ok' }, key: LIMITED })).status,
+    ).toBe(201)
+    await expectError(
+      await gw.request('/channels/other/messages', { method: 'POST', json: { data: 'no' }, key: LIMITED }),
+      403,
+      40160,
+    )
     await expectError(await gw.request('/channels/pub:x/messages', { key: LIMITED }), 403, 40160)
     await expectError(await gw.request('/channels/open', { key: LIMITED }), 403, 40160)
     await expectError(await gw.request('/stats', { key: LIMITED }), 403, 40160)
@@ -54,14 +75,22 @@ describe('requestToken', () => {
     expect(typeof d.token).toBe('string')
   })
   test('capability is intersected with the key and canonical; clientId is kept', async () => {
-    const r = await requestToken('testapp.limited', { capability: JSON.stringify({ 'pub:a': ['*'], open: ['subscribe', 'publish'] }), clientId: 'bob', ttl: 1000 }, LIMITED)
+    const r = await requestToken(
+      'testapp.limited',
+      { capability: JSON.stringify({ 'pub:a': ['*'], open: ['subscribe', 'publish'] }), clientId: 'bob', ttl: 1000 },
+      LIMITED,
+    )
     const d = (await r.json()) as any
     expect(d.capability).toBe('{"open":["subscribe"],"pub:a":["publish","subscribe"]}')
     expect(d.clientId).toBe('bob')
     expect(d.expires - d.issued).toBe(1000)
   })
   test('an empty intersection is 401 / 40160', async () => {
-    await expectError(await requestToken('testapp.limited', { capability: '{"elsewhere":["publish"]}' }, LIMITED), 401, 40160)
+    await expectError(
+      await requestToken('testapp.limited', { capability: '{"elsewhere":["publish"]}' }, LIMITED),
+      401,
+      40160,
+    )
   })
   test.each([
     ['ttl over 24 h', { ttl: 86_400_001 }, 400, 40003],
@@ -77,7 +106,16 @@ describe('requestToken', () => {
     await expectError(await requestToken(KEY_NAME, {}, null), 401, 40101)
     await expectError(await requestToken(KEY_NAME, {}, LIMITED), 401, 40101)
     const token = ((await (await requestToken(KEY_NAME, {})).json()) as any).token
-    await expectError(await gw.request(`/keys/${KEY_NAME}/requestToken`, { method: 'POST', json: {}, key: null, headers: bearer(token) }), 401, 40162)
+    await expectError(
+      await gw.request(`/keys/${KEY_NAME}/requestToken`, {
+        method: 'POST',
+        json: {},
+        key: null,
+        headers: bearer(token),
+      }),
+      401,
+      40162,
+    )
   })
   test('ttl may arrive as a numeric string', async () => {
     const d = (await (await requestToken(KEY_NAME, { ttl: '5000' })).json()) as any
@@ -86,18 +124,37 @@ describe('requestToken', () => {
 
   describe('signed token requests', () => {
     test('a valid signed request needs no other credentials', async () => {
-      const r = await requestToken(KEY_NAME, signedTokenRequest(KEY_NAME, SECRET, { clientId: 'carol', capability: '{"*":["subscribe"]}', timestamp: clock.now() }), null)
+      const r = await requestToken(
+        KEY_NAME,
+        signedTokenRequest(KEY_NAME, SECRET, {
+          clientId: 'carol',
+          capability: '{"*":["subscribe"]}',
+          timestamp: clock.now(),
+        }),
+        null,
+      )
       expect(r.status).toBe(200)
       expect((await r.json()) as any).toMatchObject({ clientId: 'carol', capability: '{"*":["subscribe"]}' })
     })
     test('text/plain bodies are accepted', async () => {
       const r = await gw.request(`/keys/${KEY_NAME}/requestToken`, {
-        method: 'POST', key: null, headers: { 'content-type': 'text/plain' }, body: JSON.stringify(signedTokenRequest(KEY_NAME, SECRET, { timestamp: clock.now() })),
+        method: 'POST',
+        key: null,
+        headers: { 'content-type': 'text/plain' },
+        body: JSON.stringify(signedTokenRequest(KEY_NAME, SECRET, { timestamp: clock.now() })),
       })
       expect(r.status).toBe(200)
     })
     test('a stale timestamp is 401 / 40104', async () => {
-      await expectError(await requestToken(KEY_NAME, signedTokenRequest(KEY_NAME, SECRET, { timestamp: clock.now() - 10 * 60_000 }), null), 401, 40104)
+      await expectError(
+        await requestToken(
+          KEY_NAME,
+          signedTokenRequest(KEY_NAME, SECRET, { timestamp: clock.now() - 10 * 60_000 }),
+          null,
+        ),
+        401,
+        40104,
+      )
     })
     test('a replayed nonce is 401 / 40105', async () => {
       const req = signedTokenRequest(KEY_NAME, SECRET, { timestamp: clock.now() })
@@ -107,7 +164,11 @@ describe('requestToken', () => {
     test('a bad mac is 401 / 40101', async () => {
       const req = { ...signedTokenRequest(KEY_NAME, SECRET, { timestamp: clock.now() }), clientId: 'tampered' }
       await expectError(await requestToken(KEY_NAME, req, null), 401, 40101)
-      await expectError(await requestToken(KEY_NAME, signedTokenRequest(KEY_NAME, 'wrong-secret', { timestamp: clock.now() }), null), 401, 40101)
+      await expectError(
+        await requestToken(KEY_NAME, signedTokenRequest(KEY_NAME, 'wrong-secret', { timestamp: clock.now() }), null),
+        401,
+        40101,
+      )
     })
   })
 })
@@ -120,11 +181,17 @@ describe('token auth', () => {
     const t = await token({})
     expect((await gw.request('/channels/t1/messages', { key: null, headers: bearer(t, true) })).status).toBe(200)
     expect((await gw.request('/channels/t1/messages', { key: null, headers: bearer(t, false) })).status).toBe(200)
-    expect((await gw.request(`/channels/t1/messages?accessToken=${encodeURIComponent(t)}`, { key: null })).status).toBe(200)
+    expect((await gw.request(`/channels/t1/messages?accessToken=${encodeURIComponent(t)}`, { key: null })).status).toBe(
+      200,
+    )
   })
   test('token capability is enforced', async () => {
     const t = await token({ capability: '{"t2":["subscribe"]}' })
-    await expectError(await gw.request('/channels/t2/messages', { method: 'POST', json: { data: 'x' }, key: null, headers: bearer(t) }), 403, 40160)
+    await expectError(
+      await gw.request('/channels/t2/messages', { method: 'POST', json: { data: 'x' }, key: null, headers: bearer(t) }),
+      403,
+      40160,
+    )
     await expectError(await gw.request('/channels/t2/messages', { key: null, headers: bearer(t) }), 403, 40160)
   })
   test('an expired token is 401 / 40142', async () => {
@@ -136,42 +203,102 @@ describe('token auth', () => {
   test('a tampered token is refused', async () => {
     const t = await token({ capability: '{"t4":["subscribe"]}' })
     const parts = t.split('.')
-    const forged = [parts[0], parts[1], Buffer.from(JSON.stringify({ i: 0, x: 9e15, c: '{"*":["*"]}', n: 'x' })).toString('base64url'), parts[3]].join('.')
+    const forged = [
+      parts[0],
+      parts[1],
+      Buffer.from(JSON.stringify({ i: 0, x: 9e15, c: '{"*":["*"]}', n: 'x' })).toString('base64url'),
+      parts[3],
+    ].join('.')
     await expectError(await gw.request('/channels/t4/messages', { key: null, headers: bearer(forged) }), 401, 40101)
-    await expectError(await gw.request('/channels/t4/messages', { key: null, headers: bearer('not-a-token') }), 401, 40143)
+    await expectError(
+      await gw.request('/channels/t4/messages', { key: null, headers: bearer('not-a-token') }),
+      401,
+      40143,
+    )
   })
   test('a token of a revoked key stops working', async () => {
-    await gw.core.backend.control.createKey({ appId: APP_ID, id: 'temp', name: 'temp', secret: 'temp-secret', capability: { '*': ['*'] }, status: 0, revocableTokens: false, created: 0, modified: 0 })
+    await gw.backend.control.createKey({
+      appId: APP_ID,
+      id: 'temp',
+      name: 'temp',
+      secret: 'temp-secret',
+      capability: { '*': ['*'] },
+      status: 0,
+      revocableTokens: false,
+      created: 0,
+      modified: 0,
+    })
     const t = await token({}, 'testapp.temp:temp-secret', 'testapp.temp')
     expect((await gw.request('/channels/t5/messages', { key: null, headers: bearer(t) })).status).toBe(200)
-    const k = (await gw.core.backend.control.getKey('testapp.temp'))!
-    await gw.core.backend.control.createKey({ ...k, status: 1 })
+    const k = (await gw.backend.control.getKey('testapp.temp'))!
+    await gw.backend.control.createKey({ ...k, status: 1 })
     await expectError(await gw.request('/channels/t5/messages', { key: null, headers: bearer(t) }), 401, 40131)
   })
 
   describe('clientId', () => {
     test('a token clientId is applied to published messages', async () => {
       const t = await token({ clientId: 'bob' })
-      expect((await gw.request('/channels/c1/messages', { method: 'POST', json: { data: 'x' }, key: null, headers: bearer(t) })).status).toBe(201)
+      expect(
+        (
+          await gw.request('/channels/c1/messages', {
+            method: 'POST',
+            json: { data: 'x' },
+            key: null,
+            headers: bearer(t),
+          })
+        ).status,
+      ).toBe(201)
       const items = (await (await gw.request('/channels/c1/messages')).json()) as any[]
       expect(items[0].clientId).toBe('bob')
     })
     test('a message clientId contradicting the token is refused and not stored', async () => {
       const t = await token({ clientId: 'bob' })
-      await expectError(await gw.request('/channels/c2/messages', { method: 'POST', json: { data: 'x', clientId: 'mallory' }, key: null, headers: bearer(t) }), 400, 40012)
+      await expectError(
+        await gw.request('/channels/c2/messages', {
+          method: 'POST',
+          json: { data: 'x', clientId: 'mallory' },
+          key: null,
+          headers: bearer(t),
+        }),
+        400,
+        40012,
+      )
       expect(await (await gw.request('/channels/c2/messages')).json()).toEqual([])
     })
     test('X-Ably-ClientId identifies a Basic-auth client; it may not contradict a token', async () => {
       const header = { 'x-ably-clientid': Buffer.from('dave').toString('base64') }
-      expect((await gw.request('/channels/c3/messages', { method: 'POST', json: { data: 'x' }, headers: header })).status).toBe(201)
+      expect(
+        (await gw.request('/channels/c3/messages', { method: 'POST', json: { data: 'x' }, headers: header })).status,
+      ).toBe(201)
       expect(((await (await gw.request('/channels/c3/messages')).json()) as any[])[0].clientId).toBe('dave')
-      await expectError(await gw.request('/channels/c3/messages', { method: 'POST', json: { data: 'x', clientId: 'erin' }, headers: header }), 400, 40012)
+      await expectError(
+        await gw.request('/channels/c3/messages', {
+          method: 'POST',
+          json: { data: 'x', clientId: 'erin' },
+          headers: header,
+        }),
+        400,
+        40012,
+      )
       const t = await token({ clientId: 'bob' })
-      await expectError(await gw.request('/channels/c3/messages', { key: null, headers: { ...bearer(t), ...header } }), 401, 40102)
+      await expectError(
+        await gw.request('/channels/c3/messages', { key: null, headers: { ...bearer(t), ...header } }),
+        401,
+        40102,
+      )
     })
     test('a wildcard token may publish as any clientId', async () => {
       const t = await token({ clientId: '*' })
-      expect((await gw.request('/channels/c4/messages', { method: 'POST', json: { data: 'x', clientId: 'frank' }, key: null, headers: bearer(t) })).status).toBe(201)
+      expect(
+        (
+          await gw.request('/channels/c4/messages', {
+            method: 'POST',
+            json: { data: 'x', clientId: 'frank' },
+            key: null,
+            headers: bearer(t),
+          })
+        ).status,
+      ).toBe(201)
     })
   })
 })
@@ -179,17 +306,74 @@ describe('token auth', () => {
 describe('JWT', () => {
   const now = () => Math.floor(clock.now() / 1000)
   test('an HS256 JWT signed with the key secret authenticates with its capability and clientId', async () => {
-    const jwt = makeJwt(KEY_NAME, SECRET, { iat: now(), exp: now() + 600, 'x-ably-capability': '{"j1":["publish","history"]}', 'x-ably-clientId': 'jay' })
-    expect((await gw.request('/channels/j1/messages', { method: 'POST', json: { data: 'x' }, key: null, headers: bearer(jwt) })).status).toBe(201)
-    const items = (await (await gw.request('/channels/j1/messages', { key: null, headers: bearer(jwt, false) })).json()) as any[]
+    const jwt = makeJwt(KEY_NAME, SECRET, {
+      iat: now(),
+      exp: now() + 600,
+      'x-ably-capability': '{"j1":["publish","history"]}',
+      'x-ably-clientId': 'jay',
+    })
+    expect(
+      (
+        await gw.request('/channels/j1/messages', {
+          method: 'POST',
+          json: { data: 'x' },
+          key: null,
+          headers: bearer(jwt),
+        })
+      ).status,
+    ).toBe(201)
+    const items = (await (
+      await gw.request('/channels/j1/messages', { key: null, headers: bearer(jwt, false) })
+    ).json()) as any[]
     expect(items[0].clientId).toBe('jay')
-    await expectError(await gw.request('/channels/j2/messages', { method: 'POST', json: { data: 'x' }, key: null, headers: bearer(jwt) }), 403, 40160)
+    await expectError(
+      await gw.request('/channels/j2/messages', {
+        method: 'POST',
+        json: { data: 'x' },
+        key: null,
+        headers: bearer(jwt),
+      }),
+      403,
+      40160,
+    )
   })
   test('expired JWT is 40142; bad signature or missing claims are 40144', async () => {
-    await expectError(await gw.request('/channels/j3/messages', { key: null, headers: bearer(makeJwt(KEY_NAME, SECRET, { iat: now() - 100, exp: now() - 10, 'x-ably-capability': '{"*":["*"]}' })) }), 401, 40142)
-    await expectError(await gw.request('/channels/j3/messages', { key: null, headers: bearer(makeJwt(KEY_NAME, 'wrong', { iat: now(), exp: now() + 60, 'x-ably-capability': '{"*":["*"]}' })) }), 401, 40144)
-    await expectError(await gw.request('/channels/j3/messages', { key: null, headers: bearer(makeJwt(KEY_NAME, SECRET, { exp: now() + 60, 'x-ably-capability': '{"*":["*"]}' })) }), 401, 40144)
-    await expectError(await gw.request('/channels/j3/messages', { key: null, headers: bearer(makeJwt(KEY_NAME, SECRET, { iat: now(), exp: now() + 60 })) }), 401, 40144)
+    await expectError(
+      await gw.request('/channels/j3/messages', {
+        key: null,
+        headers: bearer(
+          makeJwt(KEY_NAME, SECRET, { iat: now() - 100, exp: now() - 10, 'x-ably-capability': '{"*":["*"]}' }),
+        ),
+      }),
+      401,
+      40142,
+    )
+    await expectError(
+      await gw.request('/channels/j3/messages', {
+        key: null,
+        headers: bearer(
+          makeJwt(KEY_NAME, 'wrong', { iat: now(), exp: now() + 60, 'x-ably-capability': '{"*":["*"]}' }),
+        ),
+      }),
+      401,
+      40144,
+    )
+    await expectError(
+      await gw.request('/channels/j3/messages', {
+        key: null,
+        headers: bearer(makeJwt(KEY_NAME, SECRET, { exp: now() + 60, 'x-ably-capability': '{"*":["*"]}' })),
+      }),
+      401,
+      40144,
+    )
+    await expectError(
+      await gw.request('/channels/j3/messages', {
+        key: null,
+        headers: bearer(makeJwt(KEY_NAME, SECRET, { iat: now(), exp: now() + 60 })),
+      }),
+      401,
+      40144,
+    )
   })
 })
 
@@ -197,7 +381,13 @@ test('Basic over plain HTTP can be refused with 40103 when configured', async ()
   const strict = await createTestGateway({ basicAuthRequiresTls: true })
   try {
     await expectError(await strict.request('/channels/a/messages'), 401, 40103)
-    expect((await strict.request('/channels/a/messages', { headers: { 'x-forwarded-proto': 'https', authorization: basic(strict.key) } })).status).toBe(200)
+    expect(
+      (
+        await strict.request('/channels/a/messages', {
+          headers: { 'x-forwarded-proto': 'https', authorization: basic(strict.key) },
+        })
+      ).status,
+    ).toBe(200)
   } finally {
     await strict.close()
   }

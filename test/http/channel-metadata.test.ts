@@ -5,24 +5,47 @@ import { expectError } from '../helpers/errors'
 let gw: TestGateway
 beforeAll(async () => {
   gw = await createTestGateway()
-  await gw.core.backend.control.createKey({
-    appId: APP_ID, id: 'meta', name: 'meta', secret: 'meta-secret', capability: { 'x:*': ['publish', 'subscribe', 'presence'] },
-    status: 0, revocableTokens: false, created: 0, modified: 0,
+  await gw.backend.control.createKey({
+    appId: APP_ID,
+    id: 'meta',
+    name: 'meta',
+    secret: 'meta-secret',
+    capability: { 'x:*': ['publish', 'subscribe', 'presence'] },
+    status: 0,
+    revocableTokens: false,
+    created: 0,
+    modified: 0,
   })
 })
-afterAll(async () => { await gw.close() })
+afterAll(async () => {
+  await gw.close()
+})
 const LIMITED = 'testapp.meta:meta-secret'
 
-const json = async (r: Response) => { expect(r.headers.get('content-type')).toBe('application/json'); return (await r.json()) as any }
-const member = (clientId: string, action: number, i: number) =>
-  ({ id: `conn1:${i}:0`, action, clientId, connectionId: 'conn1', timestamp: Date.now() + i, data: `d-${clientId}` })
+const json = async (r: Response) => {
+  expect(r.headers.get('content-type')).toBe('application/json')
+  return (await r.json()) as any
+}
+const member = (clientId: string, action: number, i: number) => ({
+  id: `conn1:${i}:0`,
+  action,
+  clientId,
+  connectionId: 'conn1',
+  timestamp: Date.now() + i,
+  data: `d-${clientId}`,
+})
 
 describe('presence', () => {
   test('empty channel: 200 []', async () => {
     expect(await json(await gw.request('/channels/nobody/presence'))).toEqual([])
   })
   test('members are listed with action 1 (present) and can be filtered', async () => {
-    await gw.core.backend.presence.apply(APP_ID, 'room', [member('ann', 2, 0), member('ben', 2, 1), member('cat', 2, 2), member('ben', 3, 3)])
+    await gw.backend.presence.apply(APP_ID, 'room', [
+      member('ann', 2, 0),
+      member('ben', 2, 1),
+      member('cat', 2, 2),
+      member('ben', 3, 3),
+    ])
     const all = await json(await gw.request('/channels/room/presence'))
     expect(all.map((m: any) => m.clientId).sort()).toEqual(['ann', 'cat'])
     expect(all[0]).toMatchObject({ action: 1, connectionId: 'conn1' })
@@ -67,7 +90,12 @@ describe('channel details and enumeration', () => {
   test('GET /channels/{ch} returns channelId, name and occupancy metrics', async () => {
     const d = await json(await gw.request('/channels/room'))
     expect(d).toMatchObject({ channelId: 'room', name: 'room', status: { isActive: true } })
-    expect(d.status.occupancy.metrics).toMatchObject({ connections: 0, subscribers: 0, presenceMembers: 2, publishers: 0 })
+    expect(d.status.occupancy.metrics).toMatchObject({
+      connections: 0,
+      subscribers: 0,
+      presenceMembers: 2,
+      publishers: 0,
+    })
   })
   test('envelope=json wraps the response', async () => {
     const d = await json(await gw.request('/channels/room?envelope=json'))
@@ -98,10 +126,20 @@ describe('channel details and enumeration', () => {
 
 describe('batch publish', () => {
   test('publishes to every channel and reports per-channel results', async () => {
-    const r = await gw.request('/messages', { method: 'POST', key: LIMITED, json: [
-      { channels: ['x:b1', 'x:b2'], messages: [{ name: 'a', data: '1' }, { name: 'b', data: '2' }] },
-      { channels: 'forbidden', messages: { data: 'x' } },
-    ] })
+    const r = await gw.request('/messages', {
+      method: 'POST',
+      key: LIMITED,
+      json: [
+        {
+          channels: ['x:b1', 'x:b2'],
+          messages: [
+            { name: 'a', data: '1' },
+            { name: 'b', data: '2' },
+          ],
+        },
+        { channels: 'forbidden', messages: { data: 'x' } },
+      ],
+    })
     expect(r.status).toBe(201)
     const body = await json(r)
     expect(body).toHaveLength(2)
@@ -115,11 +153,23 @@ describe('batch publish', () => {
     expect(await json(await gw.request('/channels/forbidden/messages'))).toEqual([])
   })
   test('malformed batch specs are 400', async () => {
-    await expectError(await gw.request('/messages', { method: 'POST', json: { channels: [], messages: [{ data: 'x' }] } }), 400, 40001)
-    await expectError(await gw.request('/messages', { method: 'POST', json: { messages: [{ data: 'x' }] } }), 400, 40001)
+    await expectError(
+      await gw.request('/messages', { method: 'POST', json: { channels: [], messages: [{ data: 'x' }] } }),
+      400,
+      40001,
+    )
+    await expectError(
+      await gw.request('/messages', { method: 'POST', json: { messages: [{ data: 'x' }] } }),
+      400,
+      40001,
+    )
     await expectError(await gw.request('/messages', { method: 'POST', json: [] }), 400, 40001)
     const tooMany = Array.from({ length: 101 }, (_, i) => `c${i}`)
-    await expectError(await gw.request('/messages', { method: 'POST', json: { channels: tooMany, messages: { data: 'x' } } }), 400, 40001)
+    await expectError(
+      await gw.request('/messages', { method: 'POST', json: { channels: tooMany, messages: { data: 'x' } } }),
+      400,
+      40001,
+    )
   })
 })
 

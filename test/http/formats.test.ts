@@ -1,17 +1,23 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import { unpack } from 'msgpackr'
 import { createTestGateway, type TestGateway } from '../helpers/gateway'
+import { expectError } from '../helpers/errors'
 
 let gw: TestGateway
 beforeAll(async () => {
   gw = await createTestGateway()
   await gw.request('/channels/fmt/messages', { method: 'POST', json: { name: 'n', data: '<b>x</b>' } })
 })
-afterAll(async () => { await gw.close() })
+afterAll(async () => {
+  await gw.close()
+})
 
 describe('response formats', () => {
   test('format=msgpack and Accept: application/x-msgpack give msgpack', async () => {
-    for (const r of [await gw.request('/channels/fmt/messages?format=msgpack'), await gw.request('/channels/fmt/messages', { headers: { accept: 'application/x-msgpack' } })]) {
+    for (const r of [
+      await gw.request('/channels/fmt/messages?format=msgpack'),
+      await gw.request('/channels/fmt/messages', { headers: { accept: 'application/x-msgpack' } }),
+    ]) {
       expect(r.headers.get('content-type')).toBe('application/x-msgpack')
       expect((unpack(new Uint8Array(await r.arrayBuffer())) as any[])[0].name).toBe('n')
     }
@@ -28,6 +34,30 @@ describe('response formats', () => {
     expect(JSON.parse(text.slice('handle_1('.length, -2))[0].name).toBe('n')
     const unsafe = await (await gw.request('/channels/fmt/messages?format=jsonp&callback=alert(1)')).text()
     expect(unsafe.startsWith('callback(')).toBe(true)
+  })
+  test('callback alone answers JSONP (no format=jsonp needed)', async () => {
+    const r = await gw.request('/channels/fmt/messages?callback=cb')
+    expect(r.status).toBe(200)
+    expect(r.headers.get('content-type')).toBe('application/javascript')
+    const text = await r.text()
+    expect(text.startsWith('cb([')).toBe(true)
+    expect(JSON.parse(text.slice('cb('.length, -2))[0].name).toBe('n')
+    // what a <script> tag sends: Accept */*, no credentials but a key in the query
+    const time = await gw.request('/time?callback=clock', { key: null, headers: { accept: '*/*' } })
+    expect(time.headers.get('content-type')).toBe('application/javascript')
+    expect(await time.text()).toMatch(/^clock\(\[\d+\]\);$/)
+  })
+  test('with a callback, an explicit format= or Accept type still decides', async () => {
+    const explicit = await gw.request('/channels/fmt/messages?callback=cb&format=json')
+    expect(explicit.headers.get('content-type')).toBe('application/json')
+    expect(((await explicit.json()) as any[])[0].name).toBe('n')
+    const accepted = await gw.request('/channels/fmt/messages?callback=cb', { headers: { accept: 'application/json' } })
+    expect(accepted.headers.get('content-type')).toBe('application/json')
+    const packed = await gw.request('/channels/fmt/messages?callback=cb&format=msgpack')
+    expect(packed.headers.get('content-type')).toBe('application/x-msgpack')
+  })
+  test('an error asked for with callback alone is still the JSON error shape', async () => {
+    await expectError(await gw.request('/channels/fmt/messages?limit=0&callback=cb'), 400, 40003)
   })
   test('text/html renders escaped JSON', async () => {
     const r = await gw.request('/channels/fmt/messages', { headers: { accept: 'text/html' } })
@@ -59,7 +89,11 @@ describe('response formats', () => {
 
 describe('CORS', () => {
   test('preflight allows the client headers and echoes the origin', async () => {
-    const r = await gw.request('/channels/fmt/messages', { method: 'OPTIONS', key: null, headers: { origin: 'https://app.example', 'access-control-request-headers': 'authorization,x-ably-version' } })
+    const r = await gw.request('/channels/fmt/messages', {
+      method: 'OPTIONS',
+      key: null,
+      headers: { origin: 'https://app.example', 'access-control-request-headers': 'authorization,x-ably-version' },
+    })
     expect(r.status).toBe(204)
     expect(r.headers.get('access-control-allow-origin')).toBe('https://app.example')
     expect(r.headers.get('access-control-allow-credentials')).toBe('true')

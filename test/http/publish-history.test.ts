@@ -4,8 +4,12 @@ import { createTestGateway, type TestGateway } from '../helpers/gateway'
 import { expectError } from '../helpers/errors'
 
 let gw: TestGateway
-beforeAll(async () => { gw = await createTestGateway() })
-afterAll(async () => { await gw.close() })
+beforeAll(async () => {
+  gw = await createTestGateway()
+})
+afterAll(async () => {
+  await gw.close()
+})
 
 const publish = (channel: string, json: unknown, init: RequestInit = {}) =>
   gw.request(`/channels/${encodeURIComponent(channel)}/messages`, { method: 'POST', json, ...init })
@@ -24,12 +28,21 @@ describe('publish', () => {
     expect(typeof body.messageId).toBe('string')
     expect(body.serials).toHaveLength(1)
     const { body: items } = await history('p1')
-    expect(items[0]).toMatchObject({ id: `${body.messageId}:0`, name: 'greeting', data: 'hello', serial: body.serials[0] })
+    expect(items[0]).toMatchObject({
+      id: `${body.messageId}:0`,
+      name: 'greeting',
+      data: 'hello',
+      serial: body.serials[0],
+    })
     expect(typeof items[0].timestamp).toBe('number')
   })
 
   test('array publish keeps order and gives increasing serials', async () => {
-    const r = await publish('p2', [{ name: 'a', data: '1' }, { name: 'b', data: '2' }, { name: 'c', data: '3' }])
+    const r = await publish('p2', [
+      { name: 'a', data: '1' },
+      { name: 'b', data: '2' },
+      { name: 'c', data: '3' },
+    ])
     const body = (await r.json()) as any
     expect(body.serials).toHaveLength(3)
     expect([...body.serials].sort()).toEqual(body.serials)
@@ -68,7 +81,9 @@ describe('publish', () => {
 
   test('a body over the request limit is 413 before it is read', async () => {
     const r = await gw.request('/channels/p6/messages', {
-      method: 'POST', headers: { 'content-type': 'application/json', 'content-length': String(gw.config.maxBodySize + 1) }, body: 'x',
+      method: 'POST',
+      headers: { 'content-type': 'application/json', 'content-length': String(gw.config.maxBodySize + 1) },
+      body: 'x',
     })
     await expectError(r, 413, 40009)
   })
@@ -78,8 +93,24 @@ describe('publish', () => {
     await expectError(await publish('p7', { data: 42 }), 400, 40013)
     await expectError(await publish('p7', []), 400, 40001)
     await expectError(await publish('p7', 'just a string'), 400, 40001)
-    await expectError(await gw.request('/channels/p7/messages', { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{"bad' }), 400, 40001)
-    await expectError(await gw.request('/channels/p7/messages', { method: 'POST', headers: { 'content-type': 'application/x-msgpack' }, body: new Uint8Array([0xc1]) }), 400, 40001)
+    await expectError(
+      await gw.request('/channels/p7/messages', {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: '{"bad',
+      }),
+      400,
+      40001,
+    )
+    await expectError(
+      await gw.request('/channels/p7/messages', {
+        method: 'POST',
+        headers: { 'content-type': 'application/x-msgpack' },
+        body: new Uint8Array([0xc1]),
+      }),
+      400,
+      40001,
+    )
   })
 
   test('channel names arrive URL-encoded', async () => {
@@ -96,7 +127,8 @@ describe('publish', () => {
   test('msgpack in and out, binary data round-trips and is base64 in JSON', async () => {
     const bytes = new Uint8Array([0xde, 0xad, 0xbe, 0xef])
     const r = await gw.request('/channels/p8/messages', {
-      method: 'POST', body: new Uint8Array(pack({ name: 'bin', data: Buffer.from(bytes) })),
+      method: 'POST',
+      body: new Uint8Array(pack({ name: 'bin', data: Buffer.from(bytes) })),
       headers: { 'content-type': 'application/x-msgpack', accept: 'application/x-msgpack' },
     })
     expect(r.status).toBe(201)
@@ -111,7 +143,9 @@ describe('publish', () => {
 
   test('form-urlencoded bodies are accepted', async () => {
     const r = await gw.request('/channels/p9/messages', {
-      method: 'POST', headers: { 'content-type': 'application/x-www-form-urlencoded' }, body: 'name=form&data=value',
+      method: 'POST',
+      headers: { 'content-type': 'application/x-www-form-urlencoded' },
+      body: 'name=form&data=value',
     })
     expect(r.status).toBe(201)
     expect((await history('p9')).body[0]).toMatchObject({ name: 'form', data: 'value' })

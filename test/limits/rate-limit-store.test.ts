@@ -10,21 +10,27 @@ import { sharedRedis } from '../helpers/redis'
 
 /** The RateLimitStore contract, on both backends (the Redis one through the publish path's client). */
 const closers: Array<() => void> = []
-afterAll(() => { for (const c of closers) c() })
+afterAll(() => {
+  for (const c of closers) c()
+})
 
 const backends: Array<[string, () => Promise<RateLimitStore>]> = [
   ['memory', async () => new MemoryRateLimitStore()],
-  ['redis', async () => {
-    const fast = await connectFastSender({ redisUrl: (await sharedRedis()).url, redisTimeoutMs: 2000 }, () => {})
-    closers.push(fast.close)
-    return new RedisRateLimitStore(fast.send, new RedisKeys(`rls-${Date.now()}:`), 2000)
-  }],
+  [
+    'redis',
+    async () => {
+      const fast = await connectFastSender({ redisUrl: (await sharedRedis()).url, redisTimeoutMs: 2000 }, () => {})
+      closers.push(fast.close)
+      return new RedisRateLimitStore(fast.send, new RedisKeys(`rls-${Date.now()}:`), 2000)
+    },
+  ],
 ]
 
 // 100 per second, a bucket of 50
 const RATE = 100
 const BURST = 50
-const take = (s: RateLimitStore, key: string, cost: number, now: number) => s.take({ key, cost, rate: RATE, burst: BURST, now })
+const take = (s: RateLimitStore, key: string, cost: number, now: number) =>
+  s.take({ key, cost, rate: RATE, burst: BURST, now })
 
 describe.each(backends)('%s rate-limit store', (_, open) => {
   test('a new bucket holds the burst; a refused take takes nothing and says when it would pass', async () => {
@@ -70,7 +76,10 @@ test('the memory store stays bounded by the buckets in use and never forgets one
 /** The charge a broker publish takes in the same step as its append, on both backends. */
 const gateways: Array<[string, () => Promise<TestGateway>]> = [
   ['memory', () => createTestGateway({ redisUrl: '' })],
-  ['redis', async () => createTestGateway({ redisUrl: (await sharedRedis()).url, redisPrefix: `charge-${Date.now()}:` })],
+  [
+    'redis',
+    async () => createTestGateway({ redisUrl: (await sharedRedis()).url, redisPrefix: `charge-${Date.now()}:` }),
+  ],
 ]
 
 describe.each(gateways)('%s broker: publish with a rate-limit charge', (_, open) => {
@@ -82,7 +91,8 @@ describe.each(gateways)('%s broker: publish with a rate-limit charge', (_, open)
       const unsubscribe = broker.subscribe('app', 'ch', (_a, _c, ms) => delivered.push(...ms))
       await broker.position('app', 'ch') // the subscription is in place
       const charge = (cost: number) => ({ key: 'acct:messages', cost, rate: RATE, burst: BURST, now: 1000 })
-      const drafts = (n: number, tag: string) => Array.from({ length: n }, (_, i) => ({ id: `${tag}:${i}`, data: `${tag}${i}` }))
+      const drafts = (n: number, tag: string) =>
+        Array.from({ length: n }, (_, i) => ({ id: `${tag}:${i}`, data: `${tag}${i}` }))
 
       const granted = await broker.publish('app', 'ch', drafts(30, 'a'), { persisted: false, charge: charge(30) })
       expect(granted).toMatchObject({ appended: 30, charged: { ok: true, remaining: 20 } })
@@ -91,7 +101,9 @@ describe.each(gateways)('%s broker: publish with a rate-limit charge', (_, open)
       const refused = await broker.publish('app', 'ch', drafts(6, 'r'), { persisted: false, charge: charge(6) })
       expect(refused).toMatchObject({ appended: 0, serials: [], charged: { ok: false, remaining: 5 } })
       expect(refused.charged!.retryAfterMs).toBeCloseTo(10, 0) // 1 token at 100/s
-      expect((await broker.publish('app', 'ch', drafts(5, 'b'), { persisted: false, charge: charge(5) })).charged).toMatchObject({ ok: true })
+      expect(
+        (await broker.publish('app', 'ch', drafts(5, 'b'), { persisted: false, charge: charge(5) })).charged,
+      ).toMatchObject({ ok: true })
 
       // delivery is in order: once the last message is here, anything of the refused one would be too
       for (let i = 0; delivered.length < 35 && i < 200; i++) await Bun.sleep(10)

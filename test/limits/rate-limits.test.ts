@@ -7,18 +7,40 @@ let gw: TestGateway
 let accountId: string
 beforeAll(async () => {
   gw = await createTestGateway({ rateLimits: true }, clock)
-  accountId = (await gw.core.backend.control.getApp(APP_ID))!.accountId
+  accountId = (await gw.backend.control.getApp(APP_ID))!.accountId
   // a second account with an app and key of its own
-  const c = gw.core.backend.control
+  const c = gw.backend.control
   await c.createAccount({ id: 'other-acct', name: 'other', created: 0 })
-  await c.createApp({ id: 'otherapp', accountId: 'other-acct', name: 'o', status: 'enabled', tlsOnly: false, created: 0, modified: 0 })
-  await c.createKey({ appId: 'otherapp', id: 'k', name: 'k', secret: 'other-secret', capability: { '*': ['*'] }, status: 0, revocableTokens: false, created: 0, modified: 0 })
+  await c.createApp({
+    id: 'otherapp',
+    accountId: 'other-acct',
+    name: 'o',
+    status: 'enabled',
+    tlsOnly: false,
+    created: 0,
+    modified: 0,
+  })
+  await c.createKey({
+    appId: 'otherapp',
+    id: 'k',
+    name: 'k',
+    secret: 'other-secret',
+    capability: { '*': ['*'] },
+    status: 0,
+    revocableTokens: false,
+    created: 0,
+    modified: 0,
+  })
 })
-afterAll(async () => { await gw.close() })
+afterAll(async () => {
+  await gw.close()
+})
 
 const batch = (n: number, tag: string) => Array.from({ length: n }, (_, i) => ({ data: `${tag}${i}` }))
-const publish = (channel: string, json: unknown, key?: string) => gw.request(`/channels/${channel}/messages`, { method: 'POST', json, key })
-const count = async (channel: string, key?: string) => ((await (await gw.request(`/channels/${channel}/messages?limit=1000`, { key })).json()) as unknown[]).length
+const publish = (channel: string, json: unknown, key?: string) =>
+  gw.request(`/channels/${channel}/messages`, { method: 'POST', json, key })
+const count = async (channel: string, key?: string) =>
+  ((await (await gw.request(`/channels/${channel}/messages?limit=1000`, { key })).json()) as unknown[]).length
 const expect429 = async (r: Response) => {
   expect(r.status).toBe(429)
   expect(Number(r.headers.get('retry-after'))).toBeGreaterThanOrEqual(1)
@@ -43,11 +65,24 @@ describe('message publish: 2,000 messages/s per account', () => {
   })
   test('batch publish counts every message on every channel and is refused whole', async () => {
     clock.advance(10_000)
-    const r = await gw.request('/messages', { method: 'POST', json: { channels: ['rl-b1', 'rl-b2'], messages: batch(600, 'm') } })
+    const r = await gw.request('/messages', {
+      method: 'POST',
+      json: { channels: ['rl-b1', 'rl-b2'], messages: batch(600, 'm') },
+    })
     expect(r.status).toBe(201)
-    await expect429(await gw.request('/messages', { method: 'POST', json: { channels: ['rl-b1', 'rl-b2', 'rl-b3'], messages: batch(300, 'n') } }))
+    await expect429(
+      await gw.request('/messages', {
+        method: 'POST',
+        json: { channels: ['rl-b1', 'rl-b2', 'rl-b3'], messages: batch(300, 'n') },
+      }),
+    )
     expect(await count('rl-b3')).toBe(0)
-    await expect429(await gw.request('/messages', { method: 'POST', json: { channels: ['rl-b1'], messages: batch(1001, 'n').slice(0, 1000) } }))
+    await expect429(
+      await gw.request('/messages', {
+        method: 'POST',
+        json: { channels: ['rl-b1'], messages: batch(1001, 'n').slice(0, 1000) },
+      }),
+    )
     // channel publishes spend the same budget: 800 of the 2,000 are left
     await expect429(await publish('rl-b4', batch(801, 'c')))
     expect((await publish('rl-b4', batch(800, 'c'))).status).toBe(201)
@@ -60,7 +95,12 @@ describe('message publish: 2,000 messages/s per account', () => {
       let ok = 0
       for (let i = 0; i < perSecond * seconds; i++) {
         clock.advance(1000 / perSecond)
-        try { await gw.core.limits.take(accountId, 'messages', 1); ok++ } catch { /* refused */ }
+        try {
+          await gw.core.limits.take(accountId, 'messages', 1)
+          ok++
+        } catch {
+          /* refused */
+        }
       }
       return ok
     }
@@ -85,12 +125,14 @@ describe('other limit classes', () => {
     for (let i = 0; i < 25; i++) expect((await gw.request('/channels/h/presence/history')).status).toBe(200)
     await expect429(await gw.request('/channels/h/presence/history'))
     await expect429(await gw.request('/channels/h/messages'))
-    for (let i = 0; i < 50; i++) expect((await gw.request(`/keys/${APP_ID}.rootkey/requestToken`, { method: 'POST', json: {} })).status).toBe(200)
+    for (let i = 0; i < 50; i++)
+      expect((await gw.request(`/keys/${APP_ID}.rootkey/requestToken`, { method: 'POST', json: {} })).status).toBe(200)
     await expect429(await gw.request(`/keys/${APP_ID}.rootkey/requestToken`, { method: 'POST', json: {} }))
   })
   test('management: 100/min standard, 20/min statistics', async () => {
     clock.advance(120_000)
-    const v1 = (path: string) => gw.request(`/v1${path}`, { key: null, headers: { authorization: `Bearer ${ACCESS_TOKEN}` } })
+    const v1 = (path: string) =>
+      gw.request(`/v1${path}`, { key: null, headers: { authorization: `Bearer ${ACCESS_TOKEN}` } })
     for (let i = 0; i < 20; i++) expect((await v1(`/apps/${APP_ID}/stats`)).status).toBe(200)
     await expect429(await v1(`/apps/${APP_ID}/stats`))
     for (let i = 0; i < 100; i++) expect((await v1('/me')).status).toBe(200)
@@ -107,7 +149,13 @@ describe('other limit classes', () => {
   })
   test('per-account overrides through the management interface', async () => {
     clock.advance(120_000)
-    const patch = (json: unknown) => gw.request(`/v1/accounts/${accountId}/limits`, { method: 'PATCH', json, key: null, headers: { authorization: `Bearer ${ACCESS_TOKEN}` } })
+    const patch = (json: unknown) =>
+      gw.request(`/v1/accounts/${accountId}/limits`, {
+        method: 'PATCH',
+        json,
+        key: null,
+        headers: { authorization: `Bearer ${ACCESS_TOKEN}` },
+      })
     const r = await patch({ messages: 10 })
     expect(r.status).toBe(200)
     expect(((await r.json()) as any).messages).toMatchObject({ default: 2000, override: 10, effective: 10 })
@@ -129,7 +177,8 @@ describe('other limit classes', () => {
 test('RATE_LIMITS=off disables every limit', async () => {
   const open = await createTestGateway({ rateLimits: false }, clock)
   try {
-    for (let i = 0; i < 3; i++) expect((await open.request('/channels/x/messages', { method: 'POST', json: batch(1000, 'f') })).status).toBe(201)
+    for (let i = 0; i < 3; i++)
+      expect((await open.request('/channels/x/messages', { method: 'POST', json: batch(1000, 'f') })).status).toBe(201)
   } finally {
     await open.close()
   }
@@ -154,7 +203,10 @@ test('on Redis the budget is shared by all nodes', async () => {
 
 test('LiveObjects reads and writes are limited per account through their routes', async () => {
   clock.advance(10_000)
-  for (let i = 0; i < 50; i++) expect((await gw.request('/liveobjects/rlns/objects/o1', { method: 'PATCH', json: { data: { i } } })).status).toBe(200)
+  for (let i = 0; i < 50; i++)
+    expect((await gw.request('/liveobjects/rlns/objects/o1', { method: 'PATCH', json: { data: { i } } })).status).toBe(
+      200,
+    )
   for (let i = 0; i < 50; i++) expect((await gw.request('/liveobjects/rlns/objects/o1')).status).toBe(200)
   const r = await gw.request('/liveobjects/rlns/objects/o1')
   expect(r.status).toBe(429)

@@ -12,7 +12,10 @@ let nodes: TestGateway[]
 beforeAll(async () => {
   a = await createTestGateway(NO_LIMITS)
   // on Redis a second node on the same store; embedded is single-node, so the same gateway twice
-  b = a.core.backend.kind === 'redis' ? await createTestGateway({ ...NO_LIMITS, redisUrl: a.config.redisUrl, redisPrefix: a.config.redisPrefix }) : a
+  b =
+    a.core.backendKind === 'redis'
+      ? await createTestGateway({ ...NO_LIMITS, redisUrl: a.config.redisUrl, redisPrefix: a.config.redisPrefix })
+      : a
   nodes = [a, b]
 })
 afterAll(async () => {
@@ -25,7 +28,11 @@ const node = (i: number) => nodes[i % 2]!
 test('300 concurrent PATCHes at the same version: exactly one winner per round, the rest 409', async () => {
   let current = await patchOk(a, 'race', 'same', { n: 0 })
   for (let round = 1; round <= 5; round++) {
-    const results = await Promise.all(Array.from({ length: 300 }, (_, i) => patch(node(i), 'race', 'same', { data: { n: round, by: i }, version: current.version })))
+    const results = await Promise.all(
+      Array.from({ length: 300 }, (_, i) =>
+        patch(node(i), 'race', 'same', { data: { n: round, by: i }, version: current.version }),
+      ),
+    )
     const statuses = results.map((r) => r.status)
     expect(statuses.filter((s) => s === 200)).toHaveLength(1)
     expect(statuses.filter((s) => s === 409)).toHaveLength(299)
@@ -64,8 +71,11 @@ test('racing read-modify-write clients: each version is won exactly once, no inc
 
 test('400 concurrent unconditional PATCHes from two nodes: every update is in the final state', async () => {
   const N = 400
-  const results = await Promise.all(Array.from({ length: N }, (_, i) =>
-    patch(node(i), 'race', 'merged', { data: { [`k${i}`]: i, nested: { [`n${i}`]: true } } })))
+  const results = await Promise.all(
+    Array.from({ length: N }, (_, i) =>
+      patch(node(i), 'race', 'merged', { data: { [`k${i}`]: i, nested: { [`n${i}`]: true } } }),
+    ),
+  )
   expect(results.every((r) => r.status === 200)).toBe(true)
   const states = (await Promise.all(results.map((r) => r.json()))) as any[]
   expect(new Set(states.map((s) => s.version)).size).toBe(N)

@@ -12,7 +12,10 @@ beforeAll(async () => {
   a = await createTestGateway(NO_LIMITS)
   base = listen(a)
   // on Redis changes also come from a second node; embedded is single-node
-  b = a.core.backend.kind === 'redis' ? await createTestGateway({ ...NO_LIMITS, redisUrl: a.config.redisUrl, redisPrefix: a.config.redisPrefix }) : a
+  b =
+    a.core.backendKind === 'redis'
+      ? await createTestGateway({ ...NO_LIMITS, redisUrl: a.config.redisUrl, redisPrefix: a.config.redisPrefix })
+      : a
 })
 afterAll(async () => {
   for (const s of streams) s.close()
@@ -31,17 +34,19 @@ async function subscribe(channel: string, auth: string): Promise<SseClient> {
 }
 
 /** The change events received so far: message name plus the parsed event payload. */
-const events = (s: SseClient) => messages(s.events).map((e) => {
-  const m = JSON.parse(e.data)
-  expect(m.encoding).toBe('json')
-  return { name: m.name as string, channel: m.channel as string, ...JSON.parse(m.data) }
-})
+const events = (s: SseClient) =>
+  messages(s.events).map((e) => {
+    const m = JSON.parse(e.data)
+    expect(m.encoding).toBe('json')
+    return { name: m.name as string, channel: m.channel as string, ...JSON.parse(m.data) }
+  })
 
 test('updates and deletes arrive in order with version, timestamp, patch and state', async () => {
   const channel = 'live::$objects:doc'
   const s = await subscribe(channel, `key=${encodeURIComponent(a.key)}`)
   const expected: any[] = []
-  for (let i = 1; i <= 5; i++) expected.push({ name: 'update', ...(await patchOk(a, 'live', 'doc', { [`k${i}`]: i, last: i })) })
+  for (let i = 1; i <= 5; i++)
+    expected.push({ name: 'update', ...(await patchOk(a, 'live', 'doc', { [`k${i}`]: i, last: i })) })
   const del = (await (await a.request(objPath('live', 'doc'), { method: 'DELETE' })).json()) as any
   expected.push({ name: 'delete', version: del.version, timestamp: del.timestamp })
   expected.push({ name: 'update', ...(await patchOk(b, 'live', 'doc', { reborn: true })) })
@@ -51,7 +56,15 @@ test('updates and deletes arrive in order with version, timestamp, patch and sta
   expect(got).toHaveLength(expected.length)
   got.forEach((e, i) => {
     const want = expected[i]
-    expect(e).toMatchObject({ name: want.name, channel, namespace: 'live', objectId: 'doc', action: want.name, version: want.version, timestamp: want.timestamp })
+    expect(e).toMatchObject({
+      name: want.name,
+      channel,
+      namespace: 'live',
+      objectId: 'doc',
+      action: want.name,
+      version: want.version,
+      timestamp: want.timestamp,
+    })
     if (want.name === 'update') expect(e.data).toEqual(want.data)
     else expect(e.data).toBeUndefined()
   })
@@ -64,12 +77,16 @@ test('concurrent changes from many clients (and nodes) arrive once each, in vers
   await patchOk(a, 'live', 'busy', { n: 0 })
   const s = await subscribe(channel, `key=${encodeURIComponent(a.key)}`)
   const N = 150
-  const results = await Promise.all(Array.from({ length: N }, (_, i) => patch(i % 2 ? b : a, 'live', 'busy', { data: { [`c${i}`]: i } })))
+  const results = await Promise.all(
+    Array.from({ length: N }, (_, i) => patch(i % 2 ? b : a, 'live', 'busy', { data: { [`c${i}`]: i } })),
+  )
   expect(results.every((r) => r.status === 200)).toBe(true)
   await s.until((ev) => messages(ev).length >= N)
   await Bun.sleep(100) // nothing more (no duplicates) arrives
   const got = events(s)
-  const history = ((await getJson(a, objPath('live', 'busy', '/history?direction=forwards&limit=1000'))) as any[]).slice(1)
+  const history = (
+    (await getJson(a, objPath('live', 'busy', '/history?direction=forwards&limit=1000'))) as any[]
+  ).slice(1)
   expect(history).toHaveLength(N)
   expect(got.map((e) => e.version)).toEqual(history.map((c) => c.version))
   got.forEach((e, i) => expect(e.data).toEqual(history[i].data))
@@ -80,7 +97,11 @@ test('subscriptions lists the event-stream connections of the object channel', a
   await patchOk(a, 'watch', 'board', { turn: 0 })
   const channel = 'watch::$objects:board'
   expect((await getJson(a, objPath('watch', 'board', '/subscriptions'))).subscriptions).toEqual([])
-  const token = ((await (await a.request(`/keys/${APP_ID}.rootkey/requestToken`, { method: 'POST', json: { clientId: 'alice' } })).json()) as any).token
+  const token = (
+    (await (
+      await a.request(`/keys/${APP_ID}.rootkey/requestToken`, { method: 'POST', json: { clientId: 'alice' } })
+    ).json()) as any
+  ).token
   await subscribe(channel, `accessToken=${encodeURIComponent(token)}`)
   await subscribe(channel, `key=${encodeURIComponent(a.key)}`)
   const r = await getJson(a, objPath('watch', 'board', '/subscriptions'))

@@ -23,7 +23,9 @@ beforeAll(async () => {
   gw = await createTestGateway(NO_LIMITS)
   for (let i = 0; i < 120; i++) versions.push((await patchOk(gw, 'hist', 'doc', { i, [`k${i % 3}`]: i })).version)
 })
-afterAll(async () => { await gw.close() })
+afterAll(async () => {
+  await gw.close()
+})
 
 describe('object history', () => {
   test('changes newest first by default, 100 per page, with the patch and the state after it', async () => {
@@ -31,7 +33,12 @@ describe('object history', () => {
     const page = (await r.json()) as any[]
     expect(page).toHaveLength(100)
     expect(page.map((c) => c.version)).toEqual(versions.slice(20).reverse())
-    expect(page[0]).toMatchObject({ objectId: 'doc', action: 'update', version: versions[119], patch: { i: 119, k2: 119 } })
+    expect(page[0]).toMatchObject({
+      objectId: 'doc',
+      action: 'update',
+      version: versions[119],
+      patch: { i: 119, k2: 119 },
+    })
     expect(page[0].data).toEqual({ i: 119, k0: 117, k1: 118, k2: 119 })
     expect(typeof page[0].timestamp).toBe('number')
     expect(nextLink(r, HIST)).toBeDefined()
@@ -55,7 +62,12 @@ describe('object history', () => {
     expect(after.every((c) => c.timestamp >= mid)).toBe(true)
     expect(after.map((c) => c.version)).toEqual(all.filter((c) => c.timestamp >= mid).map((c) => c.version))
     const before = (await allPages(`${HIST}?end=${mid}&limit=10`)).flat()
-    expect(before.map((c) => c.version)).toEqual(all.filter((c) => c.timestamp <= mid).map((c) => c.version).reverse())
+    expect(before.map((c) => c.version)).toEqual(
+      all
+        .filter((c) => c.timestamp <= mid)
+        .map((c) => c.version)
+        .reverse(),
+    )
     expect(await getJson(gw, `${HIST}?start=${all[119].timestamp + 1}`)).toEqual([])
   })
 

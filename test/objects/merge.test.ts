@@ -13,7 +13,11 @@ const RFC_CASES: Array<[unknown, unknown, unknown]> = [
   [{ a: 'c' }, { a: ['b'] }, { a: ['b'] }],
   [{ a: { b: 'c' } }, { a: { b: 'd', c: null } }, { a: { b: 'd' } }],
   [{ a: [{ b: 'c' }] }, { a: [1] }, { a: [1] }],
-  [['a', 'b'], ['c', 'd'], ['c', 'd']],
+  [
+    ['a', 'b'],
+    ['c', 'd'],
+    ['c', 'd'],
+  ],
   [{ a: 'b' }, ['c'], ['c']],
   [{ a: 'foo' }, null, null],
   [{ a: 'foo' }, 'bar', 'bar'],
@@ -32,8 +36,12 @@ describe('mergePatch (unit)', () => {
 
 describe('PATCH applies the same rule on this backend', () => {
   let gw: TestGateway
-  beforeAll(async () => { gw = await createTestGateway(NO_LIMITS) })
-  afterAll(async () => { await gw.close() })
+  beforeAll(async () => {
+    gw = await createTestGateway(NO_LIMITS)
+  })
+  afterAll(async () => {
+    await gw.close()
+  })
 
   // object targets without null members (PATCH cannot store a null member) and object patches
   const httpCases = RFC_CASES.filter(([t, p]) => isObj(t) && isObj(p) && !Object.values(t as object).includes(null))

@@ -9,11 +9,18 @@ let writeOnly: string
 let plainSubscriber: string
 beforeAll(async () => {
   gw = await createTestGateway(NO_LIMITS)
-  readOnly = await addKey(gw, 'objread', { 'game:*': ['object-subscribe'], vis1: ['object-subscribe'], vis3: ['object-subscribe'], vis5: ['object-subscribe'] })
+  readOnly = await addKey(gw, 'objread', {
+    'game:*': ['object-subscribe'],
+    vis1: ['object-subscribe'],
+    vis3: ['object-subscribe'],
+    vis5: ['object-subscribe'],
+  })
   writeOnly = await addKey(gw, 'objwrite', { 'game:*': ['object-publish'] })
   plainSubscriber = await addKey(gw, 'plainsub', { '*': ['subscribe', 'publish', 'history'] })
 })
-afterAll(async () => { await gw.close() })
+afterAll(async () => {
+  await gw.close()
+})
 
 describe('object state', () => {
   test('PATCH creates an object; GET returns objectId, data, version, timestamp', async () => {
@@ -36,16 +43,45 @@ describe('object state', () => {
   })
 
   test('merge rule: nested objects merged, null removes, arrays and scalars replaced (RFC 7396)', async () => {
-    await patchOk(gw, 'merge', 'm', { a: { b: 1, c: { d: 2, e: 3 } }, list: [1, 2, 3], s: 'x', gone: true, obj: { k: 1 } })
-    const r = await patchOk(gw, 'merge', 'm', { a: { c: { d: null, f: [] }, g: {} }, list: [null, { z: 1 }], s: { now: 'object' }, gone: null, obj: 5, extra: { n: null, m: 1 } })
-    expect(r.data).toEqual({ a: { b: 1, c: { e: 3, f: [] }, g: {} }, list: [null, { z: 1 }], s: { now: 'object' }, obj: 5, extra: { m: 1 } })
+    await patchOk(gw, 'merge', 'm', {
+      a: { b: 1, c: { d: 2, e: 3 } },
+      list: [1, 2, 3],
+      s: 'x',
+      gone: true,
+      obj: { k: 1 },
+    })
+    const r = await patchOk(gw, 'merge', 'm', {
+      a: { c: { d: null, f: [] }, g: {} },
+      list: [null, { z: 1 }],
+      s: { now: 'object' },
+      gone: null,
+      obj: 5,
+      extra: { n: null, m: 1 },
+    })
+    expect(r.data).toEqual({
+      a: { b: 1, c: { e: 3, f: [] }, g: {} },
+      list: [null, { z: 1 }],
+      s: { now: 'object' },
+      obj: 5,
+      extra: { m: 1 },
+    })
     expect((await getJson(gw, objPath('merge', 'm'))).data).toEqual(r.data)
   })
 
   test('values round-trip exactly (numbers, unicode, empty containers, odd keys)', async () => {
     const data = {
-      float: 0.1 + 0.2, big: 9007199254740991, neg: -1.5e-300, zero: 0, t: true, f: false,
-      text: 'héllo 🌍 "quoted" \\ / \n', arr: [[], {}, [1, [2]], 'a'], empty: {}, '': 'empty key', '1': 'numeric key', __proto__x: 1,
+      float: 0.1 + 0.2,
+      big: 9007199254740991,
+      neg: -1.5e-300,
+      zero: 0,
+      t: true,
+      f: false,
+      text: 'héllo 🌍 "quoted" \\ / \n',
+      arr: [[], {}, [1, [2]], 'a'],
+      empty: {},
+      '': 'empty key',
+      '1': 'numeric key',
+      __proto__x: 1,
     }
     const r = await patchOk(gw, 'merge', 'exact', data)
     expect(r.data).toEqual(data)
@@ -53,7 +89,11 @@ describe('object state', () => {
   })
 
   test('a __proto__ key is stored as data, not as a prototype', async () => {
-    const r = await gw.request(objPath('merge', 'proto'), { method: 'PATCH', body: '{"data":{"__proto__":{"polluted":1},"ok":1}}', headers: { 'content-type': 'application/json' } })
+    const r = await gw.request(objPath('merge', 'proto'), {
+      method: 'PATCH',
+      body: '{"data":{"__proto__":{"polluted":1},"ok":1}}',
+      headers: { 'content-type': 'application/json' },
+    })
     expect(r.status).toBe(200)
     const text = await (await gw.request(objPath('merge', 'proto'))).text()
     expect(JSON.parse(text).data).toEqual(JSON.parse('{"__proto__":{"polluted":1},"ok":1}'))
@@ -62,11 +102,16 @@ describe('object state', () => {
 
   test('msgpack in and out', async () => {
     const r = await gw.request(objPath('crud', 'packed'), {
-      method: 'PATCH', body: new Uint8Array(pack({ data: { a: [1, 2], b: { c: 'd' } } })), headers: { 'content-type': 'application/x-msgpack', accept: 'application/x-msgpack' },
+      method: 'PATCH',
+      body: new Uint8Array(pack({ data: { a: [1, 2], b: { c: 'd' } } })),
+      headers: { 'content-type': 'application/x-msgpack', accept: 'application/x-msgpack' },
     })
     expect(r.status).toBe(200)
     expect(r.headers.get('content-type')).toBe('application/x-msgpack')
-    expect(unpack(new Uint8Array(await r.arrayBuffer()))).toMatchObject({ objectId: 'packed', data: { a: [1, 2], b: { c: 'd' } } })
+    expect(unpack(new Uint8Array(await r.arrayBuffer()))).toMatchObject({
+      objectId: 'packed',
+      data: { a: [1, 2], b: { c: 'd' } },
+    })
   })
 
   test('object ids and namespaces with reserved URL characters', async () => {
@@ -180,7 +225,10 @@ describe('namespaces and listing', () => {
 describe('subscriptions', () => {
   test('the object channel and no subscribers while nobody listens', async () => {
     await patchOk(gw, 'subs', 'o', {})
-    expect(await getJson(gw, objPath('subs', 'o', '/subscriptions'))).toEqual({ channel: 'subs::$objects:o', subscriptions: [] })
+    expect(await getJson(gw, objPath('subs', 'o', '/subscriptions'))).toEqual({
+      channel: 'subs::$objects:o',
+      subscriptions: [],
+    })
     await expectError(await gw.request(objPath('subs', 'never', '/subscriptions')), 404, 40160)
   })
 })
@@ -199,7 +247,15 @@ describe('errors', () => {
   })
 
   test('a body that is not an object, and data nested too deep, are 400', async () => {
-    await expectError(await gw.request(objPath('errs', 'e'), { method: 'PATCH', body: '[1]', headers: { 'content-type': 'application/json' } }), 400, 40001)
+    await expectError(
+      await gw.request(objPath('errs', 'e'), {
+        method: 'PATCH',
+        body: '[1]',
+        headers: { 'content-type': 'application/json' },
+      }),
+      400,
+      40001,
+    )
     let deep: any = {}
     for (let i = 0; i < 40; i++) deep = { d: deep }
     await expectError(await patch(gw, 'errs', 'e', { data: deep }), 400, 40001)
@@ -238,7 +294,11 @@ describe('errors', () => {
 
   test('no credentials is 401', async () => {
     await expectError(await gw.request('/liveobjects', { key: null }), 401, 40101)
-    await expectError(await gw.request(objPath('crud', 'doc1'), { key: null, method: 'PATCH', json: { data: {} } }), 401, 40101)
+    await expectError(
+      await gw.request(objPath('crud', 'doc1'), { key: null, method: 'PATCH', json: { data: {} } }),
+      401,
+      40101,
+    )
   })
 
   test('object-subscribe reads, object-publish writes, on the namespace (403 / 40160 otherwise)', async () => {

@@ -6,8 +6,12 @@ import { getJson, NO_LIMITS, objPath, patchOk } from './util'
 /** History is bounded: at most OBJECT_HISTORY_MAX changes per object, none older than the retention window. */
 const clock = new TestClock()
 let gw: TestGateway
-beforeAll(async () => { gw = await createTestGateway({ ...NO_LIMITS, persistedHistoryTtlMs: 60_000 }, clock) })
-afterAll(async () => { await gw.close() })
+beforeAll(async () => {
+  gw = await createTestGateway({ ...NO_LIMITS, persistedHistoryTtlMs: 60_000 }, clock)
+})
+afterAll(async () => {
+  await gw.close()
+})
 
 test('changes older than the retention window are dropped; the state is kept', async () => {
   for (let i = 0; i < 3; i++) await patchOk(gw, 'ret', 'old', { i })
@@ -22,7 +26,9 @@ test(`at most ${OBJECT_HISTORY_MAX} changes are kept per object, the newest`, as
   const total = OBJECT_HISTORY_MAX + 20
   const versions: string[] = []
   for (let i = 0; i < total; i += 50) {
-    const batch = await Promise.all(Array.from({ length: Math.min(50, total - i) }, (_, j) => patchOk(gw, 'ret', 'busy', { [`k${i + j}`]: 1 })))
+    const batch = await Promise.all(
+      Array.from({ length: Math.min(50, total - i) }, (_, j) => patchOk(gw, 'ret', 'busy', { [`k${i + j}`]: 1 })),
+    )
     versions.push(...batch.map((s) => s.version))
   }
   const history = (await getJson(gw, objPath('ret', 'busy', '/history?limit=1000'))) as any[]

@@ -33,8 +33,16 @@ export function nextLink(r: Response, path: string): string | undefined {
 }
 
 export async function addKey(gw: TestGateway, id: string, capability: Record<string, string[]>): Promise<string> {
-  await gw.core.backend.control.createKey({
-    appId: APP_ID, id, name: id, secret: `${id}-secret`, capability, status: 0, revocableTokens: false, created: 0, modified: 0,
+  await gw.backend.control.createKey({
+    appId: APP_ID,
+    id,
+    name: id,
+    secret: `${id}-secret`,
+    capability,
+    status: 0,
+    revocableTokens: false,
+    created: 0,
+    modified: 0,
   })
   return `${APP_ID}.${id}:${id}-secret`
 }

@@ -4,6 +4,7 @@
  */
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import * as Ably from 'ably'
+import { ablyError } from '../helpers/ably'
 import { listen } from '../helpers/gateway'
 import { CLIENT_CAPABILITY, fresh, pushGateway, type PushGateway } from './push-fixture'
 
@@ -13,18 +14,19 @@ beforeAll(async () => {
   pg = await pushGateway()
   port = Number(new URL(listen(pg.gw)).port)
 })
-afterAll(async () => { await pg.gw.close() })
+afterAll(async () => {
+  await pg.gw.close()
+})
 
 const client = (useBinaryProtocol: boolean, opts: Ably.ClientOptions) =>
   new Ably.Rest({ endpoint: '127.0.0.1', port, tls: false, useBinaryProtocol, logLevel: 0, ...opts })
 
-async function ablyError(p: Promise<unknown>): Promise<Ably.ErrorInfo> {
-  try { await p } catch (e) { return e as Ably.ErrorInfo }
-  throw new Error('expected the call to fail')
-}
-
 const androidDevice = (id: string, clientId?: string) => ({
-  id, clientId, platform: 'android' as const, formFactor: 'phone' as const, deviceSecret: `secret-${id}`,
+  id,
+  clientId,
+  platform: 'android' as const,
+  formFactor: 'phone' as const,
+  deviceSecret: `secret-${id}`,
   push: { recipient: { transportType: 'ablyChannel', channel: `inbox:${id}` } },
 })
 
@@ -33,7 +35,9 @@ describe.each([
   { protocol: 'json', useBinaryProtocol: false },
 ])('ably-js push.admin over $protocol', ({ protocol, useBinaryProtocol }) => {
   let rest: Ably.Rest
-  beforeAll(() => { rest = client(useBinaryProtocol, { key: pg.gw.key }) })
+  beforeAll(() => {
+    rest = client(useBinaryProtocol, { key: pg.gw.key })
+  })
   const tag = () => fresh(protocol)
 
   test('deviceRegistrations: save, get, list (paginated), remove, removeWhere', async () => {
@@ -41,11 +45,22 @@ describe.each([
     const owner = tag()
     const ids = [1, 2, 3].map((n) => `${owner}-d${n}`)
     const saved = await admin.save(androidDevice(ids[0]!, owner))
-    expect(saved).toMatchObject({ id: ids[0], clientId: owner, platform: 'android', formFactor: 'phone', push: { state: 'ACTIVE', recipient: { transportType: 'ablyChannel' } } })
+    expect(saved).toMatchObject({
+      id: ids[0],
+      clientId: owner,
+      platform: 'android',
+      formFactor: 'phone',
+      push: { state: 'ACTIVE', recipient: { transportType: 'ablyChannel' } },
+    })
     expect(typeof (saved as any).deviceIdentityToken.token).toBe('string')
     for (const id of ids.slice(1)) await admin.save(androidDevice(id, owner))
     const got = await admin.get(ids[0]!)
-    expect(got).toMatchObject({ id: ids[0], clientId: owner, deviceSecret: `secret-${ids[0]}`, push: { state: 'ACTIVE' } })
+    expect(got).toMatchObject({
+      id: ids[0],
+      clientId: owner,
+      deviceSecret: `secret-${ids[0]}`,
+      push: { state: 'ACTIVE' },
+    })
 
     const first = await admin.list({ clientId: owner, limit: 2 })
     expect(first.items.map((d) => d.id)).toEqual(ids.slice(0, 2))
@@ -62,10 +77,18 @@ describe.each([
     expect((await admin.list({ clientId: owner })).items).toEqual([])
   })
 
-  test('deviceRegistrations errors: bad platform, unknown transport, missing recipient', async () => {
+  test('deviceRegistrations errors: an unknown platform is 400 / 40000', async () => {
+    const admin = rest.push.admin.deviceRegistrations
+    for (const platform of ['symbian', 7, null]) {
+      const err = await ablyError(admin.save({ ...androidDevice(tag()), platform } as any))
+      expect([err.statusCode, err.code]).toEqual([400, 40000])
+      expect(err.message).toContain('ios, android, browser')
+    }
+  })
+
+  test('deviceRegistrations errors: unknown transport, missing recipient', async () => {
     const admin = rest.push.admin.deviceRegistrations
     for (const bad of [
-      { ...androidDevice(tag()), platform: 'symbian' },
       { ...androidDevice(tag()), push: { recipient: { transportType: 'smoke-signal' } } },
       { ...androidDevice(tag()), push: {} },
     ]) {
@@ -87,7 +110,10 @@ describe.each([
     await subs.save({ channel: c2, deviceId: id })
 
     const page = await subs.list({ channel: c1 })
-    expect(page.items.map((s) => ({ ...s }))).toEqual([{ channel: c1, clientId: `${t}-user` }, { channel: c1, deviceId: id }])
+    expect(page.items.map((s) => ({ ...s }))).toEqual([
+      { channel: c1, clientId: `${t}-user` },
+      { channel: c1, deviceId: id },
+    ])
     const paged = await subs.list({ deviceId: id, limit: 1 })
     expect(paged.items.map((s) => s.channel)).toEqual([c1])
     expect((await paged.next())!.items.map((s) => s.channel)).toEqual([c2])
@@ -95,7 +121,9 @@ describe.each([
     expect(channels.items).toEqual(expect.arrayContaining([c1, c2]))
 
     await subs.remove({ channel: c1, deviceId: id })
-    expect((await subs.list({ channel: c1 })).items.map((s) => ({ ...s }))).toEqual([{ channel: c1, clientId: `${t}-user` }])
+    expect((await subs.list({ channel: c1 })).items.map((s) => ({ ...s }))).toEqual([
+      { channel: c1, clientId: `${t}-user` },
+    ])
     await subs.removeWhere({ clientId: `${t}-user` })
     await subs.removeWhere({ deviceId: id })
     expect((await subs.list({ channel: c1 })).items).toEqual([])
@@ -136,7 +164,9 @@ describe.each([
     const limited = client(useBinaryProtocol, { key: pg.clientKey, clientId: me })
     const mine = await limited.push.admin.deviceRegistrations.save(androidDevice(`${me}-own`, me))
     expect(mine.clientId).toBe(me)
-    expect((await limited.push.admin.deviceRegistrations.list({ clientId: me })).items.map((d) => d.id)).toEqual([`${me}-own`])
+    expect((await limited.push.admin.deviceRegistrations.list({ clientId: me })).items.map((d) => d.id)).toEqual([
+      `${me}-own`,
+    ])
     await limited.push.admin.channelSubscriptions.save({ channel: `pushenabled:${me}`, clientId: me })
     for (const call of [
       () => limited.push.admin.deviceRegistrations.save(androidDevice(`${me}-other`, `${me}-someone-else`)),

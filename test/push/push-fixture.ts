@@ -9,7 +9,10 @@ export { allPages, as, expectError, json } from '../chat/chat-fixture'
 export const PUSH_NS = 'pushenabled'
 
 /** Capability of an ordinary client: push-subscribe, and its ablyChannel device channels (`inbox:*`). */
-export const CLIENT_CAPABILITY = { [`${PUSH_NS}:*`]: ['push-subscribe', 'subscribe'], 'inbox:*': ['publish', 'subscribe'] }
+export const CLIENT_CAPABILITY = {
+  [`${PUSH_NS}:*`]: ['push-subscribe', 'subscribe'],
+  'inbox:*': ['publish', 'subscribe'],
+}
 
 export interface PushGateway {
   gw: TestGateway
@@ -23,9 +26,21 @@ export interface PushGateway {
 
 export async function pushGateway(overrides: Partial<Config> = {}): Promise<PushGateway> {
   const gw = await createTestGateway(overrides)
-  const control = gw.core.backend.control
-  await control.putNamespace({ appId: APP_ID, id: PUSH_NS, persisted: false, pushEnabled: true, mutableMessages: false })
-  await control.putNamespace({ appId: APP_ID, id: 'plain', persisted: false, pushEnabled: false, mutableMessages: false })
+  const control = gw.backend.control
+  await control.putNamespace({
+    appId: APP_ID,
+    id: PUSH_NS,
+    persisted: false,
+    pushEnabled: true,
+    mutableMessages: false,
+  })
+  await control.putNamespace({
+    appId: APP_ID,
+    id: 'plain',
+    persisted: false,
+    pushEnabled: false,
+    mutableMessages: false,
+  })
   return {
     gw,
     clientKey: await keyWith(gw, 'pushclient', CLIENT_CAPABILITY),
@@ -41,7 +56,9 @@ export const fresh = (prefix: string) => `${prefix}-${++seq}-${Math.random().toS
 /** A device body for registration; `ablyChannel` devices receive on `inbox:<id>`. */
 export function device(id: string, extra: Record<string, unknown> = {}, recipient?: Record<string, unknown>) {
   return {
-    id, platform: 'android', formFactor: 'phone',
+    id,
+    platform: 'android',
+    formFactor: 'phone',
     push: { recipient: recipient ?? { transportType: 'ablyChannel', channel: `inbox:${id}` } },
     ...extra,
   }
@@ -50,7 +67,11 @@ export function device(id: string, extra: Record<string, unknown> = {}, recipien
 export const fcm = (token = 'fcm-token') => ({ transportType: 'fcm', registrationToken: token })
 
 /** Registers a device with the root key; returns the response body. */
-export async function register(gw: TestGateway, body: Record<string, unknown>, init: { key?: string; headers?: Record<string, string> } = {}) {
+export async function register(
+  gw: TestGateway,
+  body: Record<string, unknown>,
+  init: { key?: string; headers?: Record<string, string> } = {},
+) {
   const r = await gw.request('/push/deviceRegistrations', { method: 'POST', json: body, ...init })
   const text = await r.text()
   if (r.status !== 201) throw new Error(`register: ${r.status} ${text}`)
@@ -65,7 +86,8 @@ export function webhookReceiver() {
   const received: Array<{ headers: Headers; body: any }> = []
   const state = { status: 200 }
   const server = Bun.serve({
-    port: 0, hostname: '127.0.0.1',
+    port: 0,
+    hostname: '127.0.0.1',
     async fetch(req) {
       received.push({ headers: req.headers, body: await req.json() })
       return new Response(null, { status: state.status })

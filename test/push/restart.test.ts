@@ -13,13 +13,23 @@ test('devices (with tokens and delivery state), subscriptions and push channels 
   let before: { devices: any[]; subs: any[]; channels: string[]; token: string }
   try {
     const gw = first.gw
-    const token = (await register(gw, device('keep-1', { clientId: 'lee', metadata: { v: 1 } }))).deviceIdentityToken.token
+    const token = (await register(gw, device('keep-1', { clientId: 'lee', metadata: { v: 1 } }))).deviceIdentityToken
+      .token
     await register(gw, device('keep-2', { clientId: 'lee' }, fcm()))
     await register(gw, device('dropped'))
     await json(await gw.request(devicePath('dropped'), { method: 'DELETE' }), 204)
     // no webhook is configured: the fcm device fails its delivery and is FAILING
-    await json(await gw.request('/push/publish?fullWait=true', { method: 'POST', json: { recipient: { clientId: 'lee' }, data: { a: 'b' } } }), 201)
-    for (const body of [{ channel: 'pushenabled:a', deviceId: 'keep-1' }, { channel: 'pushenabled:b', clientId: 'lee' }]) {
+    await json(
+      await gw.request('/push/publish?fullWait=true', {
+        method: 'POST',
+        json: { recipient: { clientId: 'lee' }, data: { a: 'b' } },
+      }),
+      201,
+    )
+    for (const body of [
+      { channel: 'pushenabled:a', deviceId: 'keep-1' },
+      { channel: 'pushenabled:b', clientId: 'lee' },
+    ]) {
       await json(await gw.request('/push/channelSubscriptions', { method: 'POST', json: body }), 201)
     }
     before = {
@@ -28,7 +38,10 @@ test('devices (with tokens and delivery state), subscriptions and push channels 
       channels: await json(await gw.request('/push/channels')),
       token,
     }
-    expect(before.devices.map((d) => [d.id, d.push.state])).toEqual([['keep-1', 'ACTIVE'], ['keep-2', 'FAILING']])
+    expect(before.devices.map((d) => [d.id, d.push.state])).toEqual([
+      ['keep-1', 'ACTIVE'],
+      ['keep-2', 'FAILING'],
+    ])
     expect(before.devices[1].push.error.code).toBe(50003)
   } finally {
     await first.gw.close()
@@ -43,10 +56,18 @@ test('devices (with tokens and delivery state), subscriptions and push channels 
     expect(before.subs).toHaveLength(2)
     // the device's identity token still works, and channel fan-out still reaches it
     expect((await gw.request(devicePath('keep-1'), { key: null, headers: deviceToken(before.token) })).status).toBe(200)
-    await json(await gw.request('/channels/pushenabled:a/messages', { method: 'POST', json: { extras: { push: { data: { after: 'restart' } } } } }), 201)
+    await json(
+      await gw.request('/channels/pushenabled:a/messages', {
+        method: 'POST',
+        json: { extras: { push: { data: { after: 'restart' } } } },
+      }),
+      201,
+    )
     let got: any[] = []
     for (let i = 0; i < 200 && got.length === 0; i++) {
-      got = (await json(await gw.request('/channels/inbox:keep-1/messages'))).filter((m: any) => m.name === '__ably_push__' && m.data.includes('restart'))
+      got = (await json(await gw.request('/channels/inbox:keep-1/messages'))).filter(
+        (m: any) => m.name === '__ably_push__' && m.data.includes('restart'),
+      )
       if (!got.length) await Bun.sleep(10)
     }
     expect(got).toHaveLength(1)

@@ -1,16 +1,34 @@
 /** Channel subscriptions and push channels over HTTP (both backends). */
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import { APP_ID, type TestGateway } from '../helpers/gateway'
-import { allPages, as, device, deviceToken, expectError, fresh, json, pushGateway, register, type PushGateway } from './push-fixture'
+import {
+  allPages,
+  as,
+  device,
+  deviceToken,
+  expectError,
+  fresh,
+  json,
+  pushGateway,
+  register,
+  type PushGateway,
+} from './push-fixture'
 
 let pg: PushGateway
 let gw: TestGateway
-beforeAll(async () => { pg = await pushGateway(); gw = pg.gw })
-afterAll(async () => { await gw.close() })
+beforeAll(async () => {
+  pg = await pushGateway()
+  gw = pg.gw
+})
+afterAll(async () => {
+  await gw.close()
+})
 
 const SUBS = '/push/channelSubscriptions'
-const subscribe = (body: unknown, init: { key?: string | null; headers?: Record<string, string> } = {}) => gw.request(SUBS, { method: 'POST', json: body, ...init })
-const list = async (qs: string, init: { key?: string | null; headers?: Record<string, string> } = {}) => json(await gw.request(`${SUBS}?${qs}`, init))
+const subscribe = (body: unknown, init: { key?: string | null; headers?: Record<string, string> } = {}) =>
+  gw.request(SUBS, { method: 'POST', json: body, ...init })
+const list = async (qs: string, init: { key?: string | null; headers?: Record<string, string> } = {}) =>
+  json(await gw.request(`${SUBS}?${qs}`, init))
 
 describe('subscribing', () => {
   test('a device and a clientId subscribe; the answer is the subscription', async () => {
@@ -18,10 +36,16 @@ describe('subscribing', () => {
     const id = fresh('dev')
     await register(gw, device(id))
     expect(await json(await subscribe({ channel: ch, deviceId: id }), 201)).toEqual({ channel: ch, deviceId: id })
-    expect(await json(await subscribe({ channel: ch, clientId: 'ann', deviceId: null }), 201)).toEqual({ channel: ch, clientId: 'ann' })
+    expect(await json(await subscribe({ channel: ch, clientId: 'ann', deviceId: null }), 201)).toEqual({
+      channel: ch,
+      clientId: 'ann',
+    })
     // subscribing again changes nothing
     await json(await subscribe({ channel: ch, clientId: 'ann' }), 201)
-    expect(await list(`channel=${encodeURIComponent(ch)}`)).toEqual([{ channel: ch, clientId: 'ann' }, { channel: ch, deviceId: id }])
+    expect(await list(`channel=${encodeURIComponent(ch)}`)).toEqual([
+      { channel: ch, clientId: 'ann' },
+      { channel: ch, deviceId: id },
+    ])
   })
 
   test('only channels of a push-enabled namespace accept subscriptions', async () => {
@@ -30,9 +54,21 @@ describe('subscribing', () => {
     const r = await subscribe({ channel: 'plain:x', clientId: 'ann' })
     expect((await r.json()).error.message).toContain('pushEnabled')
     // enabling the namespace opens it
-    await gw.core.backend.control.putNamespace({ appId: APP_ID, id: 'plain', persisted: false, pushEnabled: true, mutableMessages: false })
+    await gw.backend.control.putNamespace({
+      appId: APP_ID,
+      id: 'plain',
+      persisted: false,
+      pushEnabled: true,
+      mutableMessages: false,
+    })
     await json(await subscribe({ channel: 'plain:x', clientId: 'ann' }), 201)
-    await gw.core.backend.control.putNamespace({ appId: APP_ID, id: 'plain', persisted: false, pushEnabled: false, mutableMessages: false })
+    await gw.backend.control.putNamespace({
+      appId: APP_ID,
+      id: 'plain',
+      persisted: false,
+      pushEnabled: false,
+      mutableMessages: false,
+    })
     await gw.request(`${SUBS}?channel=plain:x`, { method: 'DELETE' })
   })
 
@@ -54,11 +90,15 @@ describe('listing', () => {
     await register(gw, device(id, { clientId: `${tag}-cl` }))
     for (const ch of [c1, c2]) await json(await subscribe({ channel: ch, deviceId: id }), 201)
     await json(await subscribe({ channel: c1, clientId: `${tag}-cl` }), 201)
-    expect(await list(`deviceId=${id}`)).toEqual([{ channel: c1, deviceId: id }, { channel: c2, deviceId: id }])
+    expect(await list(`deviceId=${id}`)).toEqual([
+      { channel: c1, deviceId: id },
+      { channel: c2, deviceId: id },
+    ])
     expect(await list(`clientId=${tag}-cl`)).toEqual([{ channel: c1, clientId: `${tag}-cl` }])
     expect(await list(`channel=${c2}&deviceId=${id}`)).toEqual([{ channel: c2, deviceId: id }])
     expect(await list(`channel=${c1}&deviceId=${id}&clientId=${tag}-cl&concatFilters=true`)).toEqual([
-      { channel: c1, clientId: `${tag}-cl` }, { channel: c1, deviceId: id },
+      { channel: c1, clientId: `${tag}-cl` },
+      { channel: c1, deviceId: id },
     ])
     await expectError(await gw.request(`${SUBS}?deviceId=${id}&clientId=${tag}-cl`), 400, 40003)
   })
@@ -83,7 +123,10 @@ describe('listing', () => {
     expect(new Set(items).size).toBe(items.length)
     // a channel whose last subscription goes is listed no more
     await gw.request(`${SUBS}?channel=${chans[1]}`, { method: 'DELETE' })
-    expect((await allPages(gw, '/push/channels')).items.filter((c: string) => c.includes(tag))).toEqual([chans[0], chans[2]])
+    expect((await allPages(gw, '/push/channels')).items.filter((c: string) => c.includes(tag))).toEqual([
+      chans[0],
+      chans[2],
+    ])
   })
 })
 
@@ -91,7 +134,8 @@ describe('removing', () => {
   test('by channel and subscriber, by subscriber everywhere, or a whole channel', async () => {
     const tag = fresh('rm')
     const [c1, c2] = [`pushenabled:${tag}-1`, `pushenabled:${tag}-2`]
-    for (const ch of [c1, c2]) for (const c of ['u1', 'u2']) await json(await subscribe({ channel: ch, clientId: c }), 201)
+    for (const ch of [c1, c2])
+      for (const c of ['u1', 'u2']) await json(await subscribe({ channel: ch, clientId: c }), 201)
     expect((await gw.request(`${SUBS}?channel=${c1}&clientId=u1`, { method: 'DELETE' })).status).toBe(204)
     expect(await list(`channel=${c1}`)).toEqual([{ channel: c1, clientId: 'u2' }])
     await gw.request(`${SUBS}?clientId=u2`, { method: 'DELETE' })
@@ -108,7 +152,10 @@ describe('capabilities', () => {
   test('push-subscribe: a client subscribes, lists and removes only itself', async () => {
     const ch = `pushenabled:${fresh('own')}`
     const init = { key: pg.clientKey, headers: as('ivy') }
-    expect(await json(await subscribe({ channel: ch, clientId: 'ivy' }, init), 201)).toEqual({ channel: ch, clientId: 'ivy' })
+    expect(await json(await subscribe({ channel: ch, clientId: 'ivy' }, init), 201)).toEqual({
+      channel: ch,
+      clientId: 'ivy',
+    })
     await expectError(await subscribe({ channel: ch, clientId: 'jack' }, init), 403, 40160)
     expect(await list(`clientId=ivy&channel=${ch}`, init)).toEqual([{ channel: ch, clientId: 'ivy' }])
     await expectError(await gw.request(`${SUBS}?channel=${ch}`, init), 403, 40160)
@@ -119,9 +166,23 @@ describe('capabilities', () => {
   })
 
   test('push-subscribe is needed on the channel itself', async () => {
-    await gw.core.backend.control.putNamespace({ appId: APP_ID, id: 'vip', persisted: false, pushEnabled: true, mutableMessages: false })
-    await expectError(await subscribe({ channel: 'vip:x', clientId: 'ivy' }, { key: pg.clientKey, headers: as('ivy') }), 403, 40160)
-    await expectError(await subscribe({ channel: 'pushenabled:x', clientId: 'ivy' }, { key: pg.plainKey, headers: as('ivy') }), 403, 40160)
+    await gw.backend.control.putNamespace({
+      appId: APP_ID,
+      id: 'vip',
+      persisted: false,
+      pushEnabled: true,
+      mutableMessages: false,
+    })
+    await expectError(
+      await subscribe({ channel: 'vip:x', clientId: 'ivy' }, { key: pg.clientKey, headers: as('ivy') }),
+      403,
+      40160,
+    )
+    await expectError(
+      await subscribe({ channel: 'pushenabled:x', clientId: 'ivy' }, { key: pg.plainKey, headers: as('ivy') }),
+      403,
+      40160,
+    )
   })
 
   test('a device subscribes itself with its identity token beside the client credentials', async () => {
@@ -134,9 +195,21 @@ describe('capabilities', () => {
     expect(await json(await subscribe({ channel: ch, deviceId: id }, init), 201)).toEqual({ channel: ch, deviceId: id })
     expect(await list(`deviceId=${id}`, init)).toEqual([{ channel: ch, deviceId: id }])
     // the token alone proves the device but grants no capability to subscribe
-    await expectError(await subscribe({ channel: ch, deviceId: id }, { key: null, headers: deviceToken(token) }), 403, 40160)
+    await expectError(
+      await subscribe({ channel: ch, deviceId: id }, { key: null, headers: deviceToken(token) }),
+      403,
+      40160,
+    )
     expect(await list(`deviceId=${id}`, { key: null, headers: deviceToken(token) })).toHaveLength(1)
-    expect((await gw.request(`${SUBS}?deviceId=${id}&channel=${ch}`, { method: 'DELETE', key: null, headers: deviceToken(token) })).status).toBe(204)
+    expect(
+      (
+        await gw.request(`${SUBS}?deviceId=${id}&channel=${ch}`, {
+          method: 'DELETE',
+          key: null,
+          headers: deviceToken(token),
+        })
+      ).status,
+    ).toBe(204)
     expect(await list(`deviceId=${id}`)).toEqual([])
   })
 })

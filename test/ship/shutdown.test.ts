@@ -4,10 +4,16 @@ import { GatewayNode } from '../helpers/node-process'
 import { messages, openSse } from '../helpers/sse'
 
 let node: GatewayNode | undefined
-afterAll(async () => { await node?.stop() })
+afterAll(async () => {
+  await node?.stop()
+})
 
 const publish = async (n: GatewayNode, data: string) => {
-  const r = await fetch(`${n.url}/channels/gs/messages`, { method: 'POST', headers: { authorization: basic(ROOT_KEY), 'content-type': 'application/json' }, body: JSON.stringify({ data }) })
+  const r = await fetch(`${n.url}/channels/gs/messages`, {
+    method: 'POST',
+    headers: { authorization: basic(ROOT_KEY), 'content-type': 'application/json' },
+    body: JSON.stringify({ data }),
+  })
   expect(r.status).toBe(201)
 }
 

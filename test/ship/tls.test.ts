@@ -15,7 +15,27 @@ beforeAll(async () => {
   if (!available) return
   const cert = join(dir, 'cert.pem')
   const key = join(dir, 'key.pem')
-  execFileSync('openssl', ['req', '-x509', '-newkey', 'rsa:2048', '-nodes', '-keyout', key, '-out', cert, '-days', '1', '-subj', '/CN=127.0.0.1', '-addext', 'subjectAltName=IP:127.0.0.1'], { stdio: 'ignore' })
+  execFileSync(
+    'openssl',
+    [
+      'req',
+      '-x509',
+      '-newkey',
+      'rsa:2048',
+      '-nodes',
+      '-keyout',
+      key,
+      '-out',
+      cert,
+      '-days',
+      '1',
+      '-subj',
+      '/CN=127.0.0.1',
+      '-addext',
+      'subjectAltName=IP:127.0.0.1',
+    ],
+    { stdio: 'ignore' },
+  )
   gw = await createTestGateway({ tlsCertFile: cert, tlsKeyFile: key, basicAuthRequiresTls: true })
   base = listen(gw)
 })
@@ -27,9 +47,17 @@ afterAll(async () => {
 test.skipIf(!available)('serves HTTPS with the given certificate; Basic auth is accepted over TLS', async () => {
   expect(base).toStartWith('https://')
   const tls = { rejectUnauthorized: false }
-  const r = await fetch(`${base}/channels/secure/messages`, { method: 'POST', tls, headers: { authorization: basic(gw!.key), 'content-type': 'application/json' }, body: '{"data":"over tls"}' } as RequestInit)
+  const r = await fetch(`${base}/channels/secure/messages`, {
+    method: 'POST',
+    tls,
+    headers: { authorization: basic(gw!.key), 'content-type': 'application/json' },
+    body: '{"data":"over tls"}',
+  } as RequestInit)
   expect(r.status).toBe(201)
-  const h = await fetch(`${base}/channels/secure/messages`, { tls, headers: { authorization: basic(gw!.key) } } as RequestInit)
+  const h = await fetch(`${base}/channels/secure/messages`, {
+    tls,
+    headers: { authorization: basic(gw!.key) },
+  } as RequestInit)
   expect(((await h.json()) as any[])[0].data).toBe('over tls')
   // the same gateway refuses Basic auth that did not arrive over TLS
   expect((await gw!.request('/channels/secure/messages')).status).toBe(401)

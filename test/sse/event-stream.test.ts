@@ -8,8 +8,16 @@ const open: SseClient[] = []
 beforeAll(async () => {
   gw = await createTestGateway({ sseKeepaliveMs: 200 })
   base = listen(gw)
-  await gw.core.backend.control.createKey({
-    appId: APP_ID, id: 'sub', name: 'sub', secret: 'sub-secret', capability: { 'ok:*': ['subscribe'] }, status: 0, revocableTokens: false, created: 0, modified: 0,
+  await gw.backend.control.createKey({
+    appId: APP_ID,
+    id: 'sub',
+    name: 'sub',
+    secret: 'sub-secret',
+    capability: { 'ok:*': ['subscribe'] },
+    status: 0,
+    revocableTokens: false,
+    created: 0,
+    modified: 0,
   })
 })
 afterAll(async () => {
@@ -64,9 +72,13 @@ describe('opening a stream', () => {
     const byKey = await sse(`v=1.2&channels=auth1&key=${key()}`)
     expect(byKey.status).toBe(200)
     expect(byKey.response.headers.get('content-type')).toBe('text/event-stream')
-    const token = ((await (await gw.request('/keys/testapp.rootkey/requestToken', { method: 'POST', json: {} })).json()) as any).token
+    const token = (
+      (await (await gw.request('/keys/testapp.rootkey/requestToken', { method: 'POST', json: {} })).json()) as any
+    ).token
     expect((await sse(`v=1.2&channels=auth1&accessToken=${encodeURIComponent(token)}`)).status).toBe(200)
-    expect((await sse('v=1.2&channels=auth1', { authorization: `Bearer ${Buffer.from(token).toString('base64')}` })).status).toBe(200)
+    expect(
+      (await sse('v=1.2&channels=auth1', { authorization: `Bearer ${Buffer.from(token).toString('base64')}` })).status,
+    ).toBe(200)
   })
 })
 
@@ -94,7 +106,9 @@ describe('delivery', () => {
     expect(c.text).toContain('data: line1\ndata: line2\n')
   })
   test('several channels on one stream, with a custom separator for names holding commas', async () => {
-    const c = await sse(`v=1.2&channels=${encodeURIComponent('m,1|m2')}&separator=${encodeURIComponent('|')}&key=${key()}`)
+    const c = await sse(
+      `v=1.2&channels=${encodeURIComponent('m,1|m2')}&separator=${encodeURIComponent('|')}&key=${key()}`,
+    )
     await subscribed('m,1')
     await subscribed('m2')
     await publish('m,1', { data: 'a' })
@@ -150,7 +164,11 @@ describe('delivery', () => {
 
 describe('server-side endings', () => {
   test('an expiring token gets an error event 40142 / 401 and the stream closes', async () => {
-    const token = ((await (await gw.request('/keys/testapp.rootkey/requestToken', { method: 'POST', json: { ttl: 1000 } })).json()) as any).token
+    const token = (
+      (await (
+        await gw.request('/keys/testapp.rootkey/requestToken', { method: 'POST', json: { ttl: 1000 } })
+      ).json()) as any
+    ).token
     const c = await sse(`v=1.2&channels=exp&accessToken=${encodeURIComponent(token)}`)
     await c.until((e) => e.some((x) => x.event === 'error'), 5000)
     await c.ended
@@ -173,12 +191,24 @@ test('stats count messages delivered to event streams and token requests', async
   expect(rows[0].entries['connections.all.opened']).toBeGreaterThanOrEqual(1)
   expect(rows[0].entries['connections.all.peak']).toBeGreaterThanOrEqual(1)
   expect(rows[0].entries['connections.all.peak']).toBeLessThanOrEqual(rows[0].entries['connections.all.opened'])
-  expect(rows[0].entries['messages.all.messages.count']).toBeGreaterThanOrEqual(rows[0].entries['messages.inbound.rest.messages.count'] + 4)
+  expect(rows[0].entries['messages.all.messages.count']).toBeGreaterThanOrEqual(
+    rows[0].entries['messages.inbound.rest.messages.count'] + 4,
+  )
 })
 
 test('revoking the key ends the streams opened with it (error 40131)', async () => {
-  const control = gw.core.backend.control
-  await control.createKey({ appId: APP_ID, id: 'revokeme', name: 'r', secret: 'revoke-secret', capability: { '*': ['*'] }, status: 0, revocableTokens: false, created: 0, modified: 0 })
+  const control = gw.backend.control
+  await control.createKey({
+    appId: APP_ID,
+    id: 'revokeme',
+    name: 'r',
+    secret: 'revoke-secret',
+    capability: { '*': ['*'] },
+    status: 0,
+    revocableTokens: false,
+    created: 0,
+    modified: 0,
+  })
   const c = await sse(`v=1.2&channels=rv&key=${encodeURIComponent('testapp.revokeme:revoke-secret')}`)
   expect(c.status).toBe(200)
   const other = await sse(`v=1.2&channels=rv&key=${key()}`)

@@ -5,8 +5,13 @@ import { messages, openSse } from '../helpers/sse'
 
 let gw: TestGateway
 let base: string
-beforeAll(async () => { gw = await createTestGateway(); base = listen(gw) })
-afterAll(async () => { await gw.close() })
+beforeAll(async () => {
+  gw = await createTestGateway()
+  base = listen(gw)
+})
+afterAll(async () => {
+  await gw.close()
+})
 
 const servedFromMemory = () => Number(/^gateway_resume_from_memory_total (\d+)/m.exec(metrics.render())?.[1] ?? 0)
 
@@ -30,7 +35,7 @@ test('a resume on a node that already follows the channel is exact (served from 
   await resumed.until((e) => messages(e).length === 6)
   expect(messages(resumed.events).map((e) => JSON.parse(e.data).data)).toEqual(['m5', 'm6', 'm7', 'm8', 'm9', 'm10'])
   expect(resumed.events.some((e) => e.event === 'error')).toBe(false)
-  if (gw.core.backend.kind === 'redis') expect(servedFromMemory()).toBe(before + 1)
+  if (gw.core.backendKind === 'redis') expect(servedFromMemory()).toBe(before + 1)
   keeper.close()
   resumed.close()
 })

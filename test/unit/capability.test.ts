@@ -1,5 +1,11 @@
 import { describe, expect, test } from 'bun:test'
-import { CapabilityMatcher, canonicalCapability, intersectCapability, parseCapability, resourceMatches } from '../../src/core/auth/capability'
+import {
+  CapabilityMatcher,
+  canonicalCapability,
+  intersectCapability,
+  parseCapability,
+  resourceMatches,
+} from '../../src/core/auth/capability'
 import { GatewayError } from '../../src/errors'
 
 describe('resource patterns', () => {
@@ -38,7 +44,11 @@ describe('parseCapability', () => {
     ['no resources', '{}'],
   ])('rejects %s with 400', (_why, input) => {
     let err: unknown
-    try { parseCapability(input) } catch (e) { err = e }
+    try {
+      parseCapability(input)
+    } catch (e) {
+      err = e
+    }
     expect(err).toBeInstanceOf(GatewayError)
     expect((err as GatewayError).statusCode).toBe(400)
   })
@@ -46,17 +56,23 @@ describe('parseCapability', () => {
 
 describe('intersectCapability', () => {
   test('narrows operations to the key', () => {
-    expect(intersectCapability({ '*': ['publish', 'subscribe'] }, { foo: ['*'] })).toEqual({ foo: ['publish', 'subscribe'] })
+    expect(intersectCapability({ '*': ['publish', 'subscribe'] }, { foo: ['*'] })).toEqual({
+      foo: ['publish', 'subscribe'],
+    })
   })
   test('narrows a broad request to the key resource', () => {
-    expect(intersectCapability({ 'ns:*': ['subscribe'] }, { '*': ['subscribe', 'publish'] })).toEqual({ 'ns:*': ['subscribe'] })
+    expect(intersectCapability({ 'ns:*': ['subscribe'] }, { '*': ['subscribe', 'publish'] })).toEqual({
+      'ns:*': ['subscribe'],
+    })
   })
   test('empty intersection is undefined', () => {
     expect(intersectCapability({ foo: ['publish'] }, { bar: ['publish'] })).toBeUndefined()
     expect(intersectCapability({ foo: ['publish'] }, { foo: ['subscribe'] })).toBeUndefined()
   })
   test('canonical form sorts resources and operations', () => {
-    expect(canonicalCapability({ b: ['subscribe', 'publish'], a: ['history'] })).toBe('{"a":["history"],"b":["publish","subscribe"]}')
+    expect(canonicalCapability({ b: ['subscribe', 'publish'], a: ['history'] })).toBe(
+      '{"a":["history"],"b":["publish","subscribe"]}',
+    )
   })
 })
 

@@ -1,12 +1,14 @@
 import { describe, expect, test } from 'bun:test'
-import { channelsHash, compactSerial, decodeEventId, encodeEventId } from '../../src/api/sse/event-id'
-import { formatSerial } from '../../src/core/channels/serial'
+import { channelsHash, compactSerial, decodeEventId, encodeEventId } from '../../src/core/fanout/resume-token'
+import { formatSerial } from '../../src/core/model/serial'
 
 describe('event ids', () => {
   test('compact serials: base-36 ms, and -seq only when seq > 0', () => {
     expect(compactSerial(formatSerial(1_763_727_000_000, 0))).toBe((1_763_727_000_000).toString(36))
     expect(compactSerial(formatSerial(1_763_727_000_000, 35))).toBe(`${(1_763_727_000_000).toString(36)}-z`)
-    expect(compactSerial(formatSerial(1_763_727_000_001, 1_234_567))).toBe(`${(1_763_727_000_001).toString(36)}-${(1_234_567).toString(36)}`)
+    expect(compactSerial(formatSerial(1_763_727_000_001, 1_234_567))).toBe(
+      `${(1_763_727_000_001).toString(36)}-${(1_234_567).toString(36)}`,
+    )
     expect(compactSerial('garbage')).toBe('0')
     expect(compactSerial('')).toBe('0')
   })

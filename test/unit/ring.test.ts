@@ -1,11 +1,15 @@
 import { describe, expect, test } from 'bun:test'
 import { ringCodec } from '../../src/backend/shared/ring-codec'
-import { Ring as CoreRing } from '../../src/core/channels/ring'
-import { formatSerial, nextSerial, parseSerial } from '../../src/core/channels/serial'
+import { Ring as CoreRing } from '../../src/backend/shared/ring'
+import { formatSerial, nextSerial, parseSerial } from '../../src/core/model/serial'
 import type { Message } from '../../src/core/types'
 
 /** The ring with the backends' codec. */
-class Ring extends CoreRing { constructor(capacity: number, floor: string) { super(capacity, floor, ringCodec) } }
+class Ring extends CoreRing {
+  constructor(capacity: number, floor: string) {
+    super(capacity, floor, ringCodec)
+  }
+}
 
 const msg = (i: number, ts = 1000 + i): Message => ({ id: `m${i}`, serial: formatSerial(ts, 0), timestamp: ts })
 
@@ -43,7 +47,11 @@ describe('Ring', () => {
     expect(back2.map((m) => m.id)).toEqual(['m6', 'm5', 'm4'])
     const fwd = r.query({ limit: 3, direction: 'forwards', cursor: msg(4).serial }, 0)
     expect(fwd.map((m) => m.id)).toEqual(['m5', 'm6', 'm7'])
-    expect(r.query({ limit: 100, direction: 'forwards', start: 1003, end: 1005 }, 0).map((m) => m.id)).toEqual(['m3', 'm4', 'm5'])
+    expect(r.query({ limit: 100, direction: 'forwards', start: 1003, end: 1005 }, 0).map((m) => m.id)).toEqual([
+      'm3',
+      'm4',
+      'm5',
+    ])
     expect(r.query({ limit: 100, direction: 'forwards' }, 1008).map((m) => m.id)).toEqual(['m8', 'm9'])
   })
   test('expire drops old messages', () => {
@@ -74,8 +82,16 @@ describe('Ring storage', () => {
   test('a message reads back with every field as published, binary data included', () => {
     const r = new Ring(4, '0')
     const m: Message = {
-      id: 'x:0', serial: formatSerial(5000, 7), timestamp: 5000, name: 'n', data: new Uint8Array([0, 1, 255]), encoding: 'cipher',
-      clientId: 'c', connectionId: 'k', extras: { headers: { a: 'b' }, n: [1, null, true] }, action: 1,
+      id: 'x:0',
+      serial: formatSerial(5000, 7),
+      timestamp: 5000,
+      name: 'n',
+      data: new Uint8Array([0, 1, 255]),
+      encoding: 'cipher',
+      clientId: 'c',
+      connectionId: 'k',
+      extras: { headers: { a: 'b' }, n: [1, null, true] },
+      action: 1,
     }
     r.push(m)
     r.push({ id: 'y:0', serial: formatSerial(5001, 0), timestamp: 5001 })
@@ -87,13 +103,57 @@ describe('Ring storage', () => {
   test('text beyond ASCII, empty strings, an action above 255 and binary inside extras read back unchanged', () => {
     const r = new Ring(4, '0')
     const m: Message = {
-      id: 'ïd:0', serial: formatSerial(5000, 0), timestamp: 5000, name: '', data: 'é€😀 mixed ascii then 日本語', clientId: 'ünï',
-      extras: { bin: new Uint8Array([7, 8]) }, action: 300,
+      id: 'ïd:0',
+      serial: formatSerial(5000, 0),
+      timestamp: 5000,
+      name: '',
+      data: 'é€😀 mixed ascii then 日本語',
+      clientId: 'ünï',
+      extras: { bin: new Uint8Array([7, 8]) },
+      action: 300,
     }
     r.push(m)
     r.push({ id: 'e', serial: formatSerial(5001, 0), timestamp: 5001, data: '' })
     expect(r.at(0)).toEqual(m)
     expect(r.at(1).data).toBe('')
+  })
+
+  test('a change entry reads back with its kind, action and mutation; history skips it', () => {
+    const r = new Ring(8, '0')
+    const original: Message = { id: 'o:0', serial: formatSerial(5000, 0), timestamp: 5000, name: 'n', data: 'a' }
+    const change: Message = {
+      id: 'o:0',
+      serial: formatSerial(5002, 0),
+      timestamp: 5002,
+      kind: 'mutation',
+      action: 5,
+      name: 'n',
+      data: new Uint8Array([1, 2]),
+      clientId: 'publisher',
+      connectionId: 'conn',
+      extras: { headers: { h: 1 } },
+      mutation: {
+        serial: original.serial,
+        timestamp: 5000,
+        clientId: 'editor',
+        description: 'ünïcode',
+        metadata: { nested: { bin: new Uint8Array([9]) } },
+      },
+    }
+    r.push(original)
+    r.push(change)
+    r.push({
+      id: 'p:0',
+      serial: formatSerial(5003, 0),
+      timestamp: 5003,
+      kind: 'mutation',
+      action: 2,
+      mutation: { serial: original.serial, timestamp: 5000 },
+    })
+    expect(r.at(1)).toEqual(change)
+    expect(r.at(2).mutation).toEqual({ serial: original.serial, timestamp: 5000 })
+    expect(r.query({ limit: 10, direction: 'forwards' }, 0).map((m) => m.id)).toEqual(['o:0'])
+    expect(r.query({ limit: 10, direction: 'forwards', entries: 'all' }, 0)).toHaveLength(3)
   })
 
   test('thousands of pushes of varied sizes wrap, grow and compact the buffer without corrupting a message', () => {
@@ -123,14 +183,16 @@ describe('Ring storage', () => {
     const r = new Ring(2, '0')
     r.push({ id: 'a', serial: formatSerial(1, 0), timestamp: 1, data: new Uint8Array([1, 2, 3]) })
     const read = r.at(0).data as Uint8Array
-    for (let i = 1; i < 200; i++) r.push({ id: `b${i}`, serial: formatSerial(1 + i, 0), timestamp: 1 + i, data: new Uint8Array(500).fill(9) })
+    for (let i = 1; i < 200; i++)
+      r.push({ id: `b${i}`, serial: formatSerial(1 + i, 0), timestamp: 1 + i, data: new Uint8Array(500).fill(9) })
     expect([...read]).toEqual([1, 2, 3])
   })
 
   test('the index grows with what the ring holds, and an emptied ring gives its large buffers back', () => {
     const r = new Ring(100, '0')
     expect((r as unknown as { ms: Float64Array }).ms.length).toBe(16)
-    for (let i = 0; i < 100; i++) r.push({ id: `m${i}`, serial: formatSerial(1 + i, 0), timestamp: 1 + i, data: 'x'.repeat(10_000) })
+    for (let i = 0; i < 100; i++)
+      r.push({ id: `m${i}`, serial: formatSerial(1 + i, 0), timestamp: 1 + i, data: 'x'.repeat(10_000) })
     expect(r.byteSize).toBeGreaterThan(1_000_000)
     r.expire(1000)
     expect(r.byteSize).toBe(0)

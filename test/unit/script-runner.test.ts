@@ -4,8 +4,12 @@ import { ScriptRunner } from '../../src/backend/redis/script-runner'
 import { sharedRedis } from '../helpers/redis'
 
 let client: RedisClient
-beforeAll(async () => { client = await connectRedis({ redisUrl: (await sharedRedis()).url, redisTimeoutMs: 2000 }, () => {}) })
-afterAll(async () => { await client.quit() })
+beforeAll(async () => {
+  client = await connectRedis({ redisUrl: (await sharedRedis()).url, redisTimeoutMs: 2000 }, () => {})
+})
+afterAll(async () => {
+  await client.quit()
+})
 
 test('calls made while the script loads run in the order they were made, never overtaken by later ones', async () => {
   const key = `script-order:${Date.now()}`
@@ -24,8 +28,8 @@ test('calls made while the script loads run in the order they were made, never o
   calls.push(runner.run([key], ['2']))
   while (held.length) held.shift()!()
   await Promise.all(calls)
-  expect(await client.sendCommand(['LRANGE', key, '0', '-1']) as unknown).toEqual(['0', '1', '2'])
-  expect(await client.sendCommand(['DEL', key]) as unknown).toBe(1)
+  expect((await client.sendCommand(['LRANGE', key, '0', '-1'])) as unknown).toEqual(['0', '1', '2'])
+  expect((await client.sendCommand(['DEL', key])) as unknown).toBe(1)
 })
 
 test('after a Redis script flush the script is loaded again', async () => {
@@ -40,7 +44,7 @@ test('a command sent right after the first call of a script sees its write (the 
   const runner = new ScriptRunner(client, `return redis.call('HSET', KEYS[1], 'peak', ARGV[1])`)
   const write = runner.run([key], ['3'])
   const read = client.sendCommand(['HGET', key, 'peak'])
-  expect(await read as unknown).toBe('3')
+  expect((await read) as unknown).toBe('3')
   await write
-  expect(await client.sendCommand(['DEL', key]) as unknown).toBe(1)
+  expect((await client.sendCommand(['DEL', key])) as unknown).toBe(1)
 })

@@ -5,14 +5,13 @@ import type { ReactionRecord } from '../../core/chat/ports'
 import { parseCount, parseKind, parseName } from '../../core/chat/reactions'
 import type { HistoryQuery } from '../../core/types'
 import { GatewayError } from '../../errors'
-import { historyQuery } from '../params'
+import { historyQuery, type Q } from '../query'
 
 /**
  * Wire forms of chat. The versioned routes (`/chat/v4`) answer exactly as the hosted Chat API
  * v4 does; the spec's routes (`/chat/rooms`) answer the same messages plus `roomId` and
  * `createdAt`, and take a reaction's name in `type` (see model.ts).
  */
-type Q = Record<string, string | undefined>
 type Body = Record<string, unknown>
 
 export const specMessage = (roomId: string) => (m: ChatMessage) => ({ ...m, roomId, createdAt: m.timestamp })
@@ -67,8 +66,15 @@ const v4Record = (r: ReactionRecord) => {
   return out
 }
 
-export const specReactionResult = (r: ReactionResult) =>
-  ({ serial: r.serial, messageSerial: r.messageSerial, ...specRecord(r.reaction), summary: r.byName, reactions: r.summary })
+export const specReactionResult = (r: ReactionResult) => ({
+  serial: r.serial,
+  messageSerial: r.messageSerial,
+  ...specRecord(r.reaction),
+  summary: r.byName,
+  reactions: r.summary,
+})
 
-export const reactionList = (l: ReactionList, spec: boolean) =>
-  ({ ...l, items: l.items.map(spec ? specRecord : v4Record) })
+export const reactionList = (l: ReactionList, spec: boolean) => ({
+  ...l,
+  items: l.items.map(spec ? specRecord : v4Record),
+})

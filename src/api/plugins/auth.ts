@@ -19,7 +19,7 @@ export const authPlugin = (core: Core) =>
   new Elysia({ name: 'auth', normalize: false }).macro({
     auth: {
       async resolve({ request, query }) {
-        const principal = await core.auth.authenticate(credentialsOf(request, query as Record<string, string | undefined>))
+        const principal = await core.auth.authenticate(credentialsOf(request, query))
         core.stats.apiRequest(principal.appId, principal.accountId)
         return { principal }
       },

@@ -1,10 +1,18 @@
 import { Elysia } from 'elysia'
 import { GatewayError } from '../../errors'
 import type { Logger } from '../../lib/logger'
-import { respondError, type Query } from './codec'
+import { respondError } from './responses'
 import { requestId } from '../observability'
+import { queryOf } from '../query'
 
-const queryOf = (request: Request): Query => Object.fromEntries(new URL(request.url).searchParams)
+/**
+ * A request part that does not match its schema: names the first problem's path and message,
+ * never the value (which may be large or deeply nested).
+ */
+export function validationError(where: string, e?: { path?: string; message?: string }): GatewayError {
+  const detail = e ? `${e.path || '/'}: ${e.message}` : 'invalid value'
+  return new GatewayError(where === 'body' ? 40001 : 40003, `Invalid request ${where}: ${detail}`)
+}
 
 /** Maps anything thrown to the spec's error shape. The only global plugin and the only writer of error bodies. */
 export function toGatewayError(code: string | number, error: unknown, log?: Logger, request?: Request): GatewayError {
@@ -12,9 +20,7 @@ export function toGatewayError(code: string | number, error: unknown, log?: Logg
   switch (code) {
     case 'VALIDATION': {
       const e = error as { type?: string; valueError?: { path?: string; message?: string } }
-      const where = e.type ?? 'request'
-      const detail = e.valueError ? `${e.valueError.path || '/'}: ${e.valueError.message}` : 'invalid value'
-      return new GatewayError(where === 'body' ? 40001 : 40003, `Invalid request ${where}: ${detail}`)
+      return validationError(e.type ?? 'request', e.valueError)
     }
     case 'PARSE':
       if ((error as { cause?: unknown }).cause instanceof GatewayError) return (error as { cause: GatewayError }).cause
@@ -25,7 +31,11 @@ export function toGatewayError(code: string | number, error: unknown, log?: Logg
     case 'INVALID_FILE_TYPE':
       return new GatewayError(40000, 'Bad request')
     default:
-      log?.error('unhandled error', { requestId: request && requestId(request), code: String(code), error: error instanceof Error ? error.stack ?? error.message : String(error) })
+      log?.error('unhandled error', {
+        requestId: request && requestId(request),
+        code: String(code),
+        error: error instanceof Error ? (error.stack ?? error.message) : String(error),
+      })
       return new GatewayError(50000, 'Internal error')
   }
 }

@@ -3,8 +3,8 @@ import { utf8Encode } from '../../lib/encoding'
 import { metrics } from '../../lib/metrics'
 import type { SessionSink, StreamSession } from '../../core/fanout/session'
 import type { Message } from '../../core/types'
-import { compactSerial, encodeEventId } from './event-id'
-import { errorRecord, keepaliveBytes, messageRecord, payloads, type StreamMode } from './format'
+import { compactSerial, encodeEventId } from '../../core/fanout/resume-token'
+import { entryRecord, errorRecord, keepaliveBytes, payloads, type StreamMode } from './format'
 
 export interface ConnectionOptions {
   mode: StreamMode
@@ -12,8 +12,11 @@ export interface ConnectionOptions {
   heartbeats: boolean
   channels: string[]
   hash: string
-  /** Bytes that may wait unsent for this client; beyond it the client is cut (slow consumer). */
+  /** Bytes that may wait unsent for this client; beyond it the session pauses until they drain. */
   budget: number
+  /** A client that reads nothing for this long (ms) while bytes wait is cut (80020). */
+  stallMs: number
+  now: () => number
   onClose: (c: EventStreamConnection) => void
 }
 
@@ -24,18 +27,32 @@ export interface ConnectionOptions {
  * from the second on, the text is encoded once and the bytes are shared.
  */
 const shared = new WeakMap<Message[], Map<string, SharedRecords>>()
-interface SharedRecords { text: string; last: string; bytes?: Uint8Array; written: boolean }
+interface SharedRecords {
+  text: string
+  last: string
+  bytes?: Uint8Array
+  written: boolean
+}
 
 type Chunk = string | Uint8Array
 
 const delivered = metrics.counter('gateway_messages_delivered_total', 'Messages written to event-stream connections.')
-const cut = metrics.counter('gateway_sse_slow_consumers_cut_total', 'Event-stream connections cut for not reading fast enough.')
+const cut = metrics.counter(
+  'gateway_sse_slow_consumers_cut_total',
+  'Event-stream connections cut for not reading fast enough (stalled, or fell behind retention).',
+)
+const paused = metrics.counter(
+  'gateway_sse_slow_consumers_paused_total',
+  'Times an event-stream connection was paused for unsent bytes over SSE_BUFFER_BYTES (it catches up from the log).',
+)
 
 /**
  * One event-stream response: turns session output into records and watches the byte budget.
  * The body is a Bun "direct" stream: writes go straight to the socket (no queue of chunks, about
  * half the memory per connection of a default stream); when the socket's buffer is full a write
- * reports it, and bytes written past that point count against the budget until it drains.
+ * reports it, and bytes written past that point count against the budget until it drains. Over
+ * the budget the session pauses (its backlog becomes a position in the channel's log) and
+ * catches up once the socket drains; a client that reads nothing for `stallMs` is cut.
  */
 export class EventStreamConnection implements SessionSink {
   readonly stream: ReadableStream<Uint8Array>
@@ -43,11 +60,16 @@ export class EventStreamConnection implements SessionSink {
   private controller?: ReadableStreamDirectController
   /** Records written before the response started streaming (replay racing the response). */
   private early?: Chunk[]
+  private earlyBytes = 0
   private release?: () => void
   private closed = false
   /** Bytes written since the socket's buffer filled up; reset when it drains. */
   private backlog = 0
   private draining = false
+  /** When the socket's buffer last filled up (ms), while it has not drained. */
+  private drainingSince = 0
+  /** The session was told the budget is spent: it waits for `drained()`. */
+  private paused = false
   private readonly parts: string[]
   /** Key of this connection's record text among the connections of its channel. */
   private readonly variant: string
@@ -66,18 +88,23 @@ export class EventStreamConnection implements SessionSink {
         this.early = undefined
         for (const b of early) this.write(b)
         c.flush()
-        return new Promise<void>((resolve) => { this.release = resolve })
+        if (this.paused && !this.draining) this.resumeSession()
+        return new Promise<void>((resolve) => {
+          this.release = resolve
+        })
       },
       cancel: () => this.shutdown(),
     } as unknown as UnderlyingDefaultSource<Uint8Array>)
   }
 
   begin(positions: string[]): void {
-    positions.forEach((p, i) => { this.parts[i] = compactSerial(p) })
+    positions.forEach((p, i) => {
+      this.parts[i] = compactSerial(p)
+    })
   }
 
-  deliver(index: number, batch: Message[]): void {
-    if (this.closed) return
+  deliver(index: number, batch: Message[]): boolean {
+    if (this.closed) return true
     delivered.inc(undefined, batch.length)
     const { mode, enveloped, channels, hash } = this.o
     const channel = channels[index]!
@@ -92,52 +119,70 @@ export class EventStreamConnection implements SessionSink {
         let last = ''
         for (let i = 0; i < batch.length; i++) {
           last = compactSerial(batch[i]!.serial)
-          text += messageRecord(mode, `${hash}:${last}`, data[i]!)
+          text += entryRecord(mode, `${hash}:${last}`, batch[i]!, data[i]!)
         }
         byVariant.set(this.variant, (done = { text, last, written: false }))
       }
       this.parts[0] = done.last
-      this.write(done.bytes ?? (done.written ? (done.bytes = utf8Encode(done.text)) : done.text))
+      const more = this.write(done.bytes ?? (done.written ? (done.bytes = utf8Encode(done.text)) : done.text))
       done.written = true
-      return
+      return more
     }
     const data = payloads(batch, channel, mode, enveloped)
     let text = ''
     for (let i = 0; i < batch.length; i++) {
       this.parts[index] = compactSerial(batch[i]!.serial)
-      text += messageRecord(mode, encodeEventId(hash, this.parts), data[i]!)
+      text += entryRecord(mode, encodeEventId(hash, this.parts), batch[i]!, data[i]!)
     }
-    this.write(text)
+    return this.write(text)
   }
 
   notice(err: GatewayError): void {
     this.write(errorRecord(this.o.mode, err.toBody()))
   }
 
+  private resumeSession() {
+    this.paused = false
+    void this.session?.drained()
+  }
+
   end(err: GatewayError): void {
     if (this.closed) return
+    if (err.code === 80020) cut.inc()
     this.notice(err)
     this.close()
   }
 
+  /** Called every keepalive interval: a keepalive when idle; a client stalled too long is cut. */
   keepalive(): void {
-    this.write(keepaliveBytes(this.o.mode, this.o.heartbeats))
+    if (!this.draining) {
+      this.write(keepaliveBytes(this.o.mode, this.o.heartbeats))
+    } else if (this.o.now() - this.drainingSince > this.o.stallMs) {
+      this.end(new GatewayError(80020, `Subscriber too slow: nothing read for ${this.o.stallMs} ms`))
+    }
   }
 
   /** Server-side close (token expiry, shutdown, slow consumer). */
   close(): void {
     if (this.closed) return
-    try { this.controller?.close() } catch { /* already closed by the client */ }
+    try {
+      this.controller?.close()
+    } catch {
+      /* already closed by the client */
+    }
     this.release?.()
     this.shutdown()
   }
 
-  private write(chunk: Chunk) {
-    if (this.closed) return
+  /** Writes a record; false when the bytes waiting for this client are over the budget (pause). */
+  private write(chunk: Chunk): boolean {
+    if (this.closed) return true
+    const size = () => (typeof chunk === 'string' ? Buffer.byteLength(chunk) : chunk.byteLength)
     const c = this.controller
     if (!c) {
-      (this.early ??= []).push(chunk)
-      return
+      ;(this.early ??= []).push(chunk)
+      this.earlyBytes += size()
+      return this.earlyBytes <= this.o.budget || !(this.paused = true)
     }
     let r: number | Promise<number>
     try {
@@ -145,21 +190,26 @@ export class EventStreamConnection implements SessionSink {
       c.flush()
     } catch {
       this.shutdown()
-      return
+      return true
     }
-    if (!(r instanceof Promise)) return
-    this.backlog += typeof chunk === 'string' ? Buffer.byteLength(chunk) : chunk.byteLength
+    if (!(r instanceof Promise)) return !this.paused
+    this.backlog += size()
     if (!this.draining) {
       this.draining = true
-      r.then(() => { this.backlog = 0; this.draining = false }, () => {})
+      this.drainingSince = this.o.now()
+      r.then(
+        () => {
+          this.backlog = 0
+          this.draining = false
+          if (this.paused && !this.closed) this.resumeSession()
+        },
+        () => {},
+      )
     }
-    if (this.backlog > this.o.budget) {
-      // the client does not read fast enough: tell it (the record waits behind the backlog) and cut it
-      cut.inc()
-      const err = new GatewayError(80020, `Subscriber too slow: more than ${this.o.budget} bytes waiting`)
-      try { c.write(errorRecord(this.o.mode, err.toBody())) } catch { /* closed */ }
-      this.close()
-    }
+    if (this.backlog <= this.o.budget) return true
+    if (!this.paused) paused.inc()
+    this.paused = true
+    return false
   }
 
   private shutdown() {

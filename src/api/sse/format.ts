@@ -1,6 +1,7 @@
 import { toBase64, utf8Encode } from '../../lib/encoding'
 import type { Message } from '../../core/types'
 import type { ErrorBody } from '../../errors'
+import { versionToWire } from '../channels/wire'
 
 /**
  * Text of event-stream records. `sse`: W3C Server-Sent Events (`id`, `event`, `data` lines);
@@ -9,23 +10,38 @@ import type { ErrorBody } from '../../errors'
  */
 export type StreamMode = 'sse' | 'ndjson'
 
-const rawData = (m: Message): string => (m.data instanceof Uint8Array ? toBase64(m.data) : m.data ?? '')
+const rawData = (m: Message): string => (m.data instanceof Uint8Array ? toBase64(m.data) : (m.data ?? ''))
 
-/** Enveloped message JSON: the wire message plus `channel`; binary data base64-encoded. */
+/**
+ * Enveloped JSON of a log entry: the wire message (or, for a presence event, the wire
+ * PresenceMessage with its numeric action) plus `channel`; binary data base64-encoded. A change of
+ * a message (update, delete, append) is the message's serial and creation time with its action and
+ * `version`, as the realtime protocol delivers it.
+ */
 function envelopedJson(m: Message, channel: string): string {
-  const o: Record<string, unknown> = { id: m.id, timestamp: m.timestamp, channel }
+  const o: Record<string, unknown> = { id: m.id, timestamp: m.mutation?.timestamp ?? m.timestamp, channel }
+  if (m.kind === 'presence') {
+    o.action = m.action
+    o.connectionId = m.connectionId
+  }
   if (m.name !== undefined) o.name = m.name
   if (m.data !== undefined) o.data = rawData(m)
   const encoding = m.data instanceof Uint8Array ? (m.encoding ? `${m.encoding}/base64` : 'base64') : m.encoding
   if (encoding) o.encoding = encoding
   if (m.clientId !== undefined) o.clientId = m.clientId
   if (m.extras !== undefined) o.extras = m.extras
-  o.serial = m.serial
+  if (!m.kind) o.serial = m.serial
+  if (m.mutation) {
+    o.serial = m.mutation.serial
+    o.action = m.action
+    o.version = versionToWire(m)
+  }
   return JSON.stringify(o)
 }
 
 /** SSE `data:` lines; a payload holding newlines is split over several lines as the standard requires. */
-const dataLines = (text: string) => (text.includes('\n') || text.includes('\r') ? text.split(/\r\n|\r|\n/).join('\ndata: ') : text)
+const dataLines = (text: string) =>
+  text.includes('\n') || text.includes('\r') ? text.split(/\r\n|\r|\n/).join('\ndata: ') : text
 
 type Variant = 'enveloped' | 'sse' | 'ndjson'
 
@@ -48,16 +64,23 @@ export function payloads(batch: Message[], channel: string, mode: StreamMode, en
     out = new Array<string>(batch.length)
     for (let i = 0; i < batch.length; i++) {
       const m = batch[i]!
-      out[i] = enveloped ? envelopedJson(m, channel) : mode === 'sse' ? dataLines(rawData(m)) : JSON.stringify(rawData(m))
+      out[i] = enveloped
+        ? envelopedJson(m, channel)
+        : mode === 'sse'
+          ? dataLines(rawData(m))
+          : JSON.stringify(rawData(m))
     }
     byVariant[variant] = out
   }
   return out
 }
 
-/** One message record around a payload from `payloads`. */
-export function messageRecord(mode: StreamMode, id: string, payload: string): string {
-  return mode === 'sse' ? `id: ${id}\nevent: message\ndata: ${payload}\n\n` : `{"event":"message","id":${JSON.stringify(id)},"data":${payload}}\n`
+/** The record of a log entry (event `presence` for presence events, else `message`) around a payload from `payloads`. */
+export function entryRecord(mode: StreamMode, id: string, m: Message, payload: string): string {
+  const event = m.kind === 'presence' ? 'presence' : 'message'
+  return mode === 'sse'
+    ? `id: ${id}\nevent: ${event}\ndata: ${payload}\n\n`
+    : `{"event":"${event}","id":${JSON.stringify(id)},"data":${payload}}\n`
 }
 
 /** Error events are never wrapped in `error`: the data is the error object itself. */
@@ -69,4 +92,5 @@ export function errorRecord(mode: StreamMode, err: ErrorBody): string {
 const HEARTBEAT = { sse: utf8Encode('event: heartbeat\ndata: {}\n\n'), ndjson: utf8Encode('{"event":"heartbeat"}\n') }
 const KEEPALIVE = utf8Encode('\n')
 
-export const keepaliveBytes = (mode: StreamMode, heartbeats: boolean): Uint8Array => (heartbeats ? HEARTBEAT[mode] : KEEPALIVE)
+export const keepaliveBytes = (mode: StreamMode, heartbeats: boolean): Uint8Array =>
+  heartbeats ? HEARTBEAT[mode] : KEEPALIVE

@@ -18,3 +18,14 @@ export const StreamQuery = t.Object(
   },
   { additionalProperties: true },
 )
+
+/**
+ * The stream (documented, never validated): `text/event-stream` records `id:`, `event:` (message,
+ * presence, error, heartbeat) and `data:` (JSON text), or one JSON envelope per line.
+ */
+export const EventStreamOut = t.String({
+  description: 'Server-Sent Events: id (resume token), event (message | presence | error | heartbeat), data (JSON)',
+  examples: [
+    'id: 1a2b:01826232498871-001\nevent: message\ndata: {"id":"x:0","name":"greeting","data":"hello","timestamp":1700000000000,"channel":"news"}\n\n',
+  ],
+})

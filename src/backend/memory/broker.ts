@@ -1,5 +1,5 @@
-import { formatSerial, nextSerial, parseSerial } from '../../core/channels/serial'
-import { Ring } from '../../core/channels/ring'
+import { formatSerial, nextSerial, parseSerial } from '../../core/model/serial'
+import { Ring, type RetentionPolicy } from '../shared/ring'
 import { ringCodec } from '../shared/ring-codec'
 import type { Broker, BrokerListener, Clock, PublishOptions, PublishResult } from '../../core/ports'
 import type { HistoryQuery, Message, MessageDraft } from '../../core/types'
@@ -9,11 +9,20 @@ import type { ChannelSnapshot, RingSnapshot } from './ring-snapshot'
 
 export interface MemoryBrokerSettings {
   ringSize: number
+  resumeWindowMs: number
+  ringMaxBytes: number
   historyTtlMs: number
   persistedHistoryTtlMs: number
   idempotencyWindowMs: number
   channelIdleMs: number
 }
+
+/**
+ * Client-supplied ids remembered per channel for the idempotency window, at most: beyond it the
+ * oldest are forgotten early (with rate limits on, an account cannot publish this many in the
+ * default window).
+ */
+const MAX_SEEN_IDS = 250_000
 
 interface ChannelState {
   ring: Ring
@@ -33,6 +42,7 @@ export class MemoryBroker implements Broker {
   /** appId -> channel -> state (nested maps: no key concatenation on the publish path). */
   private apps = new Map<string, Map<string, ChannelState>>()
   private sweeper: ReturnType<typeof setInterval>
+  private readonly retention: RetentionPolicy
 
   constructor(
     private readonly log: SqliteMessageLog,
@@ -42,6 +52,7 @@ export class MemoryBroker implements Broker {
     private readonly limits: MemoryRateLimitStore,
     private readonly snapshot?: RingSnapshot,
   ) {
+    this.retention = { minCount: s.ringSize, windowMs: s.resumeWindowMs, maxBytes: s.ringMaxBytes }
     this.sweeper = setInterval(() => this.sweep(), Math.min(10_000, s.channelIdleMs))
     this.sweeper.unref?.()
     for (const c of snapshot?.take() ?? []) this.restore(c)
@@ -53,7 +64,10 @@ export class MemoryBroker implements Broker {
     c.ring.floor = snap.floor // pushes past the capacity raise it again
     for (const m of snap.messages) c.ring.push(m)
     const last = parseSerial(c.ring.position())
-    if (last && (last.ms > c.lastMs || (last.ms === c.lastMs && last.seq > c.lastSeq))) { c.lastMs = last.ms; c.lastSeq = last.seq }
+    if (last && (last.ms > c.lastMs || (last.ms === c.lastMs && last.seq > c.lastSeq))) {
+      c.lastMs = last.ms
+      c.lastSeq = last.seq
+    }
   }
 
   private state(appId: string, channel: string): ChannelState {
@@ -66,7 +80,14 @@ export class MemoryBroker implements Broker {
       const last = this.log.lastSerial(appId, channel)
       const parsed = last ? parseSerial(last) : undefined
       const floor = last ?? formatSerial(now - 1, 999_999)
-      c = { ring: new Ring(this.s.ringSize, floor, ringCodec), lastMs: parsed?.ms ?? 0, lastSeq: parsed?.seq ?? -1, seen: new Map(), listeners: new Set(), lastActivity: now }
+      c = {
+        ring: new Ring(this.retention, floor, ringCodec),
+        lastMs: parsed?.ms ?? 0,
+        lastSeq: parsed?.seq ?? -1,
+        seen: new Map(),
+        listeners: new Set(),
+        lastActivity: now,
+      }
       app.set(channel, c)
     }
     return c
@@ -89,7 +110,10 @@ export class MemoryBroker implements Broker {
     const appended: Message[] = []
     for (const d of drafts) {
       const dup = opts.clientIds ? c.seen.get(d.id) : undefined
-      if (dup) { serials.push(dup.serial); continue }
+      if (dup) {
+        serials.push(dup.serial)
+        continue
+      }
       const next = nextSerial(now, c.lastMs, c.lastSeq)
       c.lastMs = next.ms
       c.lastSeq = next.seq
@@ -98,10 +122,15 @@ export class MemoryBroker implements Broker {
       m.timestamp = now
       serials.push(m.serial)
       appended.push(m)
-      if (opts.clientIds) c.seen.set(m.id, { serial: m.serial, at: now })
+      if (opts.clientIds) {
+        c.seen.set(m.id, { serial: m.serial, at: now })
+        // bounded in count as well as time (ids are bounded in length): the oldest go first
+        if (c.seen.size > MAX_SEEN_IDS) c.seen.delete(c.seen.keys().next().value!)
+      }
     }
     if (appended.length === 0) return { serials, appended: 0, charged }
-    if (opts.persisted) this.log.append(appId, channel, appended)
+    // the durable log is message history: other kinds live in the ring (resume) only
+    if (opts.persisted) this.log.append(appId, channel, messagesOnly(appended))
     for (const m of appended) c.ring.push(m)
     for (const l of c.listeners) l(appId, channel, appended)
     return { serials, appended: appended.length, charged }
@@ -118,7 +147,12 @@ export class MemoryBroker implements Broker {
     return this.state(appId, channel).ring.position()
   }
 
-  async readAfter(appId: string, channel: string, after: string, limit: number): Promise<{ messages: Message[]; gap: boolean }> {
+  async readAfter(
+    appId: string,
+    channel: string,
+    after: string,
+    limit: number,
+  ): Promise<{ messages: Message[]; gap: boolean }> {
     const ring = this.state(appId, channel).ring
     ring.expire(this.clock.now() - this.s.historyTtlMs)
     return { messages: ring.after(after, limit), gap: after < ring.floor }
@@ -128,7 +162,8 @@ export class MemoryBroker implements Broker {
     const now = this.clock.now()
     const names = new Set<string>()
     for (const [name, c] of this.apps.get(appId) ?? []) {
-      const live = c.listeners.size > 0 || (c.ring.size > 0 && c.ring.timestampAt(c.ring.size - 1) >= now - this.s.historyTtlMs)
+      const live =
+        c.listeners.size > 0 || (c.ring.size > 0 && c.ring.timestampAt(c.ring.size - 1) >= now - this.s.historyTtlMs)
       if (live && name.startsWith(prefix) && (after === undefined || name > after)) names.add(name)
     }
     for (const name of this.log.channels(appId, after ?? prefix, now - this.s.persistedHistoryTtlMs, limit + 1)) {
@@ -174,7 +209,9 @@ export class MemoryBroker implements Broker {
     this.log.prune(now - this.s.persistedHistoryTtlMs)
   }
 
-  async ready() { return true }
+  async ready() {
+    return true
+  }
 
   /** Stops the sweeper and saves every ring (graceful shutdown), so the next start resumes exactly. */
   async close() {
@@ -193,3 +230,7 @@ export class MemoryBroker implements Broker {
     this.snapshot.save(all)
   }
 }
+
+/** The channel messages of `entries` (the same array when it holds nothing else). */
+const messagesOnly = (entries: Message[]): Message[] =>
+  entries.some((m) => m.kind) ? entries.filter((m) => !m.kind) : entries

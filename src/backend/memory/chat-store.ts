@@ -1,8 +1,15 @@
 import type { Database } from 'bun:sqlite'
 import { pack, unpack } from 'msgpackr'
 import {
-  TooManyReactions, reactionField,
-  type ChatStore, type ChatVersion, type MessageState, type ReactionOp, type ReactionRecord, type RoomRecord, type TypingState,
+  TooManyReactions,
+  reactionField,
+  type ChatStore,
+  type ChatVersion,
+  type MessageState,
+  type ReactionOp,
+  type ReactionRecord,
+  type RoomRecord,
+  type TypingState,
 } from '../../core/chat/ports'
 
 const PRUNE_EVERY_MS = 60_000
@@ -17,7 +24,10 @@ export class SqliteChatStore implements ChatStore {
   private lastPrune = 0
   private readonly q
 
-  constructor(private readonly db: Database, private readonly retentionMs: number) {
+  constructor(
+    private readonly db: Database,
+    private readonly retentionMs: number,
+  ) {
     db.exec(`CREATE TABLE IF NOT EXISTS chat_versions (
       app TEXT NOT NULL, room TEXT NOT NULL, serial TEXT NOT NULL, n INTEGER NOT NULL, body BLOB NOT NULL, ts INTEGER NOT NULL,
       PRIMARY KEY (app, room, serial)) WITHOUT ROWID`)
@@ -30,15 +40,23 @@ export class SqliteChatStore implements ChatStore {
     db.exec('CREATE INDEX IF NOT EXISTS chat_reactions_ts ON chat_reactions (ts)')
     this.q = {
       version: db.prepare('SELECT n, body FROM chat_versions WHERE app = ? AND room = ? AND serial = ?'),
-      putVersion: db.prepare('INSERT OR REPLACE INTO chat_versions (app, room, serial, n, body, ts) VALUES (?, ?, ?, ?, ?, ?)'),
+      putVersion: db.prepare(
+        'INSERT OR REPLACE INTO chat_versions (app, room, serial, n, body, ts) VALUES (?, ?, ?, ?, ?, ?)',
+      ),
       reactions: db.prepare('SELECT count, body FROM chat_reactions WHERE app = ? AND room = ? AND serial = ?'),
       reaction: db.prepare('SELECT count FROM chat_reactions WHERE app = ? AND room = ? AND serial = ? AND field = ?'),
       reactionCount: db.prepare('SELECT COUNT(*) AS n FROM chat_reactions WHERE app = ? AND room = ? AND serial = ?'),
-      putReaction: db.prepare('INSERT OR REPLACE INTO chat_reactions (app, room, serial, field, count, body, ts) VALUES (?, ?, ?, ?, ?, ?, ?)'),
+      putReaction: db.prepare(
+        'INSERT OR REPLACE INTO chat_reactions (app, room, serial, field, count, body, ts) VALUES (?, ?, ?, ?, ?, ?, ?)',
+      ),
       delReaction: db.prepare('DELETE FROM chat_reactions WHERE app = ? AND room = ? AND serial = ? AND field = ?'),
-      touch: db.prepare('INSERT INTO chat_rooms (app, room, active) VALUES (?, ?, ?) ON CONFLICT (app, room) DO UPDATE SET active = MAX(active, excluded.active)'),
+      touch: db.prepare(
+        'INSERT INTO chat_rooms (app, room, active) VALUES (?, ?, ?) ON CONFLICT (app, room) DO UPDATE SET active = MAX(active, excluded.active)',
+      ),
       room: db.prepare('SELECT room, active FROM chat_rooms WHERE app = ? AND room = ? AND active >= ?'),
-      rooms: db.prepare('SELECT room, active FROM chat_rooms WHERE app = ? AND room > ? AND active >= ? ORDER BY room LIMIT ?'),
+      rooms: db.prepare(
+        'SELECT room, active FROM chat_rooms WHERE app = ? AND room > ? AND active >= ? ORDER BY room LIMIT ?',
+      ),
     }
   }
 
@@ -47,17 +65,26 @@ export class SqliteChatStore implements ChatStore {
     for (const serial of serials) {
       const v = this.q.version.get(app, room, serial) as { body: Uint8Array } | null
       const reactions = this.reactionsOf(app, room, serial)
-      if (v || reactions.length) out.set(serial, { version: v ? (unpack(v.body) as ChatVersion) : undefined, reactions })
+      if (v || reactions.length)
+        out.set(serial, { version: v ? (unpack(v.body) as ChatVersion) : undefined, reactions })
     }
     return out
   }
 
   private reactionsOf(app: string, room: string, serial: string): ReactionRecord[] {
-    return (this.q.reactions.all(app, room, serial) as { count: number; body: Uint8Array }[])
-      .map((r) => ({ ...(unpack(r.body) as ReactionRecord), count: r.count }))
+    return (this.q.reactions.all(app, room, serial) as { count: number; body: Uint8Array }[]).map((r) => ({
+      ...(unpack(r.body) as ReactionRecord),
+      count: r.count,
+    }))
   }
 
-  async putVersion(app: string, room: string, serial: string, expected: number, version: ChatVersion): Promise<boolean> {
+  async putVersion(
+    app: string,
+    room: string,
+    serial: string,
+    expected: number,
+    version: ChatVersion,
+  ): Promise<boolean> {
     this.prune(version.timestamp)
     return this.db.transaction(() => {
       const cur = (this.q.version.get(app, room, serial) as { n: number } | null)?.n ?? 0
@@ -67,7 +94,13 @@ export class SqliteChatStore implements ChatStore {
     })()
   }
 
-  async react(app: string, room: string, serial: string, op: ReactionOp, max: number): Promise<{ changed: boolean; reactions: ReactionRecord[] }> {
+  async react(
+    app: string,
+    room: string,
+    serial: string,
+    op: ReactionOp,
+    max: number,
+  ): Promise<{ changed: boolean; reactions: ReactionRecord[] }> {
     this.prune(op.timestamp)
     const { remove, ...record } = op
     const field = reactionField(op.kind, op.name, op.clientId)
@@ -76,7 +109,8 @@ export class SqliteChatStore implements ChatStore {
       if (remove) changed = this.q.delReaction.run(app, room, serial, field).changes > 0
       else {
         const cur = (this.q.reaction.get(app, room, serial, field) as { count: number } | null)?.count
-        if (cur === undefined && (this.q.reactionCount.get(app, room, serial) as { n: number }).n >= max) throw new TooManyReactions()
+        if (cur === undefined && (this.q.reactionCount.get(app, room, serial) as { n: number }).n >= max)
+          throw new TooManyReactions()
         changed = !(op.kind === 'distinct' && cur !== undefined)
         if (changed) {
           const count = op.kind === 'multiple' ? op.count + (cur ?? 0) : 1
@@ -102,7 +136,13 @@ export class SqliteChatStore implements ChatStore {
     return rows.map((r) => ({ roomId: r.room, lastActivity: r.active }))
   }
 
-  async setTyping(app: string, room: string, clientId: string, expiresAt: number | undefined, now: number): Promise<TypingState> {
+  async setTyping(
+    app: string,
+    room: string,
+    clientId: string,
+    expiresAt: number | undefined,
+    now: number,
+  ): Promise<TypingState> {
     return this.applyTyping(app, room, now, clientId, expiresAt)
   }
 
@@ -114,7 +154,11 @@ export class SqliteChatStore implements ChatStore {
     const k = app + '\u0000' + room
     const typers = this.typing.get(k) ?? new Map<string, number>()
     const expired: string[] = []
-    for (const [cid, until] of typers) if (until <= now) { expired.push(cid); typers.delete(cid) }
+    for (const [cid, until] of typers)
+      if (until <= now) {
+        expired.push(cid)
+        typers.delete(cid)
+      }
     let was = false
     if (clientId !== undefined) {
       was = typers.has(clientId)

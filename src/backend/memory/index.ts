@@ -10,8 +10,10 @@ import { MemoryPresenceStore } from './presence-store'
 import { SqlitePushStore } from './push-store'
 import { MemoryRateLimitStore } from './rate-limit-store'
 import { SqliteQueueStore } from './queue-store'
+import { SqliteRevocationStore } from './revocation-store'
 import { openDatabase } from './sqlite'
 import { MemoryStatsStore } from './stats-store'
+import { SqliteVersionStore } from './version-store'
 
 /** The embedded single-node backend: memory plus one SQLite file in `dataDir`. */
 export function createMemoryBackend(s: MemoryBrokerSettings & { dataDir: string }, clock: Clock): Backend {
@@ -27,9 +29,11 @@ export function createMemoryBackend(s: MemoryBrokerSettings & { dataDir: string 
     presence: new MemoryPresenceStore(),
     stats: new MemoryStatsStore(clock),
     nonces: new MemoryNonceStore(clock),
+    revocations: new SqliteRevocationStore(db, clock),
     limits,
     queues: new SqliteQueueStore(db),
     objects,
+    versions: new SqliteVersionStore(db, clock, s.persistedHistoryTtlMs),
     chat: new SqliteChatStore(db, s.persistedHistoryTtlMs),
     push: new SqlitePushStore(db),
     async close() {

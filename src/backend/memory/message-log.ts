@@ -13,7 +13,9 @@ export class SqliteMessageLog {
     this.insert = db.prepare('INSERT OR IGNORE INTO messages (app, channel, serial, ts, body) VALUES (?, ?, ?, ?, ?)')
     this.lastStmt = db.prepare('SELECT serial FROM messages WHERE app = ? AND channel = ? ORDER BY serial DESC LIMIT 1')
     this.pruneStmt = db.prepare('DELETE FROM messages WHERE ts < ?')
-    this.channelsStmt = db.prepare('SELECT DISTINCT channel FROM messages WHERE app = ? AND channel >= ? AND ts >= ? ORDER BY channel LIMIT ?')
+    this.channelsStmt = db.prepare(
+      'SELECT DISTINCT channel FROM messages WHERE app = ? AND channel >= ? AND ts >= ? ORDER BY channel LIMIT ?',
+    )
   }
 
   append(appId: string, channel: string, messages: Message[]): void {
@@ -33,7 +35,11 @@ export class SqliteMessageLog {
     const sql = `SELECT body FROM messages WHERE app = $app AND channel = $channel AND ts >= $start AND ts <= $end ${cursorCond}
       ORDER BY serial ${fwd ? 'ASC' : 'DESC'} LIMIT $limit`
     const params: Record<string, string | number> = {
-      app: appId, channel, start: Math.max(q.start ?? 0, minTimestamp), end: q.end ?? Number.MAX_SAFE_INTEGER, limit: q.limit,
+      app: appId,
+      channel,
+      start: Math.max(q.start ?? 0, minTimestamp),
+      end: q.end ?? Number.MAX_SAFE_INTEGER,
+      limit: q.limit,
     }
     if (q.cursor !== undefined) params.cursor = q.cursor
     const rows = this.db.query(sql).all(params as any) as { body: Uint8Array }[]

@@ -3,15 +3,36 @@ import { utf8Length } from '../../lib/encoding'
 import type { Clock } from '../../core/ports'
 import { mergePatch } from '../../core/objects/merge'
 import {
-  MAX_OBJECT_BYTES, OBJECT_HISTORY_MAX,
-  type JsonObject, type NamespaceSummary, type ObjectChange, type ObjectHistoryQuery, type ObjectState, type ObjectStore,
-  type UpdateOptions, type UpdateOutcome,
+  MAX_OBJECT_BYTES,
+  OBJECT_HISTORY_MAX,
+  type JsonObject,
+  type NamespaceSummary,
+  type ObjectChange,
+  type ObjectHistoryQuery,
+  type ObjectState,
+  type ObjectStore,
+  type UpdateOptions,
+  type UpdateOutcome,
 } from '../../core/objects/ports'
 
-export interface SqliteObjectStoreSettings { historyTtlMs: number }
+export interface SqliteObjectStoreSettings {
+  historyTtlMs: number
+}
 
-interface StateRow { id: string; data: string; version: number; ts: number }
-interface ChangeRow { version: number; id: string; ts: number; action: 'update' | 'delete'; patch: string | null; data: string | null }
+interface StateRow {
+  id: string
+  data: string
+  version: number
+  ts: number
+}
+interface ChangeRow {
+  version: number
+  id: string
+  ts: number
+  action: 'update' | 'delete'
+  patch: string | null
+  data: string | null
+}
 
 const SWEEP_MS = 60_000
 
@@ -24,7 +45,11 @@ export class SqliteObjectStore implements ObjectStore {
   private readonly stmt
   private readonly sweeper: ReturnType<typeof setInterval>
 
-  constructor(private readonly db: Database, private readonly clock: Clock, private readonly s: SqliteObjectStoreSettings) {
+  constructor(
+    private readonly db: Database,
+    private readonly clock: Clock,
+    private readonly s: SqliteObjectStoreSettings,
+  ) {
     db.exec(`CREATE TABLE IF NOT EXISTS object_state (
       app TEXT NOT NULL, ns TEXT NOT NULL, id TEXT NOT NULL, data TEXT NOT NULL, version INTEGER NOT NULL, ts INTEGER NOT NULL,
       PRIMARY KEY (app, ns, id)) WITHOUT ROWID`)
@@ -38,16 +63,26 @@ export class SqliteObjectStore implements ObjectStore {
       PRIMARY KEY (app, ns)) WITHOUT ROWID`)
     this.stmt = {
       get: db.prepare('SELECT id, data, version, ts FROM object_state WHERE app = ? AND ns = ? AND id = ?'),
-      list: db.prepare('SELECT id, data, version, ts FROM object_state WHERE app = ? AND ns = ? AND id >= ? AND id > ? ORDER BY id LIMIT ?'),
-      upsert: db.prepare('INSERT OR REPLACE INTO object_state (app, ns, id, data, version, ts) VALUES (?, ?, ?, ?, ?, ?)'),
+      list: db.prepare(
+        'SELECT id, data, version, ts FROM object_state WHERE app = ? AND ns = ? AND id >= ? AND id > ? ORDER BY id LIMIT ?',
+      ),
+      upsert: db.prepare(
+        'INSERT OR REPLACE INTO object_state (app, ns, id, data, version, ts) VALUES (?, ?, ?, ?, ?, ?)',
+      ),
       remove: db.prepare('DELETE FROM object_state WHERE app = ? AND ns = ? AND id = ?'),
-      lastTs: db.prepare('SELECT ts FROM object_history WHERE app = ? AND ns = ? AND id = ? ORDER BY version DESC LIMIT 1'),
-      append: db.prepare('INSERT INTO object_history (app, ns, id, ts, action, patch, data) VALUES (?, ?, ?, ?, ?, ?, ?)'),
+      lastTs: db.prepare(
+        'SELECT ts FROM object_history WHERE app = ? AND ns = ? AND id = ? ORDER BY version DESC LIMIT 1',
+      ),
+      append: db.prepare(
+        'INSERT INTO object_history (app, ns, id, ts, action, patch, data) VALUES (?, ?, ?, ?, ?, ?, ?)',
+      ),
       trim: db.prepare(`DELETE FROM object_history WHERE app = ?1 AND ns = ?2 AND id = ?3 AND version <= (
         SELECT version FROM object_history WHERE app = ?1 AND ns = ?2 AND id = ?3 ORDER BY version DESC LIMIT 1 OFFSET ?4)`),
       prune: db.prepare('DELETE FROM object_history WHERE ts < ?'),
       ns: db.prepare('SELECT ns, count, last_activity FROM object_namespaces WHERE app = ? AND ns = ?'),
-      nsList: db.prepare('SELECT ns, count, last_activity FROM object_namespaces WHERE app = ? AND ns > ? ORDER BY ns LIMIT ?'),
+      nsList: db.prepare(
+        'SELECT ns, count, last_activity FROM object_namespaces WHERE app = ? AND ns > ? ORDER BY ns LIMIT ?',
+      ),
       nsAdd: db.prepare(`INSERT INTO object_namespaces (app, ns, count, last_activity) VALUES (?1, ?2, ?3, ?4)
         ON CONFLICT (app, ns) DO UPDATE SET count = count + ?3, last_activity = ?4`),
       nsDropEmpty: db.prepare('DELETE FROM object_namespaces WHERE app = ? AND ns = ? AND count <= 0'),
@@ -115,7 +150,12 @@ export class SqliteObjectStore implements ObjectStore {
       WHERE app = $app AND ns = $ns AND id = $id AND ts >= $start AND ts <= $end ${cursor}
       ORDER BY version ${fwd ? 'ASC' : 'DESC'} LIMIT $limit`
     const params: Record<string, string | number> = {
-      app, ns, id, start: Math.max(q.start ?? 0, this.clock.now() - this.s.historyTtlMs), end: q.end ?? Number.MAX_SAFE_INTEGER, limit: q.limit,
+      app,
+      ns,
+      id,
+      start: Math.max(q.start ?? 0, this.clock.now() - this.s.historyTtlMs),
+      end: q.end ?? Number.MAX_SAFE_INTEGER,
+      limit: q.limit,
     }
     if (q.after !== undefined) params.after = Number(q.after.version)
     if (fwd && q.until !== undefined) params.until = Number(q.until.version)
@@ -128,7 +168,15 @@ export class SqliteObjectStore implements ObjectStore {
     return Math.max(now, last?.ts ?? 0)
   }
 
-  private append(app: string, ns: string, id: string, ts: number, action: string, patch: string | null, data: string | null): number {
+  private append(
+    app: string,
+    ns: string,
+    id: string,
+    ts: number,
+    action: string,
+    patch: string | null,
+    data: string | null,
+  ): number {
     const version = Number(this.stmt.append.run(app, ns, id, ts, action, patch, data).lastInsertRowid)
     this.stmt.trim.run(app, ns, id, OBJECT_HISTORY_MAX)
     return version
@@ -139,13 +187,28 @@ export class SqliteObjectStore implements ObjectStore {
     this.stmt.prune.run(this.clock.now() - this.s.historyTtlMs)
   }
 
-  async close() { clearInterval(this.sweeper) }
+  async close() {
+    clearInterval(this.sweeper)
+  }
 }
 
-interface NsRow { ns: string; count: number; last_activity: number }
+interface NsRow {
+  ns: string
+  count: number
+  last_activity: number
+}
 
-const toSummary = (r: NsRow): NamespaceSummary => ({ namespaceId: r.ns, objectCount: r.count, lastActivity: r.last_activity })
-const toState = (r: StateRow): ObjectState => ({ objectId: r.id, data: JSON.parse(r.data), version: String(r.version), timestamp: r.ts })
+const toSummary = (r: NsRow): NamespaceSummary => ({
+  namespaceId: r.ns,
+  objectCount: r.count,
+  lastActivity: r.last_activity,
+})
+const toState = (r: StateRow): ObjectState => ({
+  objectId: r.id,
+  data: JSON.parse(r.data),
+  version: String(r.version),
+  timestamp: r.ts,
+})
 
 function toChange(r: ChangeRow): ObjectChange {
   const c: ObjectChange = { objectId: r.id, action: r.action, version: String(r.version), timestamp: r.ts }

@@ -1,7 +1,13 @@
 import type { Database } from 'bun:sqlite'
 import {
-  FAILED_AFTER, subscriptionKey,
-  type DeliveryOutcome, type DeviceQuery, type DeviceRecord, type PushStore, type SubscriptionQuery, type SubscriptionRecord,
+  FAILED_AFTER,
+  subscriptionKey,
+  type DeliveryOutcome,
+  type DeviceQuery,
+  type DeviceRecord,
+  type PushStore,
+  type SubscriptionQuery,
+  type SubscriptionRecord,
 } from '../../core/push/ports'
 
 type Row = { body: string; state: string; failures: number; error: string | null }
@@ -26,12 +32,16 @@ export class SqlitePushStore implements PushStore {
     db.exec('CREATE INDEX IF NOT EXISTS push_subscriptions_target ON push_subscriptions (app, kind, target)')
     this.q = {
       get: db.prepare('SELECT body, state, failures, error FROM push_devices WHERE app = ? AND id = ?'),
-      put: db.prepare('INSERT OR REPLACE INTO push_devices (app, id, client, body, state, failures, error) VALUES (?, ?, ?, ?, ?, ?, ?)'),
+      put: db.prepare(
+        'INSERT OR REPLACE INTO push_devices (app, id, client, body, state, failures, error) VALUES (?, ?, ?, ?, ?, ?, ?)',
+      ),
       setState: db.prepare('UPDATE push_devices SET state = ?, failures = ?, error = ? WHERE app = ? AND id = ?'),
       delDevice: db.prepare('DELETE FROM push_devices WHERE app = ? AND id = ?'),
       delDeviceSubs: db.prepare("DELETE FROM push_subscriptions WHERE app = ? AND kind = 'd' AND target = ?"),
       putSub: db.prepare('INSERT OR IGNORE INTO push_subscriptions (app, channel, kind, target) VALUES (?, ?, ?, ?)'),
-      channels: db.prepare('SELECT DISTINCT channel FROM push_subscriptions WHERE app = ? AND channel > ? ORDER BY channel LIMIT ?'),
+      channels: db.prepare(
+        'SELECT DISTINCT channel FROM push_subscriptions WHERE app = ? AND channel > ? ORDER BY channel LIMIT ?',
+      ),
     }
   }
 
@@ -42,25 +52,50 @@ export class SqlitePushStore implements PushStore {
 
   async putDevice(d: DeviceRecord): Promise<void> {
     const { state, failures, error, ...rest } = d
-    this.q.put.run(d.appId, d.id, d.clientId ?? null, JSON.stringify(rest), state, failures, error ? JSON.stringify(error) : null)
+    this.q.put.run(
+      d.appId,
+      d.id,
+      d.clientId ?? null,
+      JSON.stringify(rest),
+      state,
+      failures,
+      error ? JSON.stringify(error) : null,
+    )
   }
 
   async listDevices(app: string, q: DeviceQuery): Promise<DeviceRecord[]> {
     const where = ['app = ?', 'id > ?']
     const args: Array<string | number> = [app, q.after ?? '']
-    if (q.deviceId !== undefined) { where.push('id = ?'); args.push(q.deviceId) }
-    if (q.clientId !== undefined) { where.push('client = ?'); args.push(q.clientId) }
-    if (q.state !== undefined) { where.push('state = ?'); args.push(q.state) }
+    if (q.deviceId !== undefined) {
+      where.push('id = ?')
+      args.push(q.deviceId)
+    }
+    if (q.clientId !== undefined) {
+      where.push('client = ?')
+      args.push(q.clientId)
+    }
+    if (q.state !== undefined) {
+      where.push('state = ?')
+      args.push(q.state)
+    }
     args.push(q.limit)
-    const rows = this.db.prepare(`SELECT body, state, failures, error FROM push_devices WHERE ${where.join(' AND ')} ORDER BY id LIMIT ?`).all(...args) as Row[]
+    const rows = this.db
+      .prepare(`SELECT body, state, failures, error FROM push_devices WHERE ${where.join(' AND ')} ORDER BY id LIMIT ?`)
+      .all(...args) as Row[]
     return rows.map(toDevice)
   }
 
   async deleteDevices(app: string, q: { deviceId?: string; clientId?: string }): Promise<number> {
     const where = ['app = ?']
     const args: string[] = [app]
-    if (q.deviceId !== undefined) { where.push('id = ?'); args.push(q.deviceId) }
-    if (q.clientId !== undefined) { where.push('client = ?'); args.push(q.clientId) }
+    if (q.deviceId !== undefined) {
+      where.push('id = ?')
+      args.push(q.deviceId)
+    }
+    if (q.clientId !== undefined) {
+      where.push('client = ?')
+      args.push(q.clientId)
+    }
     if (args.length === 1) return 0
     const select = this.db.prepare(`SELECT id FROM push_devices WHERE ${where.join(' AND ')}`)
     return this.db.transaction(() => {
@@ -80,7 +115,13 @@ export class SqlitePushStore implements PushStore {
       if (outcome.ok) this.q.setState.run('ACTIVE', 0, null, app, id)
       else {
         const failures = r.failures + 1
-        this.q.setState.run(failures >= FAILED_AFTER ? 'FAILED' : 'FAILING', failures, JSON.stringify(outcome.error), app, id)
+        this.q.setState.run(
+          failures >= FAILED_AFTER ? 'FAILED' : 'FAILING',
+          failures,
+          JSON.stringify(outcome.error),
+          app,
+          id,
+        )
       }
       return toDevice(this.q.get.get(app, id) as Row)
     })()
@@ -98,12 +139,20 @@ export class SqlitePushStore implements PushStore {
       where.push('(channel > ? OR (channel = ? AND (kind > ? OR (kind = ? AND target > ?))))')
       args.push(c, c, k, k, t)
     }
-    const rows = this.db.prepare(`SELECT channel, kind, target FROM push_subscriptions WHERE ${where.join(' AND ')} ORDER BY channel, kind, target LIMIT ?`)
+    const rows = this.db
+      .prepare(
+        `SELECT channel, kind, target FROM push_subscriptions WHERE ${where.join(' AND ')} ORDER BY channel, kind, target LIMIT ?`,
+      )
       .all(...args, q.limit) as { channel: string; kind: string; target: string }[]
-    return rows.map((r) => (r.kind === 'd' ? { channel: r.channel, deviceId: r.target } : { channel: r.channel, clientId: r.target }))
+    return rows.map((r) =>
+      r.kind === 'd' ? { channel: r.channel, deviceId: r.target } : { channel: r.channel, clientId: r.target },
+    )
   }
 
-  async deleteSubscriptions(app: string, q: { channel?: string; deviceId?: string; clientId?: string }): Promise<number> {
+  async deleteSubscriptions(
+    app: string,
+    q: { channel?: string; deviceId?: string; clientId?: string },
+  ): Promise<number> {
     const { where, args } = subscriptionFilter(app, q)
     return this.db.prepare(`DELETE FROM push_subscriptions WHERE ${where.join(' AND ')}`).run(...args).changes
   }
@@ -122,13 +171,25 @@ function toDevice(r: Row): DeviceRecord {
 }
 
 /** WHERE clause of the channel / deviceId / clientId filters (deviceId OR clientId with `concat`). */
-function subscriptionFilter(app: string, q: { channel?: string; deviceId?: string; clientId?: string; concat?: boolean }) {
+function subscriptionFilter(
+  app: string,
+  q: { channel?: string; deviceId?: string; clientId?: string; concat?: boolean },
+) {
   const where = ['app = ?']
   const args: string[] = [app]
-  if (q.channel !== undefined) { where.push('channel = ?'); args.push(q.channel) }
+  if (q.channel !== undefined) {
+    where.push('channel = ?')
+    args.push(q.channel)
+  }
   const targets: string[] = []
-  if (q.deviceId !== undefined) { targets.push("(kind = 'd' AND target = ?)"); args.push(q.deviceId) }
-  if (q.clientId !== undefined) { targets.push("(kind = 'c' AND target = ?)"); args.push(q.clientId) }
+  if (q.deviceId !== undefined) {
+    targets.push("(kind = 'd' AND target = ?)")
+    args.push(q.deviceId)
+  }
+  if (q.clientId !== undefined) {
+    targets.push("(kind = 'c' AND target = ?)")
+    args.push(q.clientId)
+  }
   if (targets.length) where.push(`(${targets.join(q.concat ? ' OR ' : ' AND ')})`)
   return { where, args }
 }

@@ -13,7 +13,9 @@ export class MemoryRateLimitStore implements RateLimitStore {
   private buckets = new Map<string, Bucket & { full: number }>()
   private sweepAt = SWEEP_AT
 
-  async take(c: Charge): Promise<ChargeResult> { return this.takeNow(c) }
+  async take(c: Charge): Promise<ChargeResult> {
+    return this.takeNow(c)
+  }
 
   /** `take` without a promise, for the memory broker's publish (charged in the same step as the append). */
   takeNow(c: Charge): ChargeResult {
@@ -24,7 +26,9 @@ export class MemoryRateLimitStore implements RateLimitStore {
   }
 
   /** How many buckets are held (tests of the bound). */
-  get size() { return this.buckets.size }
+  get size() {
+    return this.buckets.size
+  }
 
   private sweep(now: number) {
     for (const [key, b] of this.buckets) if (b.full <= now) this.buckets.delete(key)

@@ -1,13 +1,16 @@
 import { Database } from 'bun:sqlite'
-import { mkdirSync } from 'node:fs'
 import { join } from 'node:path'
+import { DB_FILES, secureDataDir } from './data-dir'
 
-/** Opens (and creates) the embedded store in `dataDir`; `:memory:` keeps it in memory (tests). */
+/**
+ * Opens (and creates) the embedded store in `dataDir`, private to this user (see data-dir.ts);
+ * `:memory:` keeps it in memory (tests).
+ */
 export function openDatabase(dataDir: string): Database {
   let path = ':memory:'
   if (dataDir !== ':memory:') {
-    mkdirSync(dataDir, { recursive: true })
-    path = join(dataDir, 'gateway.sqlite')
+    secureDataDir(dataDir)
+    path = join(dataDir, DB_FILES[0]!)
   }
   const db = new Database(path, { create: true, strict: true })
   db.exec('PRAGMA journal_mode = WAL')

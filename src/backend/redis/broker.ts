@@ -1,20 +1,24 @@
 import { GatewayError } from '../../errors'
-import { Ring } from '../../core/channels/ring'
+import { Ring } from '../shared/ring'
 import { ringCodec } from '../shared/ring-codec'
-import { formatSerial, parseSerial } from '../../core/channels/serial'
+import { formatSerial, parseSerial } from '../../core/model/serial'
 import { metrics } from '../../lib/metrics'
 import type { Broker, BrokerListener, PublishOptions, PublishResult } from '../../core/ports'
 import type { HistoryQuery, Message, MessageDraft } from '../../core/types'
 import { idFromSerial, messageFromEntry, packDraft, parseNotification, serialFromId } from './codec'
-import { BUFFERS, withTimeout, type RedisClient } from './connection'
+import { BUFFERS, withTimeout, type RedisClient, type Sender } from './connection'
 import type { RedisKeys } from './keys'
-import { ScriptRunner, type Sender } from './script-runner'
+import { ScriptRunner } from './script-runner'
 import { chargeArgs, PUBLISH_SCRIPT } from './scripts'
 
-const fromMemory = metrics.counter('gateway_resume_from_memory_total', 'Event-stream resumes served from the node ring instead of the Redis stream.')
+const fromMemory = metrics.counter(
+  'gateway_resume_from_memory_total',
+  'Event-stream resumes served from the node ring instead of the Redis stream.',
+)
 
 export interface RedisBrokerSettings {
   ringSize: number
+  ringMaxBytes: number
   historyTtlMs: number
   persistedHistoryTtlMs: number
   idempotencyWindowMs: number
@@ -61,16 +65,26 @@ export class RedisBroker implements Broker {
   ) {
     this.publishScript = new ScriptRunner(fast ?? cmd, PUBLISH_SCRIPT)
     // after a reconnect, notifications may have been missed: catch up from the streams
-    sub.on('ready', () => { for (const s of this.subs.values()) this.enqueue(s, () => this.catchUp(s)) })
+    sub.on('ready', () => {
+      for (const s of this.subs.values()) this.enqueue(s, () => this.catchUp(s))
+    })
   }
 
-  private t<T>(p: Promise<T>) { return withTimeout(p, this.s.redisTimeoutMs) }
-  private ttl(opts: PublishOptions) { return opts.persisted ? this.s.persistedHistoryTtlMs : this.s.historyTtlMs }
+  private t<T>(p: Promise<T>) {
+    return withTimeout(p, this.s.redisTimeoutMs)
+  }
+  private ttl(opts: PublishOptions) {
+    return opts.persisted ? this.s.persistedHistoryTtlMs : this.s.historyTtlMs
+  }
 
   async publish(app: string, channel: string, drafts: MessageDraft[], opts: PublishOptions): Promise<PublishResult> {
     const args: Array<string | Buffer> = [
-      this.keys.notify(app, channel), String(this.ttl(opts)), String(this.s.idempotencyWindowMs),
-      this.keys.idemPrefix(app, channel), channel, String(drafts.length),
+      this.keys.notify(app, channel),
+      String(this.ttl(opts)),
+      String(this.s.idempotencyWindowMs),
+      this.keys.idemPrefix(app, channel),
+      channel,
+      String(drafts.length),
     ]
     for (const d of drafts) args.push(opts.clientIds ? d.id : '', packDraft(d))
     const keys = [this.keys.stream(app, channel), this.keys.channels(app)]
@@ -81,24 +95,47 @@ export class RedisBroker implements Broker {
     }
     const reply = (await this.t(this.publishScript.run(keys, args))) as unknown as Array<number | string>
     const fresh = Number(reply[0])
-    if (fresh < 0) return { serials: [], appended: 0, charged: { ok: false, remaining: Number(reply[1]) / 1000, retryAfterMs: Number(reply[2]) } }
+    if (fresh < 0)
+      return {
+        serials: [],
+        appended: 0,
+        charged: { ok: false, remaining: Number(reply[1]) / 1000, retryAfterMs: Number(reply[2]) },
+      }
     const charged = c && { ok: true, remaining: Number(reply.pop()) / 1000, retryAfterMs: 0 }
     const ids = reply.slice(1).map(String)
     return { serials: ids.map(serialFromId), appended: fresh, charged }
   }
 
-
-  private async range(cmd: 'XRANGE' | 'XREVRANGE', key: string, a: string, b: string, count: number): Promise<Message[]> {
-    const entries = await this.t(this.cmd.sendCommand([cmd, key, a, b, 'COUNT', String(count)], BUFFERS)) as Entry[]
+  private async range(
+    cmd: 'XRANGE' | 'XREVRANGE',
+    key: string,
+    a: string,
+    b: string,
+    count: number,
+  ): Promise<Message[]> {
+    const entries = (await this.t(this.cmd.sendCommand([cmd, key, a, b, 'COUNT', String(count)], BUFFERS))) as Entry[]
     return entries.map(([id, fields]) => messageFromEntry(id.toString(), fields[1]))
   }
 
+  /** History: the stream's channel messages (other entry kinds only when asked), paged by serial. */
   async history(app: string, channel: string, q: HistoryQuery, opts: PublishOptions): Promise<Message[]> {
     const min = Math.max(q.start ?? 0, Date.now() - this.ttl(opts))
-    const lo = q.direction === 'forwards' && q.cursor ? `(${idFromSerial(q.cursor)}` : `${min}-0`
-    const hi = q.direction === 'backwards' && q.cursor ? `(${idFromSerial(q.cursor)}` : q.end !== undefined ? `${q.end}-18446744073709551615` : '+'
+    const fwd = q.direction === 'forwards'
+    let lo = fwd && q.cursor ? `(${idFromSerial(q.cursor)}` : `${min}-0`
+    let hi =
+      !fwd && q.cursor ? `(${idFromSerial(q.cursor)}` : q.end !== undefined ? `${q.end}-18446744073709551615` : '+'
     const key = this.keys.stream(app, channel)
-    const out = q.direction === 'forwards' ? await this.range('XRANGE', key, lo, hi, q.limit) : await this.range('XREVRANGE', key, hi, lo, q.limit)
+    const out: Message[] = []
+    // other kinds share the stream: read on past them until the page is full or the range ends
+    while (out.length < q.limit) {
+      const want = q.limit - out.length
+      const got = fwd ? await this.range('XRANGE', key, lo, hi, want) : await this.range('XREVRANGE', key, hi, lo, want)
+      for (const m of got) if (!m.kind || q.entries === 'all') out.push(m)
+      if (got.length < want) break
+      const edge = `(${idFromSerial(got[got.length - 1]!.serial)}`
+      if (fwd) lo = edge
+      else hi = edge
+    }
     return out.filter((m) => m.timestamp >= min && (q.end === undefined || m.timestamp <= q.end))
   }
 
@@ -114,7 +151,12 @@ export class RedisBroker implements Broker {
     return formatSerial(Number(sec) * 1000 + Math.floor(Number(usec) / 1000) - 1, 999_999)
   }
 
-  async readAfter(app: string, channel: string, after: string, limit: number): Promise<{ messages: Message[]; gap: boolean }> {
+  async readAfter(
+    app: string,
+    channel: string,
+    after: string,
+    limit: number,
+  ): Promise<{ messages: Message[]; gap: boolean }> {
     const sub = this.subs.get(`${app}\u0000${channel}`)
     await sub?.subscribed
     const ring = sub?.ring
@@ -129,7 +171,7 @@ export class RedisBroker implements Broker {
     const messages = await this.range('XRANGE', key, `(${idFromSerial(after)}`, '+', limit)
     let gap: boolean
     try {
-      const info = await this.t(this.cmd.sendCommand(['XINFO', 'STREAM', key])) as Array<string | unknown>
+      const info = (await this.t(this.cmd.sendCommand(['XINFO', 'STREAM', key]))) as Array<string | unknown>
       const i = info.indexOf('max-deleted-entry-id')
       gap = i >= 0 && serialFromId(String(info[i + 1])) > after
     } catch {
@@ -140,8 +182,18 @@ export class RedisBroker implements Broker {
   }
 
   async channels(app: string, prefix: string, after: string | undefined, limit: number): Promise<string[]> {
-    const names = await this.t(this.cmd.sendCommand(['ZRANGEBYSCORE', this.keys.channels(app), String(Date.now() - this.s.historyTtlMs), '+inf'])) as string[]
-    return names.filter((n) => n.startsWith(prefix) && (after === undefined || n > after)).sort().slice(0, limit)
+    const names = (await this.t(
+      this.cmd.sendCommand([
+        'ZRANGEBYSCORE',
+        this.keys.channels(app),
+        String(Date.now() - this.s.historyTtlMs),
+        '+inf',
+      ]),
+    )) as string[]
+    return names
+      .filter((n) => n.startsWith(prefix) && (after === undefined || n > after))
+      .sort()
+      .slice(0, limit)
   }
 
   subscribe(app: string, channel: string, listener: BrokerListener): () => void {
@@ -149,10 +201,15 @@ export class RedisBroker implements Broker {
     let s = this.subs.get(k)
     if (!s) {
       const entry: Subscription = {
-        app, channel, listeners: new Set(), subscribed: Promise.resolve(), queue: Promise.resolve(),
+        app,
+        channel,
+        listeners: new Set(),
+        subscribed: Promise.resolve(),
+        queue: Promise.resolve(),
         onMessage: (buf: Buffer) => this.enqueue(entry, () => this.onNotification(entry, buf)),
       }
-      entry.subscribed = this.sub.subscribe(this.keys.notify(app, channel), entry.onMessage, true)
+      entry.subscribed = this.sub
+        .subscribe(this.keys.notify(app, channel), entry.onMessage, true)
         .then(async () => {
           // a base for gap detection and reconnect catch-up, even before the first notification
           const last = await this.range('XREVRANGE', this.keys.stream(app, channel), '+', '-', 1)
@@ -160,7 +217,11 @@ export class RedisBroker implements Broker {
           const base = last.length ? last[0]!.serial : await this.redisNow()
           if (entry.last === undefined && last.length) entry.last = base
           // the ring is complete from here on; anything delivered before is left to the stream
-          entry.ring = new Ring(this.s.ringSize, entry.last !== undefined && entry.last > base ? entry.last : base, ringCodec)
+          entry.ring = new Ring(
+            { minCount: this.s.ringSize, windowMs: 0, maxBytes: this.s.ringMaxBytes },
+            entry.last !== undefined && entry.last > base ? entry.last : base,
+            ringCodec,
+          )
         })
         .catch((e) => this.onError(e))
       s = entry
@@ -186,14 +247,26 @@ export class RedisBroker implements Broker {
     const { prev, messages } = parseNotification(buf)
     if (s.last !== undefined && serialFromId(prev) > s.last && messages.length) {
       const first = idFromSerial(messages[0]!.serial)
-      this.emit(s, await this.range('XRANGE', this.keys.stream(s.app, s.channel), `(${idFromSerial(s.last)}`, `(${first}`, 100_000))
+      this.emit(
+        s,
+        await this.range(
+          'XRANGE',
+          this.keys.stream(s.app, s.channel),
+          `(${idFromSerial(s.last)}`,
+          `(${first}`,
+          100_000,
+        ),
+      )
     }
     this.emit(s, messages)
   }
 
   private async catchUp(s: Subscription) {
     if (s.last === undefined) return
-    this.emit(s, await this.range('XRANGE', this.keys.stream(s.app, s.channel), `(${idFromSerial(s.last)}`, '+', 100_000))
+    this.emit(
+      s,
+      await this.range('XRANGE', this.keys.stream(s.app, s.channel), `(${idFromSerial(s.last)}`, '+', 100_000),
+    )
   }
 
   private emit(s: Subscription, messages: Message[]) {

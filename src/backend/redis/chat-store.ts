@@ -1,6 +1,13 @@
 import {
-  TooManyReactions, reactionField,
-  type ChatStore, type ChatVersion, type MessageState, type ReactionOp, type ReactionRecord, type RoomRecord, type TypingState,
+  TooManyReactions,
+  reactionField,
+  type ChatStore,
+  type ChatVersion,
+  type MessageState,
+  type ReactionOp,
+  type ReactionRecord,
+  type RoomRecord,
+  type TypingState,
 } from '../../core/chat/ports'
 import { pack, unpack } from './codec'
 import { BUFFERS, withTimeout, type RedisClient } from './connection'
@@ -22,16 +29,25 @@ export class RedisChatStore implements ChatStore {
   private readonly typing: ScriptRunner
   private lastPrune = 0
 
-  constructor(private readonly cmd: RedisClient, private readonly keys: RedisKeys, private readonly retentionMs: number, private readonly timeoutMs: number) {
+  constructor(
+    private readonly cmd: RedisClient,
+    private readonly keys: RedisKeys,
+    private readonly retentionMs: number,
+    private readonly timeoutMs: number,
+  ) {
     this.version = new ScriptRunner(cmd, CHAT_VERSION_SCRIPT)
     this.react_ = new ScriptRunner(cmd, CHAT_REACT_SCRIPT)
     this.typing = new ScriptRunner(cmd, CHAT_TYPING_SCRIPT)
   }
 
-  private t<T>(p: Promise<T>) { return withTimeout(p, this.timeoutMs) }
+  private t<T>(p: Promise<T>) {
+    return withTimeout(p, this.timeoutMs)
+  }
 
   async states(app: string, room: string, serials: string[]): Promise<Map<string, MessageState>> {
-    const replies = await this.t(Promise.all(serials.map((s) => this.cmd.sendCommand(['HGETALL', this.keys.chatMessage(app, room, s)], BUFFERS))))
+    const replies = await this.t(
+      Promise.all(serials.map((s) => this.cmd.sendCommand(['HGETALL', this.keys.chatMessage(app, room, s)], BUFFERS))),
+    )
     const out = new Map<string, MessageState>()
     replies.forEach((reply, i) => {
       const fields = entries(reply)
@@ -46,18 +62,44 @@ export class RedisChatStore implements ChatStore {
     return out
   }
 
-  async putVersion(app: string, room: string, serial: string, expected: number, version: ChatVersion): Promise<boolean> {
-    const r = await this.t(this.version.run([this.keys.chatMessage(app, room, serial)],
-      [String(expected), String(version.n), pack(version), String(this.retentionMs)]))
+  async putVersion(
+    app: string,
+    room: string,
+    serial: string,
+    expected: number,
+    version: ChatVersion,
+  ): Promise<boolean> {
+    const r = await this.t(
+      this.version.run(
+        [this.keys.chatMessage(app, room, serial)],
+        [String(expected), String(version.n), pack(version), String(this.retentionMs)],
+      ),
+    )
     return Number(r) === 1
   }
 
-  async react(app: string, room: string, serial: string, op: ReactionOp, max: number): Promise<{ changed: boolean; reactions: ReactionRecord[] }> {
+  async react(
+    app: string,
+    room: string,
+    serial: string,
+    op: ReactionOp,
+    max: number,
+  ): Promise<{ changed: boolean; reactions: ReactionRecord[] }> {
     const { remove, count: _count, ...record } = op
-    const reply = (await this.t(this.react_.run([this.keys.chatMessage(app, room, serial)], [
-      remove ? '1' : '0', op.kind, reactionField(op.kind, op.name, op.clientId), String(op.count),
-      JSON.stringify(record), String(this.retentionMs), String(max),
-    ]))) as unknown as Array<number | string>
+    const reply = (await this.t(
+      this.react_.run(
+        [this.keys.chatMessage(app, room, serial)],
+        [
+          remove ? '1' : '0',
+          op.kind,
+          reactionField(op.kind, op.name, op.clientId),
+          String(op.count),
+          JSON.stringify(record),
+          String(this.retentionMs),
+          String(max),
+        ],
+      ),
+    )) as unknown as Array<number | string>
     if (Number(reply[0]) === -1) throw new TooManyReactions()
     return { changed: Number(reply[0]) === 1, reactions: reply.slice(1).map((v) => parseRecord(String(v))) }
   }
@@ -80,15 +122,33 @@ export class RedisChatStore implements ChatStore {
   }
 
   async rooms(app: string, after: string | undefined, limit: number, now: number): Promise<RoomRecord[]> {
-    const reply = (await this.t(this.cmd.sendCommand(['ZRANGEBYSCORE', this.keys.chatRooms(app), String(now - this.retentionMs), '+inf', 'WITHSCORES']))) as unknown[]
+    const reply = (await this.t(
+      this.cmd.sendCommand([
+        'ZRANGEBYSCORE',
+        this.keys.chatRooms(app),
+        String(now - this.retentionMs),
+        '+inf',
+        'WITHSCORES',
+      ]),
+    )) as unknown[]
     // `[member, score]` pairs (RESP3) or a flat list
-    const pairs = reply.length && Array.isArray(reply[0]) ? (reply as [string, unknown][]) : reply.flatMap((v, i) => (i % 2 ? [] : [[v, reply[i + 1]] as [string, unknown]]))
+    const pairs =
+      reply.length && Array.isArray(reply[0])
+        ? (reply as [string, unknown][])
+        : reply.flatMap((v, i) => (i % 2 ? [] : [[v, reply[i + 1]] as [string, unknown]]))
     const out: RoomRecord[] = []
-    for (const [roomId, score] of pairs) if (after === undefined || roomId > after) out.push({ roomId: String(roomId), lastActivity: Number(score) })
+    for (const [roomId, score] of pairs)
+      if (after === undefined || roomId > after) out.push({ roomId: String(roomId), lastActivity: Number(score) })
     return out.sort((a, b) => (a.roomId < b.roomId ? -1 : a.roomId > b.roomId ? 1 : 0)).slice(0, limit)
   }
 
-  setTyping(app: string, room: string, clientId: string, expiresAt: number | undefined, now: number): Promise<TypingState> {
+  setTyping(
+    app: string,
+    room: string,
+    clientId: string,
+    expiresAt: number | undefined,
+    now: number,
+  ): Promise<TypingState> {
     return this.applyTyping(app, room, now, clientId, expiresAt === undefined ? '' : String(expiresAt))
   }
 
@@ -96,9 +156,22 @@ export class RedisChatStore implements ChatStore {
     return this.applyTyping(app, room, now, '', '')
   }
 
-  private async applyTyping(app: string, room: string, now: number, clientId: string, expiresAt: string): Promise<TypingState> {
-    const [was, expired, typers, next] = (await this.t(this.typing.run([this.keys.chatTyping(app, room)], [String(now), clientId, expiresAt]))) as unknown as [number, string[], string[], string]
-    return { was: Number(was) === 1, expired: [...expired].sort(), typers: [...typers].sort(), next: next === '' ? undefined : Number(next) }
+  private async applyTyping(
+    app: string,
+    room: string,
+    now: number,
+    clientId: string,
+    expiresAt: string,
+  ): Promise<TypingState> {
+    const [was, expired, typers, next] = (await this.t(
+      this.typing.run([this.keys.chatTyping(app, room)], [String(now), clientId, expiresAt]),
+    )) as unknown as [number, string[], string[], string]
+    return {
+      was: Number(was) === 1,
+      expired: [...expired].sort(),
+      typers: [...typers].sort(),
+      next: next === '' ? undefined : Number(next),
+    }
   }
 }
 

@@ -1,5 +1,5 @@
 import { Packr } from 'msgpackr'
-import { formatSerial, parseSerial } from '../../core/channels/serial'
+import { formatSerial, parseSerial } from '../../core/model/serial'
 import type { Message, MessageDraft } from '../../core/types'
 
 /** How messages are encoded in Redis (msgpack) and how stream ids map to serials. */

@@ -1,12 +1,17 @@
 import { RedisClient as BunRedisClient } from 'bun'
 import { RESP_TYPES, createClient } from 'redis'
-import type { Sender } from './script-runner'
 import { GatewayError } from '../../errors'
 import { metrics } from '../../lib/metrics'
 
 export type RedisClient = ReturnType<typeof createClient>
 
-export interface RedisSettings { redisUrl: string; redisTimeoutMs: number }
+/** Sends one raw command (`[name, ...args]`) and resolves with the reply. */
+export type Sender = (args: Array<string | Buffer>) => Promise<unknown>
+
+export interface RedisSettings {
+  redisUrl: string
+  redisTimeoutMs: number
+}
 
 /** Replies as Buffers (message bodies are binary msgpack). */
 export const BUFFERS = { typeMapping: { [RESP_TYPES.BLOB_STRING]: Buffer } } as const
@@ -19,17 +24,42 @@ export async function connectRedis(s: RedisSettings, onError: (e: Error) => void
   const client = createClient({
     url: s.redisUrl,
     disableOfflineQueue: true,
-    socket: { connectTimeout: s.redisTimeoutMs, reconnectStrategy: (retries: number) => Math.min(50 * 2 ** retries, 1000) },
+    socket: {
+      connectTimeout: s.redisTimeoutMs,
+      reconnectStrategy: (retries: number) => Math.min(50 * 2 ** retries, 1000),
+    },
   })
   client.on('error', onError)
   await withTimeout(client.connect(), s.redisTimeoutMs)
   return client as RedisClient
 }
 
-const latency = metrics.histogram('gateway_redis_command_seconds', 'Latency of Redis commands.', [0.0005, 0.001, 0.002, 0.005, 0.01, 0.025, 0.05, 0.1, 0.5, 1])
+const latency = metrics.histogram(
+  'gateway_redis_command_seconds',
+  'Latency of Redis commands.',
+  [0.0005, 0.001, 0.002, 0.005, 0.01, 0.025, 0.05, 0.1, 0.5, 1],
+)
 const failures = metrics.counter('gateway_redis_errors_total', 'Redis commands that failed or timed out.')
 
-const unavailable = () => new GatewayError(50003, 'Service unavailable: the message store cannot be reached', { status: 503 })
+/**
+ * A command that timed out or whose connection failed may still have been applied by Redis (it
+ * can be queued there, or its reply lost): the client is told the outcome is unknown and how to
+ * retry safely. Message ids make a publish idempotent (IDEMPOTENCY_WINDOW_MS), and the official
+ * client supplies them by default.
+ */
+const RETRY_ADVICE = 'retry with the same message ids: a message id is published only once'
+const timedOut = () =>
+  new GatewayError(
+    50003,
+    `Service unavailable: the message store did not answer in time. The outcome is unknown (the request may still take effect): ${RETRY_ADVICE}`,
+    { status: 503 },
+  )
+const unavailable = () =>
+  new GatewayError(
+    50003,
+    `Service unavailable: the message store cannot be reached. If the connection failed during the request its outcome is unknown: ${RETRY_ADVICE}`,
+    { status: 503 },
+  )
 
 /**
  * Commands in flight with their deadlines. One sweeper timer (every 25 ms, while any are pending)
@@ -40,11 +70,18 @@ let sweeper: ReturnType<typeof setInterval> | undefined
 
 function sweep() {
   const now = performance.now()
-  for (const e of inFlight) if (e.deadline <= now) { inFlight.delete(e); e.fail() }
-  if (inFlight.size === 0 && sweeper) { clearInterval(sweeper); sweeper = undefined }
+  for (const e of inFlight)
+    if (e.deadline <= now) {
+      inFlight.delete(e)
+      e.fail()
+    }
+  if (inFlight.size === 0 && sweeper) {
+    clearInterval(sweeper)
+    sweeper = undefined
+  }
 }
 
-/** Rejects with 503 / 50003 when `p` takes longer than `ms` or fails: the backend is unavailable. */
+/** Rejects with 503 / 50003 when `p` takes longer than `ms` or fails: the backend is unavailable, the outcome unknown. */
 export function withTimeout<T>(p: Promise<T>, ms: number): Promise<T> {
   const t0 = performance.now()
   return new Promise<T>((resolve, reject) => {
@@ -55,7 +92,7 @@ export function withTimeout<T>(p: Promise<T>, ms: number): Promise<T> {
         if (settled) return
         settled = true
         failures.inc()
-        reject(unavailable())
+        reject(timedOut())
       },
     }
     inFlight.add(entry)
@@ -88,18 +125,31 @@ export function withTimeout<T>(p: Promise<T>, ms: number): Promise<T> {
  * stream layer). Replies come back as strings, so it serves only commands without binary replies.
  * Fails fast while Redis is unreachable and reconnects by itself.
  */
-export async function connectFastSender(s: RedisSettings, onError: (e: Error) => void): Promise<{ send: Sender; close(): void }> {
-  const client = new BunRedisClient(s.redisUrl, { enableOfflineQueue: false, autoReconnect: true, maxRetries: 1_000_000, connectionTimeout: s.redisTimeoutMs })
+export async function connectFastSender(
+  s: RedisSettings,
+  onError: (e: Error) => void,
+): Promise<{ send: Sender; close(): void }> {
+  const client = new BunRedisClient(s.redisUrl, {
+    enableOfflineQueue: false,
+    autoReconnect: true,
+    maxRetries: 1_000_000,
+    connectionTimeout: s.redisTimeoutMs,
+  })
   let closed = false
   client.onclose = (e) => {
     if (closed) return
     onError(e)
     // after a give-up (or an idle close) try again, forever, every half second
-    setTimeout(() => { if (!closed && !client.connected) client.connect().catch(() => {}) }, 500).unref?.()
+    setTimeout(() => {
+      if (!closed && !client.connected) client.connect().catch(() => {})
+    }, 500).unref?.()
   }
   await withTimeout(client.connect(), s.redisTimeoutMs)
   return {
     send: (args) => client.send(String(args[0]), args.slice(1) as string[]),
-    close: () => { closed = true; client.close() },
+    close: () => {
+      closed = true
+      client.close()
+    },
   }
 }

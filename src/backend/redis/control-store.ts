@@ -1,7 +1,9 @@
-import type { ControlEvent } from '../../core/ports'
+import type { BootstrapOutcome, BootstrapSeed, ControlEvent } from '../../core/ports'
 import { CONTROL_KINDS, CachedControlStore, type ControlKind, type ControlRecord } from '../shared/cached-control-store'
 import { withTimeout, type RedisClient } from './connection'
+import { BOOTSTRAP_SCRIPT } from './control-scripts'
 import type { RedisKeys } from './keys'
+import { ScriptRunner } from './script-runner'
 
 /**
  * Control records in Redis hashes (one per kind), cached in memory on every node. A write goes
@@ -9,27 +11,83 @@ import type { RedisKeys } from './keys'
  * a revoked key stops working on all nodes.
  */
 export class RedisControlStore extends CachedControlStore {
-  private constructor(private readonly cmd: RedisClient, private readonly keys: RedisKeys, private readonly timeoutMs: number) {
+  private readonly bootstrapScript: ScriptRunner
+
+  private constructor(
+    private readonly cmd: RedisClient,
+    private readonly keys: RedisKeys,
+    private readonly timeoutMs: number,
+  ) {
     super()
+    this.bootstrapScript = new ScriptRunner(cmd, BOOTSTRAP_SCRIPT)
   }
 
-  static async open(cmd: RedisClient, sub: RedisClient, keys: RedisKeys, timeoutMs: number): Promise<RedisControlStore> {
+  static async open(
+    cmd: RedisClient,
+    sub: RedisClient,
+    keys: RedisKeys,
+    timeoutMs: number,
+  ): Promise<RedisControlStore> {
     const store = new RedisControlStore(cmd, keys, timeoutMs)
     await sub.subscribe(keys.controlEvents(), (msg: string) => void store.refresh(msg))
-    for (const kind of CONTROL_KINDS) {
-      const all = (await cmd.sendCommand(['HGETALL', keys.control(kind)])) as unknown as string[] | Record<string, string>
-      const pairs = Array.isArray(all) ? all : Object.entries(all).flat()
-      for (let i = 0; i < pairs.length; i += 2) store.apply(kind, pairs[i]!, JSON.parse(pairs[i + 1]!), { kind: 'account' })
-    }
+    await store.loadAll()
     return store
   }
 
+  /** Every control record into the cache. */
+  private async loadAll() {
+    for (const kind of CONTROL_KINDS) {
+      const all = (await withTimeout(this.cmd.sendCommand(['HGETALL', this.keys.control(kind)]), this.timeoutMs)) as
+        string[] | Record<string, string>
+      const pairs = Array.isArray(all) ? all : Object.entries(all).flat()
+      for (let i = 0; i < pairs.length; i += 2)
+        this.apply(kind, pairs[i]!, JSON.parse(pairs[i + 1]!), { kind: 'account' })
+    }
+  }
+
+  async bootstrap(seed: BootstrapSeed, acceptDataLoss: boolean): Promise<BootstrapOutcome> {
+    const records = this.seedRecords(seed)
+    const [status, epoch] = (await withTimeout(
+      this.bootstrapScript.run(
+        [this.keys.epoch(), this.keys.dataLost(), ...records.map((r) => this.keys.control(r.kind))],
+        [seed.epoch, acceptDataLoss ? '1' : '0', ...records.flatMap((r) => [r.id, JSON.stringify(r.value)])],
+      ),
+      this.timeoutMs,
+    )) as [BootstrapOutcome['status'], string]
+    if (status === 'lost') return { status }
+    // the records of whichever node seeded the store (this one or another) are read back here
+    await this.loadAll()
+    if (status === 'seeded') for (const r of records) await this.announce(r.kind, r.id, r.event)
+    return { status, epoch }
+  }
+
+  async epoch() {
+    const v = await withTimeout(this.cmd.sendCommand(['GET', this.keys.epoch()]), this.timeoutMs)
+    return v === null ? undefined : String(v)
+  }
+
+  async markDataLost() {
+    await withTimeout(
+      this.cmd.sendCommand(['SET', this.keys.dataLost(), new Date().toISOString(), 'NX']),
+      this.timeoutMs,
+    )
+  }
+
   protected async persist(r: ControlRecord, e: ControlEvent) {
-    const write = r.value === undefined
-      ? ['HDEL', this.keys.control(r.kind), r.id]
-      : ['HSET', this.keys.control(r.kind), r.id, JSON.stringify(r.value)]
+    const write =
+      r.value === undefined
+        ? ['HDEL', this.keys.control(r.kind), r.id]
+        : ['HSET', this.keys.control(r.kind), r.id, JSON.stringify(r.value)]
     await withTimeout(this.cmd.sendCommand(write), this.timeoutMs)
-    await withTimeout(this.cmd.sendCommand(['PUBLISH', this.keys.controlEvents(), JSON.stringify({ kind: r.kind, id: r.id, e })]), this.timeoutMs)
+    await this.announce(r.kind, r.id, e)
+  }
+
+  /** Tells every node (this one too) that a record changed. */
+  private async announce(kind: ControlKind, id: string, e: ControlEvent) {
+    await withTimeout(
+      this.cmd.sendCommand(['PUBLISH', this.keys.controlEvents(), JSON.stringify({ kind, id, e })]),
+      this.timeoutMs,
+    )
   }
 
   /** Another node (or this one) changed a record: load it again. */
@@ -44,7 +102,11 @@ export class RedisControlStore extends CachedControlStore {
   }
 
   async ready() {
-    try { return String(await withTimeout(this.cmd.sendCommand(['PING']), this.timeoutMs)) === 'PONG' } catch { return false }
+    try {
+      return String(await withTimeout(this.cmd.sendCommand(['PING']), this.timeoutMs)) === 'PONG'
+    } catch {
+      return false
+    }
   }
 
   async close() {}

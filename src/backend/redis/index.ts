@@ -7,13 +7,18 @@ import { RedisKeys } from './keys'
 import { RedisNonceStore } from './nonce-store'
 import { RedisObjectStore } from './object-store'
 import { RedisOccupancyStore } from './occupancy-store'
-import { RedisPresenceStore } from './presence-store'
+import { RedisPresenceStore, type RedisPresenceSettings } from './presence-store'
+import { randomId } from '../../lib/crypto'
 import { RedisPushStore } from './push-store'
 import { RedisRateLimitStore } from './rate-limit-store'
 import { RedisQueueStore } from './queue-store'
+import { RedisRevocationStore } from './revocation-store'
 import { RedisStatsStore } from './stats-store'
+import { RedisVersionStore } from './version-store'
 
-export type RedisBackendSettings = RedisSettings & RedisBrokerSettings & { redisPrefix: string }
+export type RedisBackendSettings = RedisSettings &
+  RedisBrokerSettings &
+  Omit<RedisPresenceSettings, 'redisTimeoutMs'> & { redisPrefix: string }
 
 /** The cluster backend: every node shares one Redis; channel order and all state live there. */
 export async function createRedisBackend(s: RedisBackendSettings, onError: (e: unknown) => void): Promise<Backend> {
@@ -24,23 +29,33 @@ export async function createRedisBackend(s: RedisBackendSettings, onError: (e: u
   const keys = new RedisKeys(s.redisPrefix)
   const broker = new RedisBroker(cmd, sub, keys, s, report, fast.send)
   const control = await RedisControlStore.open(cmd, sub, keys, s.redisTimeoutMs)
-  const occupancy = new RedisOccupancyStore(cmd, keys, s.redisTimeoutMs, report)
+  const revocations = await new RedisRevocationStore(cmd, keys, s.redisTimeoutMs).start(sub, report)
+  // this node among the others (occupancy reports, presence leases)
+  const node = randomId(12)
+  const occupancy = new RedisOccupancyStore(cmd, node, keys, s.redisTimeoutMs, report)
+  const presence = new RedisPresenceStore(cmd, keys, node, s, report)
   return {
     kind: 'redis',
     broker,
     control,
-    presence: new RedisPresenceStore(cmd, keys, s.redisTimeoutMs),
+    presence,
     stats: new RedisStatsStore(cmd, keys, report),
     nonces: new RedisNonceStore(cmd, keys, s.redisTimeoutMs),
+    revocations,
     limits: new RedisRateLimitStore(fast.send, keys, s.redisTimeoutMs),
     queues: new RedisQueueStore(cmd, keys, s.redisTimeoutMs),
-    objects: new RedisObjectStore(cmd, keys, { historyTtlMs: s.persistedHistoryTtlMs, redisTimeoutMs: s.redisTimeoutMs }),
+    objects: new RedisObjectStore(cmd, keys, {
+      historyTtlMs: s.persistedHistoryTtlMs,
+      redisTimeoutMs: s.redisTimeoutMs,
+    }),
+    versions: new RedisVersionStore(cmd, keys, s.persistedHistoryTtlMs, s.redisTimeoutMs),
     chat: new RedisChatStore(cmd, keys, s.persistedHistoryTtlMs, s.redisTimeoutMs),
     push: new RedisPushStore(cmd, keys, s.redisTimeoutMs),
     occupancy,
     async close() {
       await broker.close()
       await occupancy.close()
+      presence.close()
       fast.close()
       await Promise.allSettled([sub.quit(), cmd.quit()])
     },

@@ -16,17 +16,41 @@ export class RedisKeys {
   notify = (app: string, channel: string) => `${this.prefix}n:${app}:${channel}`
   /** Hash of control records of one kind: id -> JSON. */
   control = (kind: string) => `${this.prefix}ctl:${kind}`
+  /** String naming this generation of the data (written by bootstrap); gone means Redis lost its data. */
+  epoch = () => `${this.prefix}epoch`
+  /** Set by a node that found the epoch gone: later nodes refuse to bootstrap over lost data. */
+  dataLost = () => `${this.prefix}epoch:lost`
   /** Pub/sub channel of control changes (`kind id`). */
   controlEvents = () => `${this.prefix}ctl:events`
   /** Hash of a channel's event-stream subscribers per node: node id -> `<count>:<reported at ms>`. */
   occupancy = (app: string, channel: string) => `${this.prefix}occ:${app}:${channel}`
-  /** Hash of a channel's present members; list of its presence history. */
-  presence = (app: string, channel: string) => `${this.prefix}p:${app}:${channel}`
+  /** Hash of a channel's present members (`<connectionId>\0<clientId>` -> member); list of its presence history. */
+  presence = (app: string, channel: string) => `${this.presencePrefix()}${app}:${channel}`
+  /** What `presence` puts before `<app>:<channel>` (the presence scripts build member keys from it). */
+  presencePrefix = () => `${this.prefix}p:`
+  /**
+   * Presence by connection: the set of `<app>\0<channel>\0<clientId>` members entered over a
+   * connection, the node holding the connection, the connections a node holds, and the sorted set
+   * of nodes by lease expiry (ms, Redis time): members of a node that stops renewing its lease are
+   * reaped by the others. The scripts append a connection or node id to the first three.
+   */
+  presenceConnection = (connectionId: string) => `${this.prefix}pcm:${connectionId}`
+  presenceHolder = (connectionId: string) => `${this.prefix}pch:${connectionId}`
+  presenceNodeConnections = (node: string) => `${this.prefix}pnc:${node}`
+  presenceNodes = () => `${this.prefix}pnodes`
   presenceHistory = (app: string, channel: string) => `${this.prefix}ph:${app}:${channel}`
   /** Hash of stats counters of one interval; sorted set indexing a scope's intervals. */
   stats = (scope: string, unit: string, start: number) => `${this.prefix}st:${scope}:${unit}:${start}`
   statsIndex = (scope: string, unit: string) => `${this.prefix}sx:${scope}:${unit}`
   nonce = (key: string) => `${this.prefix}nonce:${key}`
+  /**
+   * Hash of the token revocations of one key (field: JSON `[target, issuedBefore, appliesAt]`,
+   * value: when it expires), expiring with the last of them; the SCAN pattern matching them all;
+   * and the pub/sub channel announcing new revocations to every node.
+   */
+  revocations = (keyName: string) => `${this.prefix}rv:${keyName}`
+  revocationsPattern = () => `${this.prefix.replace(/[*?[\]\\]/g, (c) => '\\' + c)}rv:*`
+  revocationEvents = () => `${this.prefix}rvev`
   /**
    * LiveObjects: hash of an object's state (`d` state tree, `v` version, `t` timestamp) and stream
    * of its changes (entry id `<timestamp>-<version>`). A namespace may hold `:`, so it is
@@ -56,6 +80,13 @@ export class RedisKeys {
    * reaction record (core/chat/ports reactionField). A serial holds no `:`, so it ends the key.
    */
   chatMessage = (app: string, room: string, serial: string) => `${this.prefix}cm:${app}:${room}:${serial}`
+  /**
+   * Versions of one mutable message: hash of `l` its latest version, `u` the newest version serial
+   * and one field per version (serial -> body); sorted set (scores 0, so ordered by serial) of the
+   * version serials. A serial holds no `:`, so it ends the key.
+   */
+  versions = (app: string, channel: string, serial: string) => `${this.prefix}mv:${app}:${channel}:${serial}`
+  versionIndex = (app: string, channel: string, serial: string) => `${this.prefix}mvi:${app}:${channel}:${serial}`
   /** Sorted set of an app's chat rooms scored by last activity (ms). */
   chatRooms = (app: string) => `${this.prefix}cr:${app}`
   /** Sorted set of a chat room's typers scored by expiry (ms). */

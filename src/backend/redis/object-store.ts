@@ -1,15 +1,27 @@
 import { isJsonObject } from '../../core/objects/merge'
 import {
-  MAX_OBJECT_BYTES, OBJECT_HISTORY_MAX,
-  type ChangePosition, type JsonObject, type JsonValue, type NamespaceSummary, type ObjectChange, type ObjectHistoryQuery,
-  type ObjectState, type ObjectStore, type UpdateOptions, type UpdateOutcome,
+  MAX_OBJECT_BYTES,
+  OBJECT_HISTORY_MAX,
+  type ChangePosition,
+  type JsonObject,
+  type JsonValue,
+  type NamespaceSummary,
+  type ObjectChange,
+  type ObjectHistoryQuery,
+  type ObjectState,
+  type ObjectStore,
+  type UpdateOptions,
+  type UpdateOutcome,
 } from '../../core/objects/ports'
 import { withTimeout, type RedisClient } from './connection'
 import type { RedisKeys } from './keys'
 import { ScriptRunner } from './script-runner'
 import { OBJECT_DELETE_SCRIPT, OBJECT_UPDATE_SCRIPT } from './scripts'
 
-export interface RedisObjectStoreSettings { historyTtlMs: number; redisTimeoutMs: number }
+export interface RedisObjectStoreSettings {
+  historyTtlMs: number
+  redisTimeoutMs: number
+}
 
 /** A patch or state as the scripts see it: objects stay objects, every other value is its JSON text. */
 type Tree = { [key: string]: Tree | string | null }
@@ -18,7 +30,12 @@ function toTree(v: JsonObject): Tree {
   const out: Tree = {}
   for (const k of Object.keys(v)) {
     const x = v[k]!
-    Object.defineProperty(out, k, { value: x === null ? null : isJsonObject(x) ? toTree(x) : JSON.stringify(x), enumerable: true, writable: true, configurable: true })
+    Object.defineProperty(out, k, {
+      value: x === null ? null : isJsonObject(x) ? toTree(x) : JSON.stringify(x),
+      enumerable: true,
+      writable: true,
+      configurable: true,
+    })
   }
   return out
 }
@@ -56,34 +73,62 @@ export class RedisObjectStore implements ObjectStore {
   private readonly updateScript: ScriptRunner
   private readonly deleteScript: ScriptRunner
 
-  constructor(private readonly cmd: RedisClient, private readonly keys: RedisKeys, private readonly s: RedisObjectStoreSettings) {
+  constructor(
+    private readonly cmd: RedisClient,
+    private readonly keys: RedisKeys,
+    private readonly s: RedisObjectStoreSettings,
+  ) {
     this.updateScript = new ScriptRunner(cmd, OBJECT_UPDATE_SCRIPT)
     this.deleteScript = new ScriptRunner(cmd, OBJECT_DELETE_SCRIPT)
   }
 
-  private t<T>(p: Promise<T>) { return withTimeout(p, this.s.redisTimeoutMs) }
-  private send(args: string[]) { return this.t(this.cmd.sendCommand(args)) as Promise<unknown> }
+  private t<T>(p: Promise<T>) {
+    return withTimeout(p, this.s.redisTimeoutMs)
+  }
+  private send(args: string[]) {
+    return this.t(this.cmd.sendCommand(args)) as Promise<unknown>
+  }
 
   private writeKeys(app: string, ns: string, id: string) {
     const k = this.keys
-    return [k.objectState(app, ns, id), k.objectHistory(app, ns, id), k.objectIds(app, ns), k.objectCounts(app), k.objectActivity(app), k.objectVersions(app)]
+    return [
+      k.objectState(app, ns, id),
+      k.objectHistory(app, ns, id),
+      k.objectIds(app, ns),
+      k.objectCounts(app),
+      k.objectActivity(app),
+      k.objectVersions(app),
+    ]
   }
 
   async get(app: string, ns: string, id: string): Promise<ObjectState | undefined> {
-    const [d, v, t] = (await this.send(['HMGET', this.keys.objectState(app, ns, id), 'd', 'v', 't'])) as Array<string | null>
+    const [d, v, t] = (await this.send(['HMGET', this.keys.objectState(app, ns, id), 'd', 'v', 't'])) as Array<
+      string | null
+    >
     return d == null ? undefined : { objectId: id, data: stateOf(d), version: String(v), timestamp: Number(t) }
   }
 
   async list(app: string, ns: string, q: { prefix: string; after?: string; limit: number }): Promise<ObjectState[]> {
     const from = q.after !== undefined && byBytes(q.after, q.prefix) >= 0 ? `(${q.after}` : `[${q.prefix}`
-    const ids = (await this.send(['ZRANGEBYLEX', this.keys.objectIds(app, ns), from, '+', 'LIMIT', '0', String(q.limit)])) as string[]
+    const ids = (await this.send([
+      'ZRANGEBYLEX',
+      this.keys.objectIds(app, ns),
+      from,
+      '+',
+      'LIMIT',
+      '0',
+      String(q.limit),
+    ])) as string[]
     const end = ids.findIndex((id) => !id.startsWith(q.prefix))
     const states = await Promise.all((end < 0 ? ids : ids.slice(0, end)).map((id) => this.get(app, ns, id)))
     return states.filter((s): s is ObjectState => s !== undefined)
   }
 
   async namespaces(app: string, q: { after?: string; limit: number }): Promise<NamespaceSummary[]> {
-    const [counts, activity] = await Promise.all([this.send(['HGETALL', this.keys.objectCounts(app)]), this.send(['HGETALL', this.keys.objectActivity(app)])])
+    const [counts, activity] = await Promise.all([
+      this.send(['HGETALL', this.keys.objectCounts(app)]),
+      this.send(['HGETALL', this.keys.objectActivity(app)]),
+    ])
     const last = new Map(pairs(activity))
     return pairs(counts)
       .filter(([ns, n]) => Number(n) > 0 && (q.after === undefined || byBytes(ns, q.after) > 0))
@@ -93,24 +138,44 @@ export class RedisObjectStore implements ObjectStore {
   }
 
   async namespace(app: string, ns: string): Promise<NamespaceSummary | undefined> {
-    const [n, last] = await Promise.all([this.send(['HGET', this.keys.objectCounts(app), ns]), this.send(['HGET', this.keys.objectActivity(app), ns])])
-    return n == null || Number(n) <= 0 ? undefined : { namespaceId: ns, objectCount: Number(n), lastActivity: Number(last ?? 0) }
+    const [n, last] = await Promise.all([
+      this.send(['HGET', this.keys.objectCounts(app), ns]),
+      this.send(['HGET', this.keys.objectActivity(app), ns]),
+    ])
+    return n == null || Number(n) <= 0
+      ? undefined
+      : { namespaceId: ns, objectCount: Number(n), lastActivity: Number(last ?? 0) }
   }
 
   async update(app: string, ns: string, id: string, patch: JsonObject, opts: UpdateOptions): Promise<UpdateOutcome> {
     const args = [
-      JSON.stringify(toTree(patch)), opts.expectedVersion ?? '', String(opts.now), String(OBJECT_HISTORY_MAX), String(this.s.historyTtlMs),
-      ns, id, String(MAX_OBJECT_BYTES), JSON.stringify(patch),
+      JSON.stringify(toTree(patch)),
+      opts.expectedVersion ?? '',
+      String(opts.now),
+      String(OBJECT_HISTORY_MAX),
+      String(this.s.historyTtlMs),
+      ns,
+      id,
+      String(MAX_OBJECT_BYTES),
+      JSON.stringify(patch),
     ]
-    const r = (await this.t(this.updateScript.run(this.writeKeys(app, ns, id), args))) as unknown as Array<string | number>
+    const r = (await this.t(this.updateScript.run(this.writeKeys(app, ns, id), args))) as unknown as Array<
+      string | number
+    >
     if (r[0] === 'conflict') return { kind: 'conflict', currentVersion: r[1] ? String(r[1]) : undefined }
     if (r[0] === 'too-large') return { kind: 'too-large', size: Number(r[1]) }
-    return { kind: 'updated', created: Number(r[4]) === 1, state: { objectId: id, data: stateOf(String(r[3])), version: String(r[1]), timestamp: Number(r[2]) } }
+    return {
+      kind: 'updated',
+      created: Number(r[4]) === 1,
+      state: { objectId: id, data: stateOf(String(r[3])), version: String(r[1]), timestamp: Number(r[2]) },
+    }
   }
 
   async delete(app: string, ns: string, id: string, now: number): Promise<ObjectChange | undefined> {
     const args = [String(now), String(OBJECT_HISTORY_MAX), String(this.s.historyTtlMs), ns, id]
-    const r = (await this.t(this.deleteScript.run(this.writeKeys(app, ns, id), args))) as unknown as Array<string | number>
+    const r = (await this.t(this.deleteScript.run(this.writeKeys(app, ns, id), args))) as unknown as Array<
+      string | number
+    >
     if (r[0] !== 'ok') return undefined
     return { objectId: id, action: 'delete', version: String(r[1]), timestamp: Number(r[2]) }
   }
@@ -119,10 +184,20 @@ export class RedisObjectStore implements ObjectStore {
     const key = this.keys.objectHistory(app, ns, id)
     const lo = q.start !== undefined ? `${q.start}-0` : '-'
     const hi = q.end !== undefined ? `${q.end}-${MAX_SEQ}` : '+'
-    const entries = (q.direction === 'forwards'
-      ? await this.send(['XRANGE', key, q.after ? `(${streamId(q.after)}` : lo, q.until ? streamId(q.until) : hi, 'COUNT', String(q.limit)])
-      : await this.send(['XREVRANGE', key, q.after ? `(${streamId(q.after)}` : hi, lo, 'COUNT', String(q.limit)])) as Array<[string, string[]]>
-    return entries.map(([eid, fields]) => toChange(id, eid, fields))
+    const entries = (
+      q.direction === 'forwards'
+        ? await this.send([
+            'XRANGE',
+            key,
+            q.after ? `(${streamId(q.after)}` : lo,
+            q.until ? streamId(q.until) : hi,
+            'COUNT',
+            String(q.limit),
+          ])
+        : await this.send(['XREVRANGE', key, q.after ? `(${streamId(q.after)}` : hi, lo, 'COUNT', String(q.limit)])
+    ) as Array<[string, string[]]>
+    return entries
+      .map(([eid, fields]) => toChange(id, eid, fields))
       .filter((c) => (q.start === undefined || c.timestamp >= q.start) && (q.end === undefined || c.timestamp <= q.end))
   }
 
@@ -133,7 +208,12 @@ function toChange(objectId: string, id: string, fields: string[]): ObjectChange 
   const f = new Map<string, string>()
   for (let i = 0; i < fields.length; i += 2) f.set(fields[i]!, fields[i + 1]!)
   const [ts, version] = id.split('-')
-  const c: ObjectChange = { objectId, action: f.get('a') === 'delete' ? 'delete' : 'update', version: version!, timestamp: Number(ts) }
+  const c: ObjectChange = {
+    objectId,
+    action: f.get('a') === 'delete' ? 'delete' : 'update',
+    version: version!,
+    timestamp: Number(ts),
+  }
   if (f.has('p')) c.patch = JSON.parse(f.get('p')!)
   if (f.has('d')) c.data = stateOf(f.get('d')!)
   return c

@@ -1,5 +1,4 @@
-import type { OccupancyStore } from '../../core/ports'
-import { randomId } from '../../lib/crypto'
+import type { OccupancyCounts, OccupancyStore } from '../../core/ports'
 import { withTimeout, type RedisClient } from './connection'
 import type { RedisKeys } from './keys'
 
@@ -7,30 +6,40 @@ import type { RedisKeys } from './keys'
 export const OCCUPANCY_REFRESH_MS = 10_000
 export const OCCUPANCY_STALE_MS = 30_000
 
+const FIELDS = ['connections', 'publishers', 'subscribers', 'presenceSubscribers'] as const
+const ZERO = (): OccupancyCounts => ({ connections: 0, publishers: 0, subscribers: 0, presenceSubscribers: 0 })
+const isZero = (c: OccupancyCounts) => FIELDS.every((f) => c[f] === 0)
+
 /**
- * Subscriber counts of every node, one hash per channel: node id -> `<count>:<reported at>`.
+ * Occupancy counts of every node, one hash per channel: node id ->
+ * `<connections>,<publishers>,<subscribers>,<presenceSubscribers>:<reported at>`.
  * Changes of one event-loop turn are written together; every node rewrites its counts every
  * OCCUPANCY_REFRESH_MS, so a node that died without a goodbye stops counting after
  * OCCUPANCY_STALE_MS (and its fields go with the key once nobody refreshes it).
  */
 export class RedisOccupancyStore implements OccupancyStore {
-  private readonly node = randomId(12)
   /** This node's non-zero counts by key. */
-  private readonly local = new Map<string, number>()
+  private readonly local = new Map<string, OccupancyCounts>()
   private readonly dirty = new Set<string>()
   private scheduled = false
   private closed = false
   private readonly timer: ReturnType<typeof setInterval>
 
-  constructor(private readonly cmd: RedisClient, private readonly keys: RedisKeys, private readonly timeoutMs: number, private readonly onError: (e: unknown) => void) {
+  constructor(
+    private readonly cmd: RedisClient,
+    private readonly node: string,
+    private readonly keys: RedisKeys,
+    private readonly timeoutMs: number,
+    private readonly onError: (e: unknown) => void,
+  ) {
     this.timer = setInterval(() => this.write([...this.local.keys()]), OCCUPANCY_REFRESH_MS)
     this.timer.unref?.()
   }
 
-  report(appId: string, channel: string, count: number): void {
+  report(appId: string, channel: string, counts: OccupancyCounts): void {
     if (this.closed) return // streams ending during shutdown: close() already took this node's counts away
     const key = this.keys.occupancy(appId, channel)
-    if (count > 0) this.local.set(key, count)
+    if (!isZero(counts)) this.local.set(key, { ...counts })
     else this.local.delete(key)
     this.dirty.add(key)
     if (this.scheduled) return
@@ -43,29 +52,38 @@ export class RedisOccupancyStore implements OccupancyStore {
     }, 0)
   }
 
-  async count(appId: string, channel: string): Promise<number> {
+  async count(appId: string, channel: string): Promise<OccupancyCounts> {
     const key = this.keys.occupancy(appId, channel)
-    const raw = (await withTimeout(this.cmd.sendCommand(['HGETALL', key]), this.timeoutMs)) as unknown as string[] | Record<string, string>
+    const raw = (await withTimeout(this.cmd.sendCommand(['HGETALL', key]), this.timeoutMs)) as unknown as
+      string[] | Record<string, string>
     const pairs = Array.isArray(raw) ? raw : Object.entries(raw).flat()
     // this node's own count is read live; the others' as long as they are fresh
-    let total = this.local.get(key) ?? 0
+    const total = { ...(this.local.get(key) ?? ZERO()) }
     const freshSince = Date.now() - OCCUPANCY_STALE_MS
     for (let i = 0; i < pairs.length; i += 2) {
       if (pairs[i] === this.node) continue
-      const [n, at] = String(pairs[i + 1]).split(':')
-      if (Number(at) >= freshSince) total += Number(n) || 0
+      const [counts, at] = String(pairs[i + 1]).split(':')
+      if (!(Number(at) >= freshSince)) continue
+      const parts = counts!.split(',')
+      FIELDS.forEach((f, j) => {
+        total[f] += Number(parts[j]) || 0
+      })
     }
     return total
   }
 
   private write(keys: string[]) {
     if (!keys.length || this.closed) return
-    const value = (n: number) => `${n}:${Date.now()}`
+    const value = (c: OccupancyCounts) => `${FIELDS.map((f) => c[f]).join(',')}:${Date.now()}`
     const ops: Promise<unknown>[] = []
     for (const key of keys) {
       const n = this.local.get(key)
       if (n === undefined) ops.push(this.cmd.sendCommand(['HDEL', key, this.node]))
-      else ops.push(this.cmd.sendCommand(['HSET', key, this.node, value(n)]), this.cmd.sendCommand(['PEXPIRE', key, String(OCCUPANCY_STALE_MS * 2)]))
+      else
+        ops.push(
+          this.cmd.sendCommand(['HSET', key, this.node, value(n)]),
+          this.cmd.sendCommand(['PEXPIRE', key, String(OCCUPANCY_STALE_MS * 2)]),
+        )
     }
     Promise.all(ops).catch(this.onError)
   }

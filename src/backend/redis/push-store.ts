@@ -1,11 +1,22 @@
 import {
-  FAILED_AFTER, subscriptionKey,
-  type DeliveryOutcome, type DeviceQuery, type DeviceRecord, type PushStore, type SubscriptionQuery, type SubscriptionRecord,
+  FAILED_AFTER,
+  subscriptionKey,
+  type DeliveryOutcome,
+  type DeviceQuery,
+  type DeviceRecord,
+  type PushStore,
+  type SubscriptionQuery,
+  type SubscriptionRecord,
 } from '../../core/push/ports'
 import { withTimeout, type RedisClient } from './connection'
 import type { RedisKeys } from './keys'
 import {
-  PUSH_CHANNELS_SCRIPT, PUSH_DELETE_DEVICE_SCRIPT, PUSH_PUT_DEVICE_SCRIPT, PUSH_RECORD_DELIVERY_SCRIPT, PUSH_SUBSCRIBE_SCRIPT, PUSH_UNSUBSCRIBE_SCRIPT,
+  PUSH_CHANNELS_SCRIPT,
+  PUSH_DELETE_DEVICE_SCRIPT,
+  PUSH_PUT_DEVICE_SCRIPT,
+  PUSH_RECORD_DELIVERY_SCRIPT,
+  PUSH_SUBSCRIBE_SCRIPT,
+  PUSH_UNSUBSCRIBE_SCRIPT,
 } from './push-scripts'
 import { ScriptRunner } from './script-runner'
 
@@ -43,7 +54,11 @@ export class RedisPushStore implements PushStore {
   private readonly unsubscribeScript: ScriptRunner
   private readonly channelsScript: ScriptRunner
 
-  constructor(private readonly cmd: RedisClient, private readonly keys: RedisKeys, private readonly timeoutMs: number) {
+  constructor(
+    private readonly cmd: RedisClient,
+    private readonly keys: RedisKeys,
+    private readonly timeoutMs: number,
+  ) {
     this.putScript = new ScriptRunner(cmd, PUSH_PUT_DEVICE_SCRIPT)
     this.deleteScript = new ScriptRunner(cmd, PUSH_DELETE_DEVICE_SCRIPT)
     this.deliveryScript = new ScriptRunner(cmd, PUSH_RECORD_DELIVERY_SCRIPT)
@@ -52,7 +67,9 @@ export class RedisPushStore implements PushStore {
     this.channelsScript = new ScriptRunner(cmd, PUSH_CHANNELS_SCRIPT)
   }
 
-  private t<T>(p: Promise<T>) { return withTimeout(p, this.timeoutMs) }
+  private t<T>(p: Promise<T>) {
+    return withTimeout(p, this.timeoutMs)
+  }
 
   private fields(app: string, id: string): Promise<Fields> {
     return this.cmd.sendCommand(['HMGET', this.keys.pushDevice(app, id), ...FIELDS]) as unknown as Promise<Fields>
@@ -64,24 +81,38 @@ export class RedisPushStore implements PushStore {
 
   async putDevice(d: DeviceRecord): Promise<void> {
     const { state, failures, error, ...rest } = d
-    await this.t(this.putScript.run([this.keys.pushDevice(d.appId, d.id), this.keys.pushDevices(d.appId)], [
-      d.id, JSON.stringify(rest), d.clientId ?? '', state, String(failures), error ? JSON.stringify(error) : '', this.keys.pushClientDevicesPrefix(d.appId),
-    ]))
+    await this.t(
+      this.putScript.run(
+        [this.keys.pushDevice(d.appId, d.id), this.keys.pushDevices(d.appId)],
+        [
+          d.id,
+          JSON.stringify(rest),
+          d.clientId ?? '',
+          state,
+          String(failures),
+          error ? JSON.stringify(error) : '',
+          this.keys.pushClientDevicesPrefix(d.appId),
+        ],
+      ),
+    )
   }
 
   async listDevices(app: string, q: DeviceQuery): Promise<DeviceRecord[]> {
-    const keep = (d: DeviceRecord | undefined): d is DeviceRecord => !!d &&
-      (q.clientId === undefined || d.clientId === q.clientId) && (q.state === undefined || d.state === q.state)
+    const keep = (d: DeviceRecord | undefined): d is DeviceRecord =>
+      !!d && (q.clientId === undefined || d.clientId === q.clientId) && (q.state === undefined || d.state === q.state)
     if (q.deviceId !== undefined) {
       const d = await this.getDevice(app, q.deviceId)
       return keep(d) && (q.after === undefined || byBytes(d.id, q.after) > 0) && q.limit > 0 ? [d] : []
     }
-    const source = q.clientId !== undefined ? this.keys.pushClientDevicesPrefix(app) + q.clientId : this.keys.pushDevices(app)
+    const source =
+      q.clientId !== undefined ? this.keys.pushClientDevicesPrefix(app) + q.clientId : this.keys.pushDevices(app)
     const out: DeviceRecord[] = []
     let from = q.after === undefined ? '-' : `(${q.after}`
     while (out.length < q.limit) {
       const count = q.state === undefined ? q.limit - out.length : SCAN
-      const ids = (await this.t(this.cmd.sendCommand(['ZRANGEBYLEX', source, from, '+', 'LIMIT', '0', String(count)]))) as unknown as string[]
+      const ids = (await this.t(
+        this.cmd.sendCommand(['ZRANGEBYLEX', source, from, '+', 'LIMIT', '0', String(count)]),
+      )) as unknown as string[]
       const devices = await this.t(Promise.all(ids.map((id) => this.fields(app, id))))
       for (const f of devices) {
         const d = toDevice(f)
@@ -94,26 +125,50 @@ export class RedisPushStore implements PushStore {
   }
 
   async deleteDevices(app: string, q: { deviceId?: string; clientId?: string }): Promise<number> {
-    const ids = q.deviceId !== undefined ? [q.deviceId]
-      : q.clientId !== undefined ? ((await this.t(this.cmd.sendCommand(['ZRANGE', this.keys.pushClientDevicesPrefix(app) + q.clientId, '0', '-1']))) as unknown as string[])
-        : []
-    const removed = await this.t(Promise.all(ids.map((id) => this.deleteScript.run(
-      [this.keys.pushDevice(app, id), this.keys.pushDevices(app), this.keys.pushSubscriptions(app), `${this.keys.pushTargetPrefix(app)}d:${id}`],
-      [id, this.keys.pushClientDevicesPrefix(app), q.clientId ?? ''],
-    ))))
+    const ids =
+      q.deviceId !== undefined
+        ? [q.deviceId]
+        : q.clientId !== undefined
+          ? ((await this.t(
+              this.cmd.sendCommand(['ZRANGE', this.keys.pushClientDevicesPrefix(app) + q.clientId, '0', '-1']),
+            )) as unknown as string[])
+          : []
+    const removed = await this.t(
+      Promise.all(
+        ids.map((id) =>
+          this.deleteScript.run(
+            [
+              this.keys.pushDevice(app, id),
+              this.keys.pushDevices(app),
+              this.keys.pushSubscriptions(app),
+              `${this.keys.pushTargetPrefix(app)}d:${id}`,
+            ],
+            [id, this.keys.pushClientDevicesPrefix(app), q.clientId ?? ''],
+          ),
+        ),
+      ),
+    )
     return removed.reduce((n: number, r) => n + Number(r), 0)
   }
 
   async recordDelivery(app: string, id: string, outcome: DeliveryOutcome): Promise<DeviceRecord | undefined> {
-    const r = await this.t(this.deliveryScript.run([this.keys.pushDevice(app, id)], [
-      outcome.ok ? '1' : '0', outcome.ok ? '' : JSON.stringify(outcome.error), String(FAILED_AFTER),
-    ]))
+    const r = await this.t(
+      this.deliveryScript.run(
+        [this.keys.pushDevice(app, id)],
+        [outcome.ok ? '1' : '0', outcome.ok ? '' : JSON.stringify(outcome.error), String(FAILED_AFTER)],
+      ),
+    )
     return toDevice(r as unknown as Fields | null)
   }
 
   async putSubscription(app: string, s: SubscriptionRecord): Promise<void> {
     const [channel, kind, id] = subscriptionKey(s)
-    await this.t(this.subscribeScript.run([this.keys.pushSubscriptions(app), `${this.keys.pushTargetPrefix(app)}${kind}:${id}`], [member(s), channel]))
+    await this.t(
+      this.subscribeScript.run(
+        [this.keys.pushSubscriptions(app), `${this.keys.pushTargetPrefix(app)}${kind}:${id}`],
+        [member(s), channel],
+      ),
+    )
   }
 
   async listSubscriptions(app: string, q: SubscriptionQuery): Promise<SubscriptionRecord[]> {
@@ -124,26 +179,54 @@ export class RedisPushStore implements PushStore {
     if (targets.length) {
       // a subscription has one subscriber: both filters match only with concat (OR)
       if (targets.length === 2 && !q.concat) return []
-      const sets = await this.t(Promise.all(targets.map(([kind, id]) =>
-        this.cmd.sendCommand(['SMEMBERS', `${this.keys.pushTargetPrefix(app)}${kind}:${id}`]) as unknown as Promise<string[]>)))
-      const members = targets.flatMap(([kind, id], i) => sets[i]!.filter((ch) => q.channel === undefined || ch === q.channel).map((ch) => `${ch}\0${kind}\0${id}`))
-      return members.sort(byBytes).filter((m) => after === undefined || byBytes(m, after) > 0).slice(0, q.limit).map(parseMember)
+      const sets = await this.t(
+        Promise.all(
+          targets.map(
+            ([kind, id]) =>
+              this.cmd.sendCommand([
+                'SMEMBERS',
+                `${this.keys.pushTargetPrefix(app)}${kind}:${id}`,
+              ]) as unknown as Promise<string[]>,
+          ),
+        ),
+      )
+      const members = targets.flatMap(([kind, id], i) =>
+        sets[i]!.filter((ch) => q.channel === undefined || ch === q.channel).map((ch) => `${ch}\0${kind}\0${id}`),
+      )
+      return members
+        .sort(byBytes)
+        .filter((m) => after === undefined || byBytes(m, after) > 0)
+        .slice(0, q.limit)
+        .map(parseMember)
     }
     const min = after !== undefined ? `(${after}` : q.channel !== undefined ? `[${q.channel}\0` : '-'
     const max = q.channel !== undefined ? `[${q.channel}\u0001` : '+'
-    const ms = (await this.t(this.cmd.sendCommand(['ZRANGEBYLEX', this.keys.pushSubscriptions(app), min, max, 'LIMIT', '0', String(q.limit)]))) as unknown as string[]
+    const ms = (await this.t(
+      this.cmd.sendCommand(['ZRANGEBYLEX', this.keys.pushSubscriptions(app), min, max, 'LIMIT', '0', String(q.limit)]),
+    )) as unknown as string[]
     return ms.map(parseMember)
   }
 
-  async deleteSubscriptions(app: string, q: { channel?: string; deviceId?: string; clientId?: string }): Promise<number> {
-    const [kind, id] = q.deviceId !== undefined ? ['d', q.deviceId] : q.clientId !== undefined ? ['c', q.clientId] : ['', '']
+  async deleteSubscriptions(
+    app: string,
+    q: { channel?: string; deviceId?: string; clientId?: string },
+  ): Promise<number> {
+    const [kind, id] =
+      q.deviceId !== undefined ? ['d', q.deviceId] : q.clientId !== undefined ? ['c', q.clientId] : ['', '']
     if (q.deviceId !== undefined && q.clientId !== undefined) return 0
     if (kind === '' && q.channel === undefined) return 0
-    const n = await this.t(this.unsubscribeScript.run([this.keys.pushSubscriptions(app)], [this.keys.pushTargetPrefix(app), q.channel ?? '', kind, id]))
+    const n = await this.t(
+      this.unsubscribeScript.run(
+        [this.keys.pushSubscriptions(app)],
+        [this.keys.pushTargetPrefix(app), q.channel ?? '', kind, id],
+      ),
+    )
     return Number(n)
   }
 
   async channels(app: string, after: string | undefined, limit: number): Promise<string[]> {
-    return (await this.t(this.channelsScript.run([this.keys.pushSubscriptions(app)], [after ?? '', String(limit)]))) as unknown as string[]
+    return (await this.t(
+      this.channelsScript.run([this.keys.pushSubscriptions(app)], [after ?? '', String(limit)]),
+    )) as unknown as string[]
   }
 }

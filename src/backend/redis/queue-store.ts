@@ -6,7 +6,11 @@ import type { RedisKeys } from './keys'
 import { ScriptRunner } from './script-runner'
 import { QUEUE_PUSH_SCRIPT, QUEUE_RECEIVE_SCRIPT } from './scripts'
 
-interface Stored { channel: string; message: Record<string, unknown>; enqueued: number }
+interface Stored {
+  channel: string
+  message: Record<string, unknown>
+  enqueued: number
+}
 
 /**
  * App queues shared by all nodes: a sorted set of delivery tags scored by the time each becomes
@@ -18,18 +22,29 @@ export class RedisQueueStore implements QueueStore {
   private pushScript: ScriptRunner
   private receiveScript: ScriptRunner
 
-  constructor(private readonly cmd: RedisClient, private readonly keys: RedisKeys, private readonly timeoutMs: number) {
+  constructor(
+    private readonly cmd: RedisClient,
+    private readonly keys: RedisKeys,
+    private readonly timeoutMs: number,
+  ) {
     this.pushScript = new ScriptRunner(cmd, QUEUE_PUSH_SCRIPT)
     this.receiveScript = new ScriptRunner(cmd, QUEUE_RECEIVE_SCRIPT)
   }
 
-  private t<T>(p: Promise<T>) { return withTimeout(p, this.timeoutMs) }
+  private t<T>(p: Promise<T>) {
+    return withTimeout(p, this.timeoutMs)
+  }
 
   private queueKeys(queueId: string) {
     return [this.keys.queueVisible(queueId), this.keys.queueItems(queueId), this.keys.queueDeliveries(queueId)]
   }
 
-  async push(queueId: string, items: Array<{ channel: string; message: Record<string, unknown> }>, maxLength: number, now: number) {
+  async push(
+    queueId: string,
+    items: Array<{ channel: string; message: Record<string, unknown> }>,
+    maxLength: number,
+    now: number,
+  ) {
     if (!items.length) return 0
     const [vis, data, deliveries] = this.queueKeys(queueId)
     const packed = items.map((it) => pack({ channel: it.channel, message: it.message, enqueued: now } satisfies Stored))
@@ -37,14 +52,30 @@ export class RedisQueueStore implements QueueStore {
     return Number(await this.t(this.pushScript.run([vis!, data!, this.keys.queueSeq(queueId), deliveries!], args)))
   }
 
-  async receive(queueId: string, max: number, visibilityMs: number, ttlMs: number, now: number): Promise<QueuedMessage[]> {
-    const r = (await this.t(this.receiveScript.run(
-      this.queueKeys(queueId), [String(now), String(max), String(visibilityMs), String(ttlMs)], BUFFERS,
-    ))) as unknown as Buffer[]
+  async receive(
+    queueId: string,
+    max: number,
+    visibilityMs: number,
+    ttlMs: number,
+    now: number,
+  ): Promise<QueuedMessage[]> {
+    const r = (await this.t(
+      this.receiveScript.run(
+        this.queueKeys(queueId),
+        [String(now), String(max), String(visibilityMs), String(ttlMs)],
+        BUFFERS,
+      ),
+    )) as unknown as Buffer[]
     const out: QueuedMessage[] = []
     for (let i = 0; i < r.length; i += 3) {
       const s = unpack<Stored>(r[i + 1]!)
-      out.push({ deliveryTag: r[i]!.toString(), channel: s.channel, message: s.message, enqueued: s.enqueued, redelivered: Number(r[i + 2]!.toString()) })
+      out.push({
+        deliveryTag: r[i]!.toString(),
+        channel: s.channel,
+        message: s.message,
+        enqueued: s.enqueued,
+        redelivered: Number(r[i + 2]!.toString()),
+      })
     }
     return out
   }
@@ -68,4 +99,3 @@ export class RedisQueueStore implements QueueStore {
     await this.t(this.cmd.sendCommand(['DEL', ...this.queueKeys(queueId), this.keys.queueSeq(queueId)]))
   }
 }
-

@@ -1,7 +1,7 @@
 import type { Charge, ChargeResult, RateLimitStore } from '../../core/ports'
-import { withTimeout, type RedisClient } from './connection'
+import { withTimeout, type RedisClient, type Sender } from './connection'
 import type { RedisKeys } from './keys'
-import { ScriptRunner, type Sender } from './script-runner'
+import { ScriptRunner } from './script-runner'
 import { chargeArgs, TAKE_TOKENS_SCRIPT } from './scripts'
 
 /**
@@ -11,12 +11,19 @@ import { chargeArgs, TAKE_TOKENS_SCRIPT } from './scripts'
 export class RedisRateLimitStore implements RateLimitStore {
   private script: ScriptRunner
 
-  constructor(client: RedisClient | Sender, private readonly keys: RedisKeys, private readonly timeoutMs: number) {
+  constructor(
+    client: RedisClient | Sender,
+    private readonly keys: RedisKeys,
+    private readonly timeoutMs: number,
+  ) {
     this.script = new ScriptRunner(client, TAKE_TOKENS_SCRIPT)
   }
 
   async take(c: Charge): Promise<ChargeResult> {
-    const r = (await withTimeout(this.script.run([this.keys.bucket(c.key)], chargeArgs(c)), this.timeoutMs)) as unknown as number[]
+    const r = (await withTimeout(
+      this.script.run([this.keys.bucket(c.key)], chargeArgs(c)),
+      this.timeoutMs,
+    )) as unknown as number[]
     return { ok: Number(r[0]) === 1, remaining: Number(r[1]) / 1000, retryAfterMs: Number(r[2]) }
   }
 }

@@ -1,10 +1,7 @@
 import { createHash } from 'node:crypto'
-import type { RedisClient } from './connection'
+import type { RedisClient, Sender } from './connection'
 
 type Options = Parameters<RedisClient['sendCommand']>[1]
-
-/** Sends one raw command (`[name, ...args]`) and resolves with the reply. */
-export type Sender = (args: Array<string | Buffer>) => Promise<unknown>
 
 /**
  * Runs a Lua script by its SHA. Until Redis is known to hold the script (and again after a
@@ -18,9 +15,13 @@ export class ScriptRunner {
   private loaded = false
   private readonly send: (args: Array<string | Buffer>, options?: Options) => Promise<unknown>
 
-  constructor(client: RedisClient | Sender, private readonly source: string) {
+  constructor(
+    client: RedisClient | Sender,
+    private readonly source: string,
+  ) {
     this.sha = createHash('sha1').update(source).digest('hex')
-    this.send = typeof client === 'function' ? (args) => client(args) : (args, options) => client.sendCommand(args, options)
+    this.send =
+      typeof client === 'function' ? (args) => client(args) : (args, options) => client.sendCommand(args, options)
   }
 
   async run(keys: string[], args: Array<string | Buffer>, options?: Options) {

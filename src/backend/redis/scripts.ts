@@ -151,7 +151,9 @@ end
  * Returns { 'ok', version, timestamp, state tree JSON, created 0|1 } | { 'conflict', current version
  * or '' } | { 'too-large', size }.
  */
-export const OBJECT_UPDATE_SCRIPT = OBJECT_LIB + `
+export const OBJECT_UPDATE_SCRIPT =
+  OBJECT_LIB +
+  `
 local cur = redis.call('HMGET', KEYS[1], 'd', 'v', 't')
 local exists = cur[1] ~= false
 if ARGV[2] ~= '' and (not exists or cur[2] ~= ARGV[2]) then return { 'conflict', cur[2] or '' } end
@@ -175,7 +177,9 @@ return { 'ok', int(version), ts, encoded, exists and 0 or 1 }
  * history max length, ARGV[3] retention ms, ARGV[4] namespace, ARGV[5] object id.
  * Returns { 'ok', version, timestamp } | { 'missing' }.
  */
-export const OBJECT_DELETE_SCRIPT = OBJECT_LIB + `
+export const OBJECT_DELETE_SCRIPT =
+  OBJECT_LIB +
+  `
 local cur = redis.call('HMGET', KEYS[1], 'v', 't')
 if not cur[1] then return { 'missing' } end
 local ts, version = stamp(KEYS[2], KEYS[6], tonumber(ARGV[1]), tonumber(cur[2]))

@@ -1,5 +1,5 @@
 import { Packr } from 'msgpackr'
-import type { RingCodec } from '../../core/channels/ring'
+import type { RingCodec } from './ring'
 import type { Message } from '../../core/types'
 import { utf8Decode } from '../../lib/encoding'
 
@@ -7,10 +7,19 @@ import { utf8Decode } from '../../lib/encoding'
 const packr = new Packr({ useRecords: false, copyBuffers: true })
 const encoder = new TextEncoder()
 
-const NAME = 1, ENCODING = 2, TEXT = 4, BINARY = 8, EXTRAS = 16, CLIENT_ID = 32, CONNECTION_ID = 64, ACTION = 128
+const NAME = 1,
+  ENCODING = 2,
+  TEXT = 4,
+  BINARY = 8,
+  EXTRAS = 16,
+  CLIENT_ID = 32,
+  CONNECTION_ID = 64,
+  ACTION = 128,
+  MUTATION = 256
 
-/** Extras of the message being pushed, packed by `maxSize` and written by `write` (called back to back). */
+/** Extras and mutation of the message being pushed, packed by `maxSize` and written by `write` (called back to back). */
 let packedExtras: Uint8Array | undefined
+let packedMutation: Uint8Array | undefined
 
 /** Writes `s` as UTF-8 after a 4-byte length; ASCII byte by byte (no allocation), anything else through the encoder. */
 function writeString(t: Uint8Array, o: number, s: string): number {
@@ -42,16 +51,18 @@ function writeU32(t: Uint8Array, o: number, n: number): number {
   return o + 4
 }
 
-const readU32 = (b: Uint8Array, o: number): number => b[o]! | (b[o + 1]! << 8) | (b[o + 2]! << 16) | (b[o + 3]! * 2 ** 24)
+const readU32 = (b: Uint8Array, o: number): number =>
+  b[o]! | (b[o + 1]! << 8) | (b[o + 2]! << 16) | (b[o + 3]! * 2 ** 24)
 
 /**
- * A ring message: a byte of which fields are present, then id and each present field (UTF-8
- * strings and bytes after a 4-byte length, extras as msgpack, action a 4-byte integer). Written straight
- * into the ring's buffer: pushing a message allocates nothing but what extras need.
+ * A ring message: two bytes (little-endian) of which fields are present, then id and each present
+ * field (UTF-8 strings and bytes after a 4-byte length, extras and mutation as msgpack, action a
+ * 4-byte integer). Written straight into the ring's buffer: pushing a message allocates nothing
+ * but what extras and a mutation need.
  */
 export const ringCodec: RingCodec = {
   maxSize(m) {
-    let n = 5 + 3 * m.id.length
+    let n = 6 + 3 * m.id.length
     if (m.name !== undefined) n += 4 + 3 * m.name.length
     if (m.encoding !== undefined) n += 4 + 3 * m.encoding.length
     if (m.data !== undefined) n += 4 + (typeof m.data === 'string' ? 3 * m.data.length : m.data.byteLength)
@@ -60,27 +71,59 @@ export const ringCodec: RingCodec = {
     if (m.clientId !== undefined) n += 4 + 3 * m.clientId.length
     if (m.connectionId !== undefined) n += 4 + 3 * m.connectionId.length
     if (m.action !== undefined) n += 4
+    packedMutation = m.mutation !== undefined ? packr.pack(m.mutation) : undefined
+    if (packedMutation) n += 4 + packedMutation.byteLength
     return n
   },
 
   write(m, t, offset) {
     let flags = 0
-    let o = writeString(t, offset + 1, m.id)
-    if (m.name !== undefined) { flags |= NAME; o = writeString(t, o, m.name) }
-    if (m.encoding !== undefined) { flags |= ENCODING; o = writeString(t, o, m.encoding) }
-    if (typeof m.data === 'string') { flags |= TEXT; o = writeString(t, o, m.data) }
-    else if (m.data !== undefined) { flags |= BINARY; o = writeBytes(t, o, m.data) }
-    if (packedExtras) { flags |= EXTRAS; o = writeBytes(t, o, packedExtras); packedExtras = undefined }
-    if (m.clientId !== undefined) { flags |= CLIENT_ID; o = writeString(t, o, m.clientId) }
-    if (m.connectionId !== undefined) { flags |= CONNECTION_ID; o = writeString(t, o, m.connectionId) }
-    if (m.action !== undefined) { flags |= ACTION; o = writeU32(t, o, m.action) }
-    t[offset] = flags
+    let o = writeString(t, offset + 2, m.id)
+    if (m.name !== undefined) {
+      flags |= NAME
+      o = writeString(t, o, m.name)
+    }
+    if (m.encoding !== undefined) {
+      flags |= ENCODING
+      o = writeString(t, o, m.encoding)
+    }
+    if (typeof m.data === 'string') {
+      flags |= TEXT
+      o = writeString(t, o, m.data)
+    } else if (m.data !== undefined) {
+      flags |= BINARY
+      o = writeBytes(t, o, m.data)
+    }
+    if (packedExtras) {
+      flags |= EXTRAS
+      o = writeBytes(t, o, packedExtras)
+      packedExtras = undefined
+    }
+    if (m.clientId !== undefined) {
+      flags |= CLIENT_ID
+      o = writeString(t, o, m.clientId)
+    }
+    if (m.connectionId !== undefined) {
+      flags |= CONNECTION_ID
+      o = writeString(t, o, m.connectionId)
+    }
+    if (m.action !== undefined) {
+      flags |= ACTION
+      o = writeU32(t, o, m.action)
+    }
+    if (packedMutation) {
+      flags |= MUTATION
+      o = writeBytes(t, o, packedMutation)
+      packedMutation = undefined
+    }
+    t[offset] = flags & 0xff
+    t[offset + 1] = flags >>> 8
     return o
   },
 
   decode(b, serial, timestamp) {
-    const flags = b[0]!
-    let o = 1
+    const flags = b[0]! | (b[1]! << 8)
+    let o = 2
     const field = () => {
       const n = readU32(b, o)
       const bytes = b.subarray(o + 4, o + 4 + n)
@@ -95,7 +138,11 @@ export const ringCodec: RingCodec = {
     if (flags & EXTRAS) m.extras = packr.unpack(field()) as Message['extras']
     if (flags & CLIENT_ID) m.clientId = utf8Decode(field())
     if (flags & CONNECTION_ID) m.connectionId = utf8Decode(field())
-    if (flags & ACTION) m.action = readU32(b, o)
+    if (flags & ACTION) {
+      m.action = readU32(b, o)
+      o += 4
+    }
+    if (flags & MUTATION) m.mutation = packr.unpack(field()) as Message['mutation']
     m.serial = serial
     m.timestamp = timestamp
     return m

@@ -1,11 +1,12 @@
 import { GatewayError } from '../../errors'
 import { safeEqual } from '../../lib/crypto'
 import { fromBase64, utf8Decode } from '../../lib/encoding'
-import type { Clock, ControlStore } from '../ports'
+import type { Clock, ControlStore, RevocationStore } from '../ports'
 import type { ApiKey, App } from '../types'
 import { CapabilityMatcher, intersectCapability, parseCapability } from './capability'
-import type { Principal } from './principal'
-import { parseJwt, parseTokenKeyName, verifyJwt, verifyToken } from './tokens'
+import { checkClientIdLength, type Principal } from './principal'
+import { REVOCABLE_TOKEN_MAX_TTL_MS, revocationError } from './revocation'
+import { parseJwt, parseTokenKeyName, verifyJwt, verifyToken, type TokenClaims } from './tokens'
 
 export interface Credentials {
   /** Raw Authorization header. */
@@ -16,6 +17,8 @@ export interface Credentials {
   accessToken?: string
   /** Raw X-Ably-ClientId header (base64 of the clientId). */
   clientIdHeader?: string | null
+  /** A clientId asked for in plain text (the realtime `clientId` connect parameter). */
+  clientId?: string
   /** Whether the request arrived over TLS (directly or per a trusted proxy header); asked only when it matters. */
   secure: () => boolean
 }
@@ -28,7 +31,8 @@ const rawKey = (c: Credentials): string =>
 
 /**
  * Turns credentials into a Principal. Verified credentials are cached (Basic until a control
- * change, tokens until expiry) so the hot path costs one map lookup.
+ * change, tokens until expiry) so the hot path costs one map lookup; a revocable token is also
+ * checked against its key's revocations (in memory) on every use, cached or not.
  */
 export class Authenticator {
   private cache = new Map<string, Principal>()
@@ -36,10 +40,14 @@ export class Authenticator {
 
   constructor(
     private readonly control: ControlStore,
+    private readonly revocations: RevocationStore,
     private readonly clock: Clock,
     private readonly opts: { basicAuthRequiresTls: boolean },
   ) {
-    control.onChange(() => { this.cache.clear(); this.matchers.clear() })
+    control.onChange(() => {
+      this.cache.clear()
+      this.matchers.clear()
+    })
   }
 
   async authenticate(c: Credentials): Promise<Principal> {
@@ -57,20 +65,45 @@ export class Authenticator {
       this.cache.delete(rawKey(c))
       throw new GatewayError(40142, 'Token expired')
     }
+    const revoked = p.revocable && this.revoked(p)
+    if (revoked) {
+      this.cache.delete(rawKey(c))
+      throw revoked
+    }
     return this.finish(c, p)
   }
 
   private async verifyAndCache(c: Credentials): Promise<Principal> {
     const p = await this.verify(this.credentialString(c))
+    const revoked = p.revocable && this.revoked(p)
+    if (revoked) throw revoked
     if (this.cache.size >= CACHE_MAX) this.cache.clear()
     this.cache.set(rawKey(c), p)
     return p
   }
 
+  /** The 40141 error when a revocation in force now refuses the token of `p`; undefined otherwise. */
+  revoked(p: Principal): GatewayError | undefined {
+    if (!p.revocable) return undefined
+    const now = this.clock.now()
+    return revocationError(p, this.revocations.forKey(p.keyName, now), now)
+  }
+
+  /**
+   * Throws when credentials verified earlier no longer hold: the key was revoked (or its app
+   * disabled) or a revocation now refuses the token. For streams opened with them.
+   */
+  async revalidate(p: Principal): Promise<void> {
+    await this.key(p.keyName)
+    const revoked = this.revoked(p)
+    if (revoked) throw revoked
+  }
+
   private finish(c: Credentials, p: Principal): Principal {
     if (p.kind === 'basic' && this.opts.basicAuthRequiresTls && !c.secure()) throw new GatewayError(40103)
     if (p.tlsOnly && !c.secure()) throw new GatewayError(40311, 'This app accepts only TLS connections')
-    return c.clientIdHeader ? this.withClientId(p, c.clientIdHeader) : p
+    if (c.clientIdHeader) return this.withClientId(p, utf8Decode(fromBase64(c.clientIdHeader)))
+    return c.clientId ? this.withClientId(p, c.clientId) : p
   }
 
   /** Resolves the API key named `keyName` and its (enabled) app, or throws 40101 / 40131 / 40300. */
@@ -119,7 +152,12 @@ export class Authenticator {
     const { key, app } = await this.key(keyString.slice(0, colon))
     if (!safeEqual(keyString.slice(colon + 1), key.secret)) throw new GatewayError(40101, 'Invalid credentials')
     return {
-      kind: 'basic', appId: key.appId, accountId: app.accountId, keyName: `${key.appId}.${key.id}`, tlsOnly: app.tlsOnly,
+      kind: 'basic',
+      appId: key.appId,
+      accountId: app.accountId,
+      keyName: `${key.appId}.${key.id}`,
+      tlsOnly: app.tlsOnly,
+      ...(app.limits?.presenceMaxMembers ? { presenceMaxMembers: app.limits.presenceMaxMembers } : {}),
       capability: this.matcher(JSON.stringify(key.capability), key.capability),
     }
   }
@@ -129,7 +167,7 @@ export class Authenticator {
     if (keyName) {
       const { key, app } = await this.key(keyName)
       const claims = verifyToken(token, key)
-      return this.tokenPrincipal('token', key, app, claims.capability, claims.clientId, claims.expires)
+      return this.tokenPrincipal('token', key, app, claims.capability, claims)
     }
     const jwt = parseJwt(token)
     if (jwt) {
@@ -139,24 +177,47 @@ export class Authenticator {
       if (!claims.capability) throw new GatewayError(40144, 'Invalid JWT: x-ably-capability must be specified')
       const cap = intersectCapability(key.capability, parseCapability(claims.capability))
       if (!cap) throw new GatewayError(40160, 'JWT capability has no intersection with the key', { status: 401 })
-      return this.tokenPrincipal('jwt', key, app, JSON.stringify(cap), claims.clientId, claims.expires)
+      return this.tokenPrincipal('jwt', key, app, JSON.stringify(cap), claims)
     }
     throw new GatewayError(40143, 'Token not recognised')
   }
 
-  private tokenPrincipal(kind: 'token' | 'jwt', key: ApiKey, app: App, capJson: string, clientId: string | undefined, expires: number): Principal {
+  private tokenPrincipal(
+    kind: 'token' | 'jwt',
+    key: ApiKey,
+    app: App,
+    capJson: string,
+    claims: TokenClaims,
+  ): Principal {
+    const { clientId, expires, issued } = claims
     if (expires <= this.clock.now()) throw new GatewayError(40142, 'Token expired')
-    return {
-      kind, appId: key.appId, accountId: app.accountId, keyName: `${key.appId}.${key.id}`, clientId, expires, tlsOnly: app.tlsOnly,
+    // a revocable token must not outlive the revocations that may refuse it (the hosted service's rule)
+    if (claims.revocable && expires - issued > REVOCABLE_TOKEN_MAX_TTL_MS)
+      throw new GatewayError(
+        kind === 'jwt' ? 40144 : 40140,
+        `Invalid token: a token of a key with revocable tokens may live at most ${REVOCABLE_TOKEN_MAX_TTL_MS} ms`,
+      )
+    const p: Principal = {
+      kind,
+      appId: key.appId,
+      accountId: app.accountId,
+      keyName: `${key.appId}.${key.id}`,
+      clientId,
+      expires,
+      tlsOnly: app.tlsOnly,
+      ...(app.limits?.presenceMaxMembers ? { presenceMaxMembers: app.limits.presenceMaxMembers } : {}),
       capability: this.matcher(capJson),
     }
+    if (claims.revocable) p.revocable = { issued, clientId, revocationKey: claims.revocationKey }
+    return p
   }
 
-  private withClientId(p: Principal, header: string): Principal {
-    const clientId = utf8Decode(fromBase64(header))
-    if (!clientId) throw new GatewayError(40012, 'Invalid X-Ably-ClientId header')
+  /** The principal acting as `clientId` (Basic and wildcard credentials may; others must already be it). */
+  private withClientId(p: Principal, clientId: string): Principal {
+    if (!clientId || clientId === '*') throw new GatewayError(40012, `Invalid clientId "${clientId}"`)
     if (p.clientId === clientId) return p
+    checkClientIdLength(clientId)
     if (p.kind === 'basic' || p.clientId === '*') return { ...p, clientId }
-    throw new GatewayError(40102, 'X-Ably-ClientId does not match the clientId of the credentials')
+    throw new GatewayError(40102, 'The requested clientId does not match the clientId of the credentials')
   }
 }

@@ -3,9 +3,23 @@ import type { Capability } from '../types'
 
 /** Operations a capability may grant (hosted service's list). `*` grants all and stands alone. */
 export const OPERATIONS = new Set([
-  'subscribe', 'publish', 'presence', 'history', 'stats', 'channel-metadata', 'push-subscribe', 'push-admin',
-  'object-subscribe', 'object-publish', 'annotation-subscribe', 'annotation-publish', 'message-update-own',
-  'message-update-any', 'message-delete-own', 'message-delete-any', 'privileged-headers',
+  'subscribe',
+  'publish',
+  'presence',
+  'history',
+  'stats',
+  'channel-metadata',
+  'push-subscribe',
+  'push-admin',
+  'object-subscribe',
+  'object-publish',
+  'annotation-subscribe',
+  'annotation-publish',
+  'message-update-own',
+  'message-update-any',
+  'message-delete-own',
+  'message-delete-any',
+  'privileged-headers',
 ])
 
 const invalid = (why: string) => new GatewayError(40000, `Invalid capability: ${why}`)
@@ -14,9 +28,14 @@ const invalid = (why: string) => new GatewayError(40000, `Invalid capability: ${
 export function parseCapability(input: unknown): Capability {
   let value = input
   if (typeof input === 'string') {
-    try { value = JSON.parse(input) } catch { throw invalid('not valid JSON') }
+    try {
+      value = JSON.parse(input)
+    } catch {
+      throw invalid('not valid JSON')
+    }
   }
-  if (!value || typeof value !== 'object' || Array.isArray(value)) throw invalid('must be an object of resource to operations')
+  if (!value || typeof value !== 'object' || Array.isArray(value))
+    throw invalid('must be an object of resource to operations')
   const out: Capability = {}
   for (const [resource, ops] of Object.entries(value as Record<string, unknown>)) {
     if (!resource) throw invalid('empty resource name')
@@ -25,7 +44,8 @@ export function parseCapability(input: unknown): Capability {
       if (typeof op !== 'string') throw invalid(`operation of "${resource}" is not a string`)
       if (op !== '*' && !OPERATIONS.has(op)) throw invalid(`unknown operation "${op}"`)
     }
-    if (ops.includes('*') && ops.length > 1) throw invalid(`"*" cannot be combined with other operations on "${resource}"`)
+    if (ops.includes('*') && ops.length > 1)
+      throw invalid(`"*" cannot be combined with other operations on "${resource}"`)
     out[resource] = [...new Set(ops as string[])]
   }
   if (Object.keys(out).length === 0) throw invalid('no resources')
@@ -113,15 +133,25 @@ export class CapabilityMatcher {
     const name = authName(channel)
     hit = false
     for (const [pattern, ops] of this.entries) {
-      if ((ops === '*' || ops.has(op)) && resourceMatches(pattern, name)) { hit = true; break }
+      if ((ops === '*' || ops.has(op)) && resourceMatches(pattern, name)) {
+        hit = true
+        break
+      }
     }
-    if (++this.cached > 4096) { this.cache.clear(); this.cached = 0 }
+    if (++this.cached > 4096) {
+      this.cache.clear()
+      this.cached = 0
+    }
     byChannel.set(channel, hit)
     return hit
   }
 
   /** Whether `op` is granted on any resource (for operations not tied to one channel, e.g. stats). */
   allowsAnywhere(op: string, resource = '*'): boolean {
-    return this.entries.some(([pattern, ops]) => (ops === '*' || ops.has(op)) && (pattern === '[*]*' || pattern === resource || resourceMatches(pattern, resource)))
+    return this.entries.some(
+      ([pattern, ops]) =>
+        (ops === '*' || ops.has(op)) &&
+        (pattern === '[*]*' || pattern === resource || resourceMatches(pattern, resource)),
+    )
   }
 }

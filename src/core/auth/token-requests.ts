@@ -1,11 +1,12 @@
 import { GatewayError } from '../../errors'
 import { hmacSha256, randomId, safeEqual } from '../../lib/crypto'
 import type { Clock, NonceStore } from '../ports'
-import type { RateLimiter } from '../limits/rate-limiter'
+import type { Limits } from '../limits/limits'
 import type { StatsService } from '../stats/stats-service'
 import type { Authenticator } from './authenticator'
 import { canonicalCapability, intersectCapability, parseCapability } from './capability'
 import type { Principal } from './principal'
+import { REVOCABLE_TOKEN_MAX_TTL_MS } from './revocation'
 import { signToken } from './tokens'
 
 export interface TokenDetails {
@@ -27,53 +28,92 @@ const str = (v: unknown): string | undefined => (v === undefined || v === null ?
 
 /**
  * `POST /keys/{keyName}/requestToken`: a signed TokenRequest (keyName, timestamp, nonce, mac)
- * needs no other credentials; an unsigned one needs Basic auth with that key.
+ * needs no other credentials; an unsigned one needs Basic auth with that key. A token of a key
+ * with revocableTokens carries what revocations match on (issue time, clientId, an optional
+ * `revocationKey`) and lives at most an hour.
  */
 export class TokenRequests {
   constructor(
     private readonly auth: Authenticator,
     private readonly nonces: NonceStore,
-    private readonly limits: RateLimiter,
+    private readonly limits: Limits,
     private readonly stats: StatsService,
     private readonly clock: Clock,
     private readonly s: TokenRequestSettings,
   ) {}
 
-  async request(keyName: string, body: Record<string, unknown>, principal: () => Promise<Principal>): Promise<TokenDetails> {
+  async request(
+    keyName: string,
+    body: Record<string, unknown>,
+    principal: () => Promise<Principal>,
+  ): Promise<TokenDetails> {
     const { key, app } = await this.auth.key(keyName)
     await this.limits.take(app.accountId, 'tokenRequests')
     if (body.mac !== undefined) {
       if (str(body.keyName) !== keyName) throw new GatewayError(40101, 'Token request keyName does not match the path')
       const timestamp = Number(body.timestamp)
       const nonce = str(body.nonce) ?? ''
-      if (!Number.isFinite(timestamp) || Math.abs(this.clock.now() - timestamp) > this.s.tokenRequestWindowMs) throw new GatewayError(40104)
+      if (!Number.isFinite(timestamp) || Math.abs(this.clock.now() - timestamp) > this.s.tokenRequestWindowMs)
+        throw new GatewayError(40104)
       if (nonce.length < 16) throw new GatewayError(40003, 'Token request nonce must be at least 16 characters')
-      const signed = [keyName, str(body.ttl) ?? '', str(body.capability) ?? '', str(body.clientId) ?? '', str(body.timestamp) ?? '', nonce].join('\n') + '\n'
-      if (!safeEqual(String(body.mac), hmacSha256(key.secret, signed, 'base64'))) throw new GatewayError(40101, 'Invalid token request: mac mismatch')
-      if (!(await this.nonces.claim(`${keyName}:${nonce}:${timestamp}`, this.s.tokenRequestWindowMs * 2))) throw new GatewayError(40105)
+      const signed =
+        [
+          keyName,
+          str(body.ttl) ?? '',
+          str(body.capability) ?? '',
+          str(body.clientId) ?? '',
+          str(body.timestamp) ?? '',
+          nonce,
+        ].join('\n') + '\n'
+      if (!safeEqual(String(body.mac), hmacSha256(key.secret, signed, 'base64')))
+        throw new GatewayError(40101, 'Invalid token request: mac mismatch')
+      if (!(await this.nonces.claim(`${keyName}:${nonce}:${timestamp}`, this.s.tokenRequestWindowMs * 2)))
+        throw new GatewayError(40105)
     } else {
       const p = await principal()
       if (p.kind !== 'basic') throw new GatewayError(40162, 'An unsigned token request requires Basic authentication')
       if (p.keyName !== keyName) throw new GatewayError(40101, 'Credentials do not belong to the requested key')
     }
 
-    const ttl = body.ttl === undefined || body.ttl === null || body.ttl === '' ? this.s.tokenDefaultTtlMs : Number(body.ttl)
-    if (!Number.isInteger(ttl) || ttl <= 0) throw new GatewayError(40003, 'Invalid ttl: must be a positive integer (ms)')
-    if (ttl > this.s.tokenMaxTtlMs) throw new GatewayError(40003, `Invalid ttl: exceeds maximum of ${this.s.tokenMaxTtlMs} ms`)
+    // tokens of a key with revocable tokens live at most an hour (the hosted service's rule)
+    const maxTtl = key.revocableTokens
+      ? Math.min(this.s.tokenMaxTtlMs, REVOCABLE_TOKEN_MAX_TTL_MS)
+      : this.s.tokenMaxTtlMs
+    const ttl =
+      body.ttl === undefined || body.ttl === null || body.ttl === ''
+        ? Math.min(this.s.tokenDefaultTtlMs, maxTtl)
+        : Number(body.ttl)
+    if (!Number.isInteger(ttl) || ttl <= 0)
+      throw new GatewayError(40003, 'Invalid ttl: must be a positive integer (ms)')
+    if (ttl > maxTtl)
+      throw new GatewayError(
+        40003,
+        `Invalid ttl: exceeds maximum of ${maxTtl} ms${key.revocableTokens ? ' for a key with revocable tokens' : ''}`,
+      )
 
     const clientId = str(body.clientId)
     if (clientId === '') throw new GatewayError(40012, 'clientId must not be an empty string')
+    // not covered by a TokenRequest's mac: it can only make the token easier to revoke
+    const revocationKey = str(body.revocationKey)
+    if (revocationKey === '') throw new GatewayError(40003, 'revocationKey must not be an empty string')
 
-    const wanted = body.capability === undefined || body.capability === null || body.capability === ''
-      ? key.capability
-      : parseCapability(body.capability)
+    const wanted =
+      body.capability === undefined || body.capability === null || body.capability === ''
+        ? key.capability
+        : parseCapability(body.capability)
     const cap = intersectCapability(key.capability, wanted)
     if (!cap) throw new GatewayError(40160, 'Requested capability has no intersection with the key', { status: 401 })
 
     const issued = this.clock.now()
-    const details: TokenDetails = { token: '', keyName, issued, expires: issued + ttl, capability: canonicalCapability(cap) }
+    const details: TokenDetails = {
+      token: '',
+      keyName,
+      issued,
+      expires: issued + ttl,
+      capability: canonicalCapability(cap),
+    }
     if (clientId !== undefined) details.clientId = clientId
-    details.token = signToken(key, details, randomId(8))
+    details.token = signToken(key, { ...details, revocable: key.revocableTokens, revocationKey }, randomId(8))
     this.stats.tokenRequestSucceeded(key.appId, app.accountId)
     return details
   }

@@ -14,13 +14,28 @@ export interface TokenClaims {
   /** Canonical capability JSON. */
   capability: string
   clientId?: string
+  /** Issued by a key with revocableTokens: revocations of the key apply to it. */
+  revocable?: boolean
+  /** What a `revocationKey:` revocation target matches. */
+  revocationKey?: string
 }
 
-interface WirePayload { i: number; x: number; c: string; ci?: string; n: string }
+interface WirePayload {
+  i: number
+  x: number
+  c: string
+  ci?: string
+  /** 1 when revocable. */
+  r?: 1
+  rk?: string
+  n: string
+}
 
 export function signToken(key: ApiKey, claims: TokenClaims, nonce: string): string {
   const payload: WirePayload = { i: claims.issued, x: claims.expires, c: claims.capability, n: nonce }
   if (claims.clientId !== undefined) payload.ci = claims.clientId
+  if (claims.revocable) payload.r = 1
+  if (claims.revocationKey !== undefined) payload.rk = claims.revocationKey
   const head = `${key.appId}.${key.id}.${base64url(JSON.stringify(payload))}`
   return `${head}.${hmacSha256(key.secret, head, 'base64url')}`
 }
@@ -34,15 +49,26 @@ export function parseTokenKeyName(token: string): string | undefined {
 export function verifyToken(token: string, key: ApiKey): TokenClaims {
   const last = token.lastIndexOf('.')
   const head = token.slice(0, last)
-  if (!safeEqual(token.slice(last + 1), hmacSha256(key.secret, head, 'base64url'))) throw new GatewayError(40101, 'Invalid token: signature mismatch')
+  if (!safeEqual(token.slice(last + 1), hmacSha256(key.secret, head, 'base64url')))
+    throw new GatewayError(40101, 'Invalid token: signature mismatch')
   let p: WirePayload
-  try { p = JSON.parse(fromBase64url(head.split('.')[2]!)) } catch { throw new GatewayError(40143, 'Token not recognised') }
-  return { issued: p.i, expires: p.x, capability: p.c, clientId: p.ci }
+  try {
+    p = JSON.parse(fromBase64url(head.split('.')[2]!))
+  } catch {
+    throw new GatewayError(40143, 'Token not recognised')
+  }
+  return { issued: p.i, expires: p.x, capability: p.c, clientId: p.ci, revocable: p.r === 1, revocationKey: p.rk }
 }
 
-interface JwtHeader { alg?: string; typ?: string; kid?: string }
+interface JwtHeader {
+  alg?: string
+  typ?: string
+  kid?: string
+}
 
-export function parseJwt(token: string): { header: JwtHeader; claims: Record<string, unknown>; signed: string; sig: string } | undefined {
+export function parseJwt(
+  token: string,
+): { header: JwtHeader; claims: Record<string, unknown>; signed: string; sig: string } | undefined {
   const parts = token.split('.')
   if (parts.length !== 3) return undefined
   try {
@@ -56,18 +82,25 @@ export function parseJwt(token: string): { header: JwtHeader; claims: Record<str
 }
 
 /** Verifies an HS256 JWT signed with the key named by `kid`; returns its claims in our terms. */
-export function verifyJwt(jwt: NonNullable<ReturnType<typeof parseJwt>>, key: ApiKey): TokenClaims & { rawCapability?: string } {
+export function verifyJwt(
+  jwt: NonNullable<ReturnType<typeof parseJwt>>,
+  key: ApiKey,
+): TokenClaims & { rawCapability?: string } {
   if (jwt.header.alg !== 'HS256') throw new GatewayError(40144, 'Invalid JWT: only HS256 is supported')
-  if (!safeEqual(jwt.sig, hmacSha256(key.secret, jwt.signed, 'base64url'))) throw new GatewayError(40144, 'Invalid JWT: signature mismatch')
+  if (!safeEqual(jwt.sig, hmacSha256(key.secret, jwt.signed, 'base64url')))
+    throw new GatewayError(40144, 'Invalid JWT: signature mismatch')
   const { iat, exp } = jwt.claims
   if (typeof iat !== 'number') throw new GatewayError(40144, 'Invalid JWT: iat must be specified')
   if (typeof exp !== 'number') throw new GatewayError(40144, 'Invalid JWT: exp must be specified')
   const cap = jwt.claims['x-ably-capability']
   const clientId = jwt.claims['x-ably-clientId']
+  const revocationKey = jwt.claims['x-ably-revocation-key']
   return {
     issued: iat * 1000,
     expires: exp * 1000,
     capability: typeof cap === 'string' ? cap : cap === undefined ? '' : JSON.stringify(cap),
     clientId: typeof clientId === 'string' ? clientId : undefined,
+    revocable: key.revocableTokens,
+    revocationKey: typeof revocationKey === 'string' ? revocationKey : undefined,
   }
 }

@@ -14,11 +14,21 @@ export interface ChatMessage {
   action: ChatAction
   /** Creation time; `version.timestamp` is the time of the latest change. */
   timestamp: number
-  version: { serial: string; timestamp: number; clientId?: string; description?: string; metadata?: Record<string, unknown> }
+  version: {
+    serial: string
+    timestamp: number
+    clientId?: string
+    description?: string
+    metadata?: Record<string, unknown>
+  }
   reactions: ReactionSummary
 }
 
-export interface SendInput { text: string; metadata: Record<string, unknown>; headers: Record<string, unknown> }
+export interface SendInput {
+  text: string
+  metadata: Record<string, unknown>
+  headers: Record<string, unknown>
+}
 
 export interface EditInput {
   text?: unknown
@@ -50,7 +60,8 @@ export function checkHeaders(v: unknown): Record<string, unknown> {
   if (v === undefined || v === null) return {}
   if (!isObject(v)) throw invalid('headers must be an object')
   for (const [k, h] of Object.entries(v)) {
-    if (h !== null && !['string', 'number', 'boolean'].includes(typeof h)) throw invalid(`header "${k}" must be a string, number, boolean or null`)
+    if (h !== null && !['string', 'number', 'boolean'].includes(typeof h))
+      throw invalid(`header "${k}" must be a string, number, boolean or null`)
   }
   return v
 }
@@ -67,7 +78,10 @@ export function sendInput(body: unknown): SendInput {
 }
 
 /** The create event of a message on the room channel (as the hosted service writes it). */
-export function createEvent(input: SendInput, clientId: string | undefined): Omit<Message, 'id' | 'serial' | 'timestamp'> {
+export function createEvent(
+  input: SendInput,
+  clientId: string | undefined,
+): Omit<Message, 'id' | 'serial' | 'timestamp'> {
   const m: Omit<Message, 'id' | 'serial' | 'timestamp'> = {
     name: CHAT_EVENTS.message,
     action: 0,
@@ -83,7 +97,11 @@ export function createEvent(input: SendInput, clientId: string | undefined): Omi
 export function fromCreateEvent(m: Message): ChatMessage | undefined {
   if (m.name !== CHAT_EVENTS.message || (m.action ?? 0) !== 0 || typeof m.data !== 'string') return undefined
   let data: unknown
-  try { data = JSON.parse(m.data) } catch { return undefined }
+  try {
+    data = JSON.parse(m.data)
+  } catch {
+    return undefined
+  }
   if (!isObject(data) || typeof data.text !== 'string') return undefined
   const headers = isObject(m.extras) && isObject(m.extras.headers) ? m.extras.headers : {}
   const out: ChatMessage = {

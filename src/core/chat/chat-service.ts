@@ -1,5 +1,6 @@
 import type { Principal } from '../auth/principal'
-import type { Hub } from '../fanout/hub'
+import type { Limits } from '../limits/limits'
+import type { Occupancy as ChannelOccupancy } from '../fanout/occupancy'
 import type { Broker, Clock, PresenceStore } from '../ports'
 import type { StatsService } from '../stats/stats-service'
 import { MessageReactions } from './message-reactions'
@@ -8,13 +9,6 @@ import type { ChatStore, RoomRecord } from './ports'
 import { RoomEvents } from './room-events'
 import { authorizeRoom, checkRoomId, missing, roomChannel } from './rooms'
 import { ChatTyping } from './typing'
-
-/**
- * The rate-limit hook: sends, edits, reactions and typing are charged as `messages`, reads as
- * `history`, from the same per-account budgets as the channel interface (the core's RateLimiter
- * fits; a no-op turns limits off).
- */
-export interface ChatLimits { take(accountId: string, cls: 'messages' | 'history', cost?: number): Promise<void> }
 
 export interface ChatSettings {
   maxMessageSize: number
@@ -25,8 +19,15 @@ export interface ChatSettings {
 /** The hosted chat clients renew typing every 10 s; a little grace covers one late renewal. */
 export const DEFAULT_TYPING_TIMEOUT_MS = 12_000
 
-export interface RoomView { roomId: string; name: string; metadata: Record<string, unknown> }
-export interface Occupancy { connections: number; presenceMembers: number }
+export interface RoomView {
+  roomId: string
+  name: string
+  metadata: Record<string, unknown>
+}
+export interface Occupancy {
+  connections: number
+  presenceMembers: number
+}
 
 /** Rooms listed per store read while filtering by capability. */
 const ROOM_CHUNK = 200
@@ -41,9 +42,9 @@ export class ChatService {
     broker: Broker,
     private readonly store: ChatStore,
     private readonly presence: PresenceStore,
-    private readonly hub: Hub,
+    private readonly attached: ChannelOccupancy,
     stats: StatsService,
-    limits: ChatLimits,
+    limits: Limits,
     private readonly clock: Clock,
     s: ChatSettings,
   ) {
@@ -80,18 +81,23 @@ export class ChatService {
   }
 
   /**
-   * Live event-stream connections on the room channel (on every node, as channel details count
-   * them) and members present on it. A room nobody uses has zero of both (not 404).
+   * Connections attached to the room channel (event streams and realtime, on every node, as
+   * channel details count them) and members present on it. A room nobody uses has zero of both (not 404).
    */
   async occupancy(p: Principal, roomId: string): Promise<Occupancy> {
     const room = checkRoomId(roomId)
     authorizeRoom(p, room, 'channel-metadata')
     const channel = roomChannel(room)
-    const [connections, members] = await Promise.all([this.hub.clusterCount(p.appId, channel), this.presence.members(p.appId, channel)])
-    return { connections, presenceMembers: members.length }
+    const [o, presenceMembers] = await Promise.all([
+      this.attached.cluster(p.appId, channel),
+      this.presence.count(p.appId, channel),
+    ])
+    return { connections: o.connections, presenceMembers }
   }
 
-  close() { this.typing.close() }
+  close() {
+    this.typing.close()
+  }
 }
 
 const roomView = (r: RoomRecord): RoomView => ({ roomId: r.roomId, name: r.roomId, metadata: {} })

@@ -1,10 +1,17 @@
 import { GatewayError } from '../../errors'
 import type { Principal } from '../auth/principal'
 import type { Clock } from '../ports'
-import type { ChatLimits } from './chat-service'
+import type { Limits } from '../limits/limits'
 import { callerClientId, type ChatMessages } from './messages'
 import { MAX_REACTION_RECORDS, TooManyReactions, type ChatStore, type ReactionKind, type ReactionRecord } from './ports'
-import { checkReactionMetadata, sorted, summarize, summarizeByName, type NameSummary, type ReactionSummary } from './reactions'
+import {
+  checkReactionMetadata,
+  sorted,
+  summarize,
+  summarizeByName,
+  type NameSummary,
+  type ReactionSummary,
+} from './reactions'
 import type { RoomEvents } from './room-events'
 import { CHAT_EVENTS, authorizeRoom, checkRoomId } from './rooms'
 
@@ -42,7 +49,7 @@ export class MessageReactions {
     private readonly events: RoomEvents,
     private readonly store: ChatStore,
     private readonly messages: ChatMessages,
-    private readonly limits: ChatLimits,
+    private readonly limits: Limits,
     private readonly clock: Clock,
   ) {}
 
@@ -51,26 +58,48 @@ export class MessageReactions {
   }
 
   /** Removes the client's reaction (for unique, whatever its name). */
-  remove(p: Principal, roomId: string, serial: string, input: Omit<ReactionInput, 'count' | 'metadata'>): Promise<ReactionResult> {
+  remove(
+    p: Principal,
+    roomId: string,
+    serial: string,
+    input: Omit<ReactionInput, 'count' | 'metadata'>,
+  ): Promise<ReactionResult> {
     return this.change(p, roomId, serial, { ...input, count: 1 }, true)
   }
 
-  private async change(p: Principal, roomId: string, serial: string, input: ReactionInput, remove: boolean): Promise<ReactionResult> {
+  private async change(
+    p: Principal,
+    roomId: string,
+    serial: string,
+    input: ReactionInput,
+    remove: boolean,
+  ): Promise<ReactionResult> {
     const room = checkRoomId(roomId)
     authorizeRoom(p, room, 'annotation-publish', 'publish')
     const clientId = callerClientId(p, input.clientId)
-    if (clientId === undefined) throw new GatewayError(40012, 'Reactions need an identified client: use credentials with a clientId or give clientId')
+    if (clientId === undefined)
+      throw new GatewayError(
+        40012,
+        'Reactions need an identified client: use credentials with a clientId or give clientId',
+      )
     const metadata = checkReactionMetadata(input.metadata)
     const message = await this.messages.get(p, room, serial, false)
     if (message.action === 'message.delete') throw new GatewayError(40000, `Message "${serial}" has been deleted`)
     await this.limits.take(p.accountId, 'messages')
-    const record: ReactionRecord = { kind: input.kind, name: input.name, clientId, count: input.count, timestamp: this.clock.now() }
+    const record: ReactionRecord = {
+      kind: input.kind,
+      name: input.name,
+      clientId,
+      count: input.count,
+      timestamp: this.clock.now(),
+    }
     if (metadata !== undefined) record.metadata = metadata
     let after: ReactionRecord[]
     try {
       after = (await this.store.react(p.appId, room, serial, { ...record, remove }, MAX_REACTION_RECORDS)).reactions
     } catch (e) {
-      if (e instanceof TooManyReactions) throw new GatewayError(40000, `Message "${serial}" has the most reactions allowed (${MAX_REACTION_RECORDS})`)
+      if (e instanceof TooManyReactions)
+        throw new GatewayError(40000, `Message "${serial}" has the most reactions allowed (${MAX_REACTION_RECORDS})`)
       throw e
     }
     const summary = summarize(after)
@@ -79,7 +108,9 @@ export class MessageReactions {
     if (record.kind === 'multiple' && !remove) reaction.count = record.count
     if (record.metadata !== undefined) reaction.metadata = record.metadata
     const { serial: eventSerial } = await this.events.publish(p, room, {
-      name: type, clientId, encoding: 'json',
+      name: type,
+      clientId,
+      encoding: 'json',
       data: JSON.stringify({ type, messageSerial: serial, reaction, summary }),
     })
     return { serial: eventSerial, messageSerial: serial, reaction: record, summary, byName: summarizeByName(after) }

@@ -1,15 +1,25 @@
 import { GatewayError } from '../../errors'
 import type { Principal } from '../auth/principal'
 import { effectiveClientId } from '../auth/principal'
-import { messageSize } from '../channels/message'
-import { parseSerial } from '../channels/serial'
+import { MAX_MESSAGE_ID_LENGTH, messageSize } from '../model/message'
+import { utf8Length } from '../../lib/encoding'
+import { parseSerial } from '../model/serial'
 import type { Clock } from '../ports'
 import type { HistoryQuery, Message } from '../types'
 import {
-  checkDescription, checkHeaders, checkMetadata, checkText, createEvent, fromCreateEvent, sendInput, versionSerial, withState,
-  type ChatMessage, type EditInput,
+  checkDescription,
+  checkHeaders,
+  checkMetadata,
+  checkText,
+  createEvent,
+  fromCreateEvent,
+  sendInput,
+  versionSerial,
+  withState,
+  type ChatMessage,
+  type EditInput,
 } from './chat-message'
-import type { ChatLimits } from './chat-service'
+import type { Limits } from '../limits/limits'
 import type { ChatStore, ChatVersion } from './ports'
 import type { RoomEvents } from './room-events'
 import { CHAT_EVENTS, authorizeEdit, authorizeRoom, checkRoomId, missing } from './rooms'
@@ -20,14 +30,19 @@ const SCAN_CHUNK = 1000
 const MAX_SCAN_STEPS = 20
 const MAX_EDIT_ATTEMPTS = 10
 
-export interface HistoryPage { items: ChatMessage[]; next?: string }
+export interface HistoryPage {
+  items: ChatMessage[]
+  next?: string
+}
 
 /** The clientId a chat operation is attributed to (the credentials' identified client, if any). */
 export function callerClientId(p: Principal, requested?: unknown): string | undefined {
-  if (requested !== undefined && requested !== null && typeof requested !== 'string') throw new GatewayError(40012, 'Invalid clientId: must be a string')
+  if (requested !== undefined && requested !== null && typeof requested !== 'string')
+    throw new GatewayError(40012, 'Invalid clientId: must be a string')
   if (requested === '' || requested === '*') throw new GatewayError(40012, `Invalid clientId "${requested}"`)
   const cid = effectiveClientId(p, requested as string | undefined)
-  if (cid === null) throw new GatewayError(40012, `clientId "${String(requested)}" does not match the clientId of the credentials`)
+  if (cid === null)
+    throw new GatewayError(40012, `clientId "${String(requested)}" does not match the clientId of the credentials`)
   return cid
 }
 
@@ -36,7 +51,7 @@ export class ChatMessages {
   constructor(
     private readonly events: RoomEvents,
     private readonly store: ChatStore,
-    private readonly limits: ChatLimits,
+    private readonly limits: Limits,
     private readonly clock: Clock,
     private readonly maxMessageSize: number,
   ) {}
@@ -48,7 +63,11 @@ export class ChatMessages {
     const input = sendInput(body)
     const event = createEvent(input, callerClientId(p))
     this.checkSize(event)
-    if (idempotencyKey !== undefined && idempotencyKey.length === 0) throw new GatewayError(40003, 'Invalid idempotencyKey param: must not be empty')
+    if (idempotencyKey !== undefined && idempotencyKey.length === 0)
+      throw new GatewayError(40003, 'Invalid idempotencyKey param: must not be empty')
+    // the key is the room event's message id, kept for the idempotency window
+    if (idempotencyKey !== undefined && idempotencyKey.length > MAX_MESSAGE_ID_LENGTH)
+      throw new GatewayError(40003, `Invalid idempotencyKey param: longer than ${MAX_MESSAGE_ID_LENGTH} characters`)
     await this.limits.take(p.accountId, 'messages')
     const { serial, fresh } = await this.events.publish(p, room, { ...event, id: idempotencyKey })
     if (!fresh) return this.get(p, room, serial, false)
@@ -56,10 +75,17 @@ export class ChatMessages {
     return fromCreateEvent({ ...event, id: '', serial, timestamp: parseSerial(serial)?.ms ?? this.clock.now() })!
   }
 
-  /** A message's content (text, metadata, headers, clientId) counts against MAX_MESSAGE_SIZE. */
-  private checkSize(event: Omit<Message, 'id' | 'serial' | 'timestamp'>) {
-    const size = messageSize({ id: '', ...event })
-    if (size > this.maxMessageSize) throw new GatewayError(40009, `Maximum message length exceeded (size was ${size} bytes, limit is ${this.maxMessageSize} bytes)`)
+  /**
+   * A message's content (text, metadata, headers, clientId) counts against MAX_MESSAGE_SIZE; for
+   * an edit, so do its own description and metadata (`extra` bytes), stored with the version.
+   */
+  private checkSize(event: Omit<Message, 'id' | 'serial' | 'timestamp'>, extra = 0) {
+    const size = messageSize({ id: '', ...event }) + extra
+    if (size > this.maxMessageSize)
+      throw new GatewayError(
+        40009,
+        `Maximum message length exceeded (size was ${size} bytes, limit is ${this.maxMessageSize} bytes)`,
+      )
   }
 
   /**
@@ -71,12 +97,16 @@ export class ChatMessages {
     const room = checkRoomId(roomId)
     authorizeRoom(p, room, 'history')
     await this.limits.take(p.accountId, 'history')
-    if (requireRoom && !(await this.store.room(p.appId, room, this.clock.now()))) throw missing(`Room "${room}" not found`)
+    if (requireRoom && !(await this.store.room(p.appId, room, this.clock.now())))
+      throw missing(`Room "${room}" not found`)
     const found: ChatMessage[] = []
     let cursor = q.cursor
     let stopped: string | undefined
     for (let step = 0; found.length <= q.limit; step++) {
-      if (step === MAX_SCAN_STEPS) { stopped = cursor; break }
+      if (step === MAX_SCAN_STEPS) {
+        stopped = cursor
+        break
+      }
       const batch = await this.events.history(p.appId, room, { ...q, cursor, limit: SCAN_CHUNK })
       for (const m of batch) {
         const c = fromCreateEvent(m)
@@ -88,7 +118,11 @@ export class ChatMessages {
     }
     const page = found.slice(0, q.limit)
     const next = found.length > q.limit ? page[page.length - 1]!.serial : stopped
-    const states = await this.store.states(p.appId, room, page.map((m) => m.serial))
+    const states = await this.store.states(
+      p.appId,
+      room,
+      page.map((m) => m.serial),
+    )
     return { items: page.map((m) => withState(m, states.get(m.serial))), next }
   }
 
@@ -116,14 +150,23 @@ export class ChatMessages {
    * Updates a message: `merge` keeps what the input leaves out (PATCH), `replace` clears it
    * (the hosted service's PUT). The serial stays; the version is bumped and names the editor.
    */
-  async update(p: Principal, roomId: string, serial: string, input: EditInput, mode: 'merge' | 'replace'): Promise<ChatMessage> {
+  async update(
+    p: Principal,
+    roomId: string,
+    serial: string,
+    input: EditInput,
+    mode: 'merge' | 'replace',
+  ): Promise<ChatMessage> {
     const room = checkRoomId(roomId)
     const text = mode === 'replace' || input.text !== undefined ? checkText(input.text) : undefined
     const metadata = mode === 'replace' || input.metadata !== undefined ? checkMetadata(input.metadata) : undefined
     const headers = mode === 'replace' || input.headers !== undefined ? checkHeaders(input.headers) : undefined
-    if (text === undefined && metadata === undefined && headers === undefined) throw new GatewayError(40001, 'Invalid request body: nothing to update (text, metadata or headers)')
+    if (text === undefined && metadata === undefined && headers === undefined)
+      throw new GatewayError(40001, 'Invalid request body: nothing to update (text, metadata or headers)')
     return this.edit(p, room, serial, 'message.update', input, (cur) => ({
-      text: text ?? cur.text, messageMetadata: metadata ?? cur.metadata, headers: headers ?? cur.headers,
+      text: text ?? cur.text,
+      messageMetadata: metadata ?? cur.metadata,
+      headers: headers ?? cur.headers,
     }))
   }
 
@@ -134,11 +177,21 @@ export class ChatMessages {
   }
 
   private async edit(
-    p: Principal, room: string, serial: string, action: ChatVersion['action'], input: EditInput,
+    p: Principal,
+    room: string,
+    serial: string,
+    action: ChatVersion['action'],
+    input: EditInput,
     content: (cur: ChatMessage) => Pick<ChatVersion, 'text' | 'messageMetadata' | 'headers'>,
   ): Promise<ChatMessage> {
     const description = checkDescription(input.description)
-    const opMetadata = input.operationMetadata === undefined || input.operationMetadata === null ? undefined : checkMetadata(input.operationMetadata, 'metadata')
+    const opMetadata =
+      input.operationMetadata === undefined || input.operationMetadata === null
+        ? undefined
+        : checkMetadata(input.operationMetadata, 'metadata')
+    const operationBytes =
+      (description === undefined ? 0 : utf8Length(description)) +
+      (opMetadata === undefined ? 0 : utf8Length(JSON.stringify(opMetadata)))
     const original = await this.original(p.appId, room, serial)
     authorizeEdit(p, room, action === 'message.update' ? 'message-update' : 'message-delete', original.clientId)
     await this.limits.take(p.accountId, 'messages')
@@ -151,8 +204,20 @@ export class ChatMessages {
         throw new GatewayError(40000, `Message "${serial}" has been deleted and cannot be updated`)
       }
       const n = (state?.version?.n ?? 0) + 1
-      const version: ChatVersion = { n, serial: versionSerial(serial, n), timestamp: this.clock.now(), action, ...content(cur) }
-      this.checkSize(createEvent({ text: version.text, metadata: version.messageMetadata, headers: version.headers }, original.clientId))
+      const version: ChatVersion = {
+        n,
+        serial: versionSerial(serial, n),
+        timestamp: this.clock.now(),
+        action,
+        ...content(cur),
+      }
+      this.checkSize(
+        createEvent(
+          { text: version.text, metadata: version.messageMetadata, headers: version.headers },
+          original.clientId,
+        ),
+        operationBytes,
+      )
       if (clientId !== undefined) version.clientId = clientId
       if (description !== undefined) version.description = description
       if (opMetadata !== undefined) version.metadata = opMetadata

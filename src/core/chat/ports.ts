@@ -41,11 +41,19 @@ export interface ReactionRecord {
  * keeps the first record of a (name, client) pair, `multiple` adds `count` to it. Removing drops
  * the client's record (for `unique` whatever its name).
  */
-export interface ReactionOp extends ReactionRecord { remove?: boolean }
+export interface ReactionOp extends ReactionRecord {
+  remove?: boolean
+}
 
-export interface MessageState { version?: ChatVersion; reactions: ReactionRecord[] }
+export interface MessageState {
+  version?: ChatVersion
+  reactions: ReactionRecord[]
+}
 
-export interface RoomRecord { roomId: string; lastActivity: number }
+export interface RoomRecord {
+  roomId: string
+  lastActivity: number
+}
 
 export interface TypingState {
   /** Clients typing after the call, sorted. */
@@ -83,7 +91,13 @@ export interface ChatStore {
    * `changed` is false when nothing changed (repeated distinct, removing what is not there).
    * Adding a new record to a message that holds `max` records rejects with `TooManyReactions`.
    */
-  react(appId: string, room: string, serial: string, op: ReactionOp, max: number): Promise<{ changed: boolean; reactions: ReactionRecord[] }>
+  react(
+    appId: string,
+    room: string,
+    serial: string,
+    op: ReactionOp,
+    max: number,
+  ): Promise<{ changed: boolean; reactions: ReactionRecord[] }>
   /** Marks the room active at `now`. */
   touchRoom(appId: string, room: string, now: number): Promise<void>
   /** The room if it was active within the retention window before `now`. */
@@ -94,12 +108,20 @@ export interface ChatStore {
    * Drops typers whose expiry is at or before `now`, then sets `clientId` typing until
    * `expiresAt` (or not typing when undefined), atomically.
    */
-  setTyping(appId: string, room: string, clientId: string, expiresAt: number | undefined, now: number): Promise<TypingState>
+  setTyping(
+    appId: string,
+    room: string,
+    clientId: string,
+    expiresAt: number | undefined,
+    now: number,
+  ): Promise<TypingState>
   /** Drops typers whose expiry is at or before `now` (no client of the call: `was` is false). */
   expireTyping(appId: string, room: string, now: number): Promise<TypingState>
 }
 
 /** What a store throws when `react` would exceed the record limit of a message. */
 export class TooManyReactions extends Error {
-  constructor() { super('too many reactions') }
+  constructor() {
+    super('too many reactions')
+  }
 }

@@ -7,8 +7,18 @@ import type { ReactionKind, ReactionRecord } from './ports'
  * message, a new one replaces the old), `distinct` (each name at most once per client) and
  * `multiple` (any number, counted). Summaries are computed from the records on every read.
  */
-export interface ClientIdList { total: number; clientIds: string[]; clipped: boolean }
-export interface ClientIdCounts { total: number; clientIds: Record<string, number>; totalUnidentified: number; clipped: boolean; totalClientIds: number }
+export interface ClientIdList {
+  total: number
+  clientIds: string[]
+  clipped: boolean
+}
+export interface ClientIdCounts {
+  total: number
+  clientIds: Record<string, number>
+  totalUnidentified: number
+  clipped: boolean
+  totalClientIds: number
+}
 
 export interface ReactionSummary {
   unique: Record<string, ClientIdList>
@@ -25,9 +35,13 @@ export const MAX_REACTION_NAME = 255
 export const MAX_REACTION_METADATA_BYTES = 4096
 
 const KINDS: Record<string, ReactionKind> = {
-  unique: 'unique', distinct: 'distinct', multiple: 'multiple',
+  unique: 'unique',
+  distinct: 'distinct',
+  multiple: 'multiple',
   // the annotation types some client versions send
-  'reaction:unique.v1': 'unique', 'reaction:distinct.v1': 'distinct', 'reaction:multiple.v1': 'multiple',
+  'reaction:unique.v1': 'unique',
+  'reaction:distinct.v1': 'distinct',
+  'reaction:multiple.v1': 'multiple',
 }
 
 const invalid = (why: string) => new GatewayError(40001, `Invalid reaction: ${why}`)
@@ -40,7 +54,8 @@ export function parseKind(v: unknown, def?: ReactionKind): ReactionKind {
 }
 
 export function parseName(v: unknown): string {
-  if (typeof v !== 'string' || v.length === 0 || v.length > MAX_REACTION_NAME) throw invalid(`name must be a string of 1 to ${MAX_REACTION_NAME} characters`)
+  if (typeof v !== 'string' || v.length === 0 || v.length > MAX_REACTION_NAME)
+    throw invalid(`name must be a string of 1 to ${MAX_REACTION_NAME} characters`)
   return v
 }
 
@@ -51,12 +66,14 @@ export function parseCount(kind: ReactionKind, v: unknown): number {
     if (v === 1) return 1
     throw invalid('count is only allowed for multiple reactions')
   }
-  if (typeof v !== 'number' || !Number.isInteger(v) || v < 1 || v > MAX_REACTION_COUNT) throw invalid(`count must be an integer from 1 to ${MAX_REACTION_COUNT}`)
+  if (typeof v !== 'number' || !Number.isInteger(v) || v < 1 || v > MAX_REACTION_COUNT)
+    throw invalid(`count must be an integer from 1 to ${MAX_REACTION_COUNT}`)
   return v
 }
 
 export function checkReactionMetadata(v: Record<string, unknown> | undefined): Record<string, unknown> | undefined {
-  if (v !== undefined && utf8Length(JSON.stringify(v)) > MAX_REACTION_METADATA_BYTES) throw invalid(`metadata must be at most ${MAX_REACTION_METADATA_BYTES} bytes as JSON`)
+  if (v !== undefined && utf8Length(JSON.stringify(v)) > MAX_REACTION_METADATA_BYTES)
+    throw invalid(`metadata must be at most ${MAX_REACTION_METADATA_BYTES} bytes as JSON`)
   return v
 }
 
@@ -65,7 +82,13 @@ export function summarize(records: ReactionRecord[], forClientId?: string): Reac
   const shown = (cid: string) => forClientId === undefined || cid === forClientId
   for (const r of sorted(records)) {
     if (r.kind === 'multiple') {
-      const e = (out.multiple[r.name] ??= { total: 0, clientIds: {}, totalUnidentified: 0, clipped: false, totalClientIds: 0 })
+      const e = (out.multiple[r.name] ??= {
+        total: 0,
+        clientIds: {},
+        totalUnidentified: 0,
+        clipped: false,
+        totalClientIds: 0,
+      })
       e.total += r.count
       e.totalClientIds++
       if (shown(r.clientId)) e.clientIds[r.clientId] = r.count
@@ -90,4 +113,9 @@ export function summarizeByName(records: ReactionRecord[]): NameSummary {
 
 /** Oldest first (then by client), so summaries list clients in the order they reacted. */
 export const sorted = (records: ReactionRecord[]): ReactionRecord[] =>
-  [...records].sort((a, b) => a.timestamp - b.timestamp || (a.clientId < b.clientId ? -1 : a.clientId > b.clientId ? 1 : 0) || (a.name < b.name ? -1 : 1))
+  [...records].sort(
+    (a, b) =>
+      a.timestamp - b.timestamp ||
+      (a.clientId < b.clientId ? -1 : a.clientId > b.clientId ? 1 : 0) ||
+      (a.name < b.name ? -1 : 1),
+  )

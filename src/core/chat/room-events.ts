@@ -1,6 +1,6 @@
-import { IdGenerator } from '../channels/ids'
-import { messageSize } from '../channels/message'
-import { formatSerial, parseSerial } from '../channels/serial'
+import { findMessage } from '../channels/find'
+import { IdGenerator } from '../model/ids'
+import { messageSize } from '../model/message'
 import type { Broker, Clock } from '../ports'
 import type { StatsService } from '../stats/stats-service'
 import type { HistoryQuery, Message, MessageDraft } from '../types'
@@ -8,7 +8,10 @@ import type { ChatStore } from './ports'
 import { roomChannel } from './rooms'
 
 /** Who an event is published for (stats are kept per app and account). */
-export interface Scope { appId: string; accountId: string }
+export interface Scope {
+  appId: string
+  accountId: string
+}
 
 export type EventDraft = Omit<MessageDraft, 'id'> & { id?: string }
 
@@ -28,7 +31,12 @@ export class RoomEvents {
   private readonly ids = new IdGenerator()
   private readonly touched = new Map<string, number>()
 
-  constructor(private readonly broker: Broker, private readonly store: ChatStore, private readonly stats: StatsService, private readonly clock: Clock) {}
+  constructor(
+    private readonly broker: Broker,
+    private readonly store: ChatStore,
+    private readonly stats: StatsService,
+    private readonly clock: Clock,
+  ) {}
 
   /**
    * Publishes one event on the room channel and marks the room active. With `id` the publish
@@ -60,11 +68,7 @@ export class RoomEvents {
   }
 
   /** The event with exactly this serial, if it is retained. */
-  async find(appId: string, room: string, serial: string): Promise<Message | undefined> {
-    const s = parseSerial(serial)
-    if (!s || formatSerial(s.ms, s.seq) !== serial) return undefined
-    const before = s.seq > 0 ? formatSerial(s.ms, s.seq - 1) : formatSerial(s.ms - 1, 999_999)
-    const [m] = await this.history(appId, room, { direction: 'forwards', cursor: before, start: s.ms, end: s.ms, limit: 1 })
-    return m?.serial === serial ? m : undefined
+  find(appId: string, room: string, serial: string): Promise<Message | undefined> {
+    return findMessage(this.broker, appId, roomChannel(room), serial, OPTS)
   }
 }

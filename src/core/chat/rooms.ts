@@ -1,6 +1,7 @@
 import { GatewayError, denied } from '../../errors'
+import { authorizeChange } from '../auth/authorize'
 import type { Principal } from '../auth/principal'
-import { checkChannelName } from '../channels/names'
+import { checkChannelName } from '../model/names'
 
 /**
  * A room is the channel `{room}::$chat` (as the hosted service names it): every chat event of
@@ -23,7 +24,8 @@ export const roomChannel = (room: string): string => room + ROOM_SUFFIX
 
 /** Validates a room id as it arrived (URL-decoded): a channel name that holds no `::$`. */
 export function checkRoomId(room: unknown): string {
-  if (typeof room !== 'string' || room.length === 0) throw new GatewayError(40010, 'Invalid room id: must be a non-empty string')
+  if (typeof room !== 'string' || room.length === 0)
+    throw new GatewayError(40010, 'Invalid room id: must be a non-empty string')
   if (room.includes('::$')) throw new GatewayError(40010, 'Invalid room id: must not contain "::$"')
   checkChannelName(roomChannel(room))
   return room
@@ -39,14 +41,12 @@ export function authorizeRoom(p: Principal, room: string, ...ops: string[]): voi
   throw denied(`Operation "${ops.join('" or "')}" not permitted on room "${room}" with the provided capability`)
 }
 
-/**
- * Edits of a message: `<op>-any` allows any message, `<op>-own` only the caller's own (the
- * message's clientId is the caller's identified clientId).
- */
-export function authorizeEdit(p: Principal, room: string, op: 'message-update' | 'message-delete', author: string | undefined): void {
-  const channel = roomChannel(room)
-  if (p.capability.allows(channel, `${op}-any`)) return
-  const own = author !== undefined && p.clientId !== undefined && p.clientId !== '*' && p.clientId === author
-  if (own && p.capability.allows(channel, `${op}-own`)) return
-  throw denied(`Operation "${op}-any"${own ? ` or "${op}-own"` : ''} not permitted on room "${room}" with the provided capability`)
+/** Edits of a message: `<op>-any` on the room, or `<op>-own` for the caller's own messages. */
+export function authorizeEdit(
+  p: Principal,
+  room: string,
+  op: 'message-update' | 'message-delete',
+  author: string | undefined,
+): void {
+  authorizeChange(p, roomChannel(room), op, author, `room "${room}"`)
 }

@@ -1,7 +1,7 @@
 import { GatewayError } from '../../errors'
 import type { Principal } from '../auth/principal'
 import type { Clock } from '../ports'
-import type { ChatLimits } from './chat-service'
+import type { Limits } from '../limits/limits'
 import { callerClientId } from './messages'
 import type { ChatStore, TypingState } from './ports'
 import type { RoomEvents, Scope } from './room-events'
@@ -12,7 +12,12 @@ export interface TypingEvent {
   change: { clientId: string; type: typeof CHAT_EVENTS.typingStarted | typeof CHAT_EVENTS.typingStopped }
 }
 
-interface Pending { scope: Scope; room: string; at: number; timer: ReturnType<typeof setTimeout> }
+interface Pending {
+  scope: Scope
+  room: string
+  at: number
+  timer: ReturnType<typeof setTimeout>
+}
 
 /** Slack after an expiry before the timer looks, so the clock has surely passed it. */
 const TIMER_SLACK_MS = 20
@@ -30,7 +35,7 @@ export class ChatTyping {
   constructor(
     private readonly events: RoomEvents,
     private readonly store: ChatStore,
-    private readonly limits: ChatLimits,
+    private readonly limits: Limits,
     private readonly clock: Clock,
     private readonly timeoutMs: number,
     private readonly onError: (e: unknown) => void = () => {},
@@ -39,14 +44,28 @@ export class ChatTyping {
   async set(p: Principal, roomId: string, input: { clientId?: unknown; isTyping: unknown }): Promise<TypingEvent> {
     const room = checkRoomId(roomId)
     authorizeRoom(p, room, 'publish')
-    if (typeof input.isTyping !== 'boolean') throw new GatewayError(40001, 'Invalid request body: isTyping must be true or false')
+    if (typeof input.isTyping !== 'boolean')
+      throw new GatewayError(40001, 'Invalid request body: isTyping must be true or false')
     const clientId = callerClientId(p, input.clientId)
-    if (clientId === undefined) throw new GatewayError(40012, 'Typing needs an identified client: use credentials with a clientId or give clientId')
+    if (clientId === undefined)
+      throw new GatewayError(
+        40012,
+        'Typing needs an identified client: use credentials with a clientId or give clientId',
+      )
     await this.limits.take(p.accountId, 'messages')
     const now = this.clock.now()
-    const st = await this.store.setTyping(p.appId, room, clientId, input.isTyping ? now + this.timeoutMs : undefined, now)
+    const st = await this.store.setTyping(
+      p.appId,
+      room,
+      clientId,
+      input.isTyping ? now + this.timeoutMs : undefined,
+      now,
+    )
     await this.emitExpired(p, room, st)
-    const event: TypingEvent = { currentlyTyping: st.typers, change: { clientId, type: input.isTyping ? CHAT_EVENTS.typingStarted : CHAT_EVENTS.typingStopped } }
+    const event: TypingEvent = {
+      currentlyTyping: st.typers,
+      change: { clientId, type: input.isTyping ? CHAT_EVENTS.typingStarted : CHAT_EVENTS.typingStopped },
+    }
     // a stop by someone who was not typing changes nothing and says nothing
     if (input.isTyping || st.was) await this.emit(p, room, event)
     this.schedule(p, room, st.next)
@@ -61,12 +80,17 @@ export class ChatTyping {
   }
 
   /** Rooms this node will look at again for expiries. */
-  get watching(): number { return this.pending.size }
+  get watching(): number {
+    return this.pending.size
+  }
 
   private async expire(scope: Scope, room: string): Promise<void> {
     const k = key(scope.appId, room)
     const x = this.pending.get(k)
-    if (x) { clearTimeout(x.timer); this.pending.delete(k) }
+    if (x) {
+      clearTimeout(x.timer)
+      this.pending.delete(k)
+    }
     const st = await this.store.expireTyping(scope.appId, room, this.clock.now())
     await this.emitExpired(scope, room, st)
     this.schedule(scope, room, st.next)
@@ -74,12 +98,20 @@ export class ChatTyping {
 
   private async emitExpired(scope: Scope, room: string, st: TypingState) {
     for (const clientId of st.expired) {
-      await this.emit(scope, room, { currentlyTyping: st.typers, change: { clientId, type: CHAT_EVENTS.typingStopped } })
+      await this.emit(scope, room, {
+        currentlyTyping: st.typers,
+        change: { clientId, type: CHAT_EVENTS.typingStopped },
+      })
     }
   }
 
   private async emit(scope: Scope, room: string, e: TypingEvent) {
-    await this.events.publish(scope, room, { name: e.change.type, clientId: e.change.clientId, data: JSON.stringify(e), encoding: 'json' })
+    await this.events.publish(scope, room, {
+      name: e.change.type,
+      clientId: e.change.clientId,
+      data: JSON.stringify(e),
+      encoding: 'json',
+    })
   }
 
   /** Looks again at `at` (the earliest expiry), unless an earlier look is already planned. */
@@ -89,10 +121,13 @@ export class ChatTyping {
     const cur = this.pending.get(k)
     if (cur && cur.at <= at) return
     if (cur) clearTimeout(cur.timer)
-    const timer = setTimeout(() => {
-      if (this.pending.get(k)?.timer !== timer) return
-      this.expire(scope, room).catch((e) => this.onError(e))
-    }, Math.max(0, at - this.clock.now()) + TIMER_SLACK_MS)
+    const timer = setTimeout(
+      () => {
+        if (this.pending.get(k)?.timer !== timer) return
+        this.expire(scope, room).catch((e) => this.onError(e))
+      },
+      Math.max(0, at - this.clock.now()) + TIMER_SLACK_MS,
+    )
     timer.unref?.()
     this.pending.set(k, { scope: { appId: scope.appId, accountId: scope.accountId }, room, at, timer })
   }

@@ -1,19 +1,36 @@
 import { GatewayError, notFound } from '../../errors'
 import { randomId } from '../../lib/crypto'
+import { compileChannelFilter, MAX_APP_FILTER_PROGRAM } from './channel-filter'
+import { checkWebhookTarget } from './webhook-target'
 import type { Clock, ControlStore, QueueStore } from '../ports'
 import type { Queue, QueuedMessage, Rule } from '../types'
 import type { Management, ManagementPrincipal } from './management'
 
 const bad = (m: string) => new GatewayError(40000, m)
-const obj = (v: unknown): Record<string, unknown> => (v && typeof v === 'object' && !Array.isArray(v) ? (v as Record<string, unknown>) : {})
+const obj = (v: unknown): Record<string, unknown> =>
+  v && typeof v === 'object' && !Array.isArray(v) ? (v as Record<string, unknown>) : {}
 const posInt = (v: unknown, field: string) => {
   if (!Number.isInteger(v) || (v as number) <= 0) throw bad(`${field} must be a positive integer`)
   return v as number
 }
 
+/** Rules one app may have: each can hold its own webhook buffer, and every filter runs on publishes. */
+export const MAX_RULES_PER_APP = 50
+
+export interface IntegrationSettings {
+  /** Rule webhooks may target loopback, private and link-local addresses (tests, trusted setups). */
+  webhookAllowPrivateTargets: boolean
+}
+
 /** Rules (webhooks, queue routing) and queues of an app, for the management interface. */
 export class Integrations {
-  constructor(private readonly mgmt: Management, private readonly control: ControlStore, private readonly queues: QueueStore, private readonly clock: Clock) {}
+  constructor(
+    private readonly mgmt: Management,
+    private readonly control: ControlStore,
+    private readonly queues: QueueStore,
+    private readonly clock: Clock,
+    private readonly s: IntegrationSettings,
+  ) {}
 
   async listRules(p: ManagementPrincipal, appId: string): Promise<Rule[]> {
     await this.mgmt.app(p, appId)
@@ -28,8 +45,15 @@ export class Integrations {
 
   async createRule(p: ManagementPrincipal, appId: string, input: Record<string, unknown>): Promise<Rule> {
     await this.mgmt.app(p, appId)
+    if ((await this.control.listRules(appId)).length >= MAX_RULES_PER_APP)
+      throw bad(`An app may have at most ${MAX_RULES_PER_APP} rules`)
     const now = this.clock.now()
-    const rule = await this.validate(appId, { id: randomId(6), appId, created: now, modified: now } as Rule, input, true)
+    const rule = await this.validate(
+      appId,
+      { id: randomId(6), appId, created: now, modified: now } as Rule,
+      input,
+      true,
+    )
     await this.control.putRule(rule)
     return rule
   }
@@ -60,19 +84,14 @@ export class Integrations {
     const source = { ...(fresh ? {} : r.source), ...obj(input.source) } as Record<string, unknown>
     const filter = source.channelFilter ?? ''
     if (typeof filter !== 'string') throw bad('source.channelFilter must be a string (regular expression)')
-    try { new RegExp(filter) } catch { throw bad(`source.channelFilter is not a valid regular expression: ${filter}`) }
+    await this.checkFilterBudget(appId, r.id, compileChannelFilter(filter).size)
     const type = source.type ?? 'channel.message'
     if (type !== 'channel.message') throw bad('source.type: only "channel.message" is supported')
     r.source = { channelFilter: filter, type }
     const target = { ...(fresh ? {} : r.target), ...obj(input.target) } as Rule['target']
     if (r.ruleType === 'http') {
-      let url: URL | undefined
-      try { url = new URL(String(target.url)) } catch { /* below */ }
-      if (!url || (url.protocol !== 'http:' && url.protocol !== 'https:')) throw bad('target.url must be an http(s) URL')
-      if (target.headers !== undefined && (!Array.isArray(target.headers) || !target.headers.every((h) => typeof h?.name === 'string' && typeof h?.value === 'string'))) {
-        throw bad('target.headers must be an array of {name, value}')
-      }
-      r.target = { url: url.toString(), headers: target.headers, enveloped: target.enveloped !== false }
+      const { url, headers } = checkWebhookTarget(target.url, target.headers, this.s.webhookAllowPrivateTargets)
+      r.target = { url, headers, enveloped: target.enveloped !== false }
     } else {
       const queues = await this.control.listQueues(appId)
       const q = queues.find((x) => x.id === target.queueId || x.name === target.queueId)
@@ -82,10 +101,36 @@ export class Integrations {
     return r
   }
 
-  async listQueues(p: ManagementPrincipal, appId: string): Promise<Array<Queue & { messages: { ready: number; unacknowledged: number; total: number } }>> {
+  /** The app's filters together must stay within MAX_APP_FILTER_PROGRAM (what routing one publish may cost). */
+  private async checkFilterBudget(appId: string, ruleId: string, size: number) {
+    let total = size
+    for (const other of await this.control.listRules(appId)) {
+      if (other.id === ruleId) continue
+      try {
+        total += compileChannelFilter(other.source.channelFilter).size
+      } catch {
+        // a stored filter that no longer compiles matches nothing and costs nothing
+      }
+    }
+    if (total > MAX_APP_FILTER_PROGRAM)
+      throw bad(
+        `source.channelFilter: the app's channel filters together would compile to ${total} instructions, ` +
+          `at most ${MAX_APP_FILTER_PROGRAM} are allowed`,
+      )
+  }
+
+  async listQueues(
+    p: ManagementPrincipal,
+    appId: string,
+  ): Promise<Array<Queue & { messages: { ready: number; unacknowledged: number; total: number } }>> {
     await this.mgmt.app(p, appId)
     const now = this.clock.now()
-    return Promise.all((await this.control.listQueues(appId)).map(async (q) => ({ ...q, messages: await this.queues.counts(q.id, q.ttl * 60_000, now) })))
+    return Promise.all(
+      (await this.control.listQueues(appId)).map(async (q) => ({
+        ...q,
+        messages: await this.queues.counts(q.id, q.ttl * 60_000, now),
+      })),
+    )
   }
 
   async queue(p: ManagementPrincipal, appId: string, id: string): Promise<Queue> {
@@ -98,10 +143,20 @@ export class Integrations {
   async createQueue(p: ManagementPrincipal, appId: string, input: Record<string, unknown>): Promise<Queue> {
     await this.mgmt.app(p, appId)
     const name = input.name
-    if (typeof name !== 'string' || !/^[A-Za-z0-9_-]{1,64}$/.test(name)) throw bad('name must be 1-64 letters, digits, "_" or "-"')
+    if (typeof name !== 'string' || !/^[A-Za-z0-9_-]{1,64}$/.test(name))
+      throw bad('name must be 1-64 letters, digits, "_" or "-"')
     const region = typeof input.region === 'string' && input.region ? input.region : 'local'
-    const q: Queue = { id: `${appId}:${region}:${name}`, appId, name, region, ttl: posInt(input.ttl, 'ttl (minutes)'), maxLength: posInt(input.maxLength, 'maxLength'), created: this.clock.now() }
-    if ((await this.control.listQueues(appId)).some((x) => x.name === name)) throw new GatewayError(40900, `Queue "${name}" already exists`)
+    const q: Queue = {
+      id: `${appId}:${region}:${name}`,
+      appId,
+      name,
+      region,
+      ttl: posInt(input.ttl, 'ttl (minutes)'),
+      maxLength: posInt(input.maxLength, 'maxLength'),
+      created: this.clock.now(),
+    }
+    if ((await this.control.listQueues(appId)).some((x) => x.name === name))
+      throw new GatewayError(40900, `Queue "${name}" already exists`)
     await this.control.putQueue(q)
     return q
   }
@@ -113,14 +168,21 @@ export class Integrations {
   }
 
   /** Hands out up to `max` messages, each hidden for `visibilityMs` unless acknowledged. */
-  async receive(p: ManagementPrincipal, appId: string, id: string, max: number, visibilityMs: number): Promise<QueuedMessage[]> {
+  async receive(
+    p: ManagementPrincipal,
+    appId: string,
+    id: string,
+    max: number,
+    visibilityMs: number,
+  ): Promise<QueuedMessage[]> {
     const q = await this.queue(p, appId, id)
     return this.queues.receive(q.id, max, visibilityMs, q.ttl * 60_000, this.clock.now())
   }
 
   async ack(p: ManagementPrincipal, appId: string, id: string, tags: unknown): Promise<number> {
     const q = await this.queue(p, appId, id)
-    if (!Array.isArray(tags) || !tags.every((t) => typeof t === 'string')) throw bad('deliveryTags must be an array of strings')
+    if (!Array.isArray(tags) || !tags.every((t) => typeof t === 'string'))
+      throw bad('deliveryTags must be an array of strings')
     return this.queues.ack(q.id, tags as string[])
   }
 }

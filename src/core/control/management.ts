@@ -1,13 +1,17 @@
 import { GatewayError, notFound } from '../../errors'
 import { randomId, sha256Hex } from '../../lib/crypto'
 import { parseCapability } from '../auth/capability'
-import { isPerMinute, LIMIT_CLASSES, type LimitClass, type RateLimiter } from '../limits/rate-limiter'
+import { isPerMinute, LIMIT_CLASSES, type LimitClass } from '../limits/limits'
+import type { RateLimiter } from '../limits/rate-limiter'
 import type { Clock, ControlStore } from '../ports'
-import { MANAGEMENT_CAPABILITIES } from './bootstrap'
+import { MANAGEMENT_CAPABILITIES, OPERATOR_CAPABILITIES } from './bootstrap'
 import type { AccessToken, Account, ApiKey, App, Namespace } from '../types'
 
 /** Who calls the management interface: an access token and the one account it may see. */
-export interface ManagementPrincipal { token: AccessToken; account: Account }
+export interface ManagementPrincipal {
+  token: AccessToken
+  account: Account
+}
 
 export type AppInput = { name?: unknown; status?: unknown; tlsOnly?: unknown }
 export type KeyInput = { name?: unknown; capability?: unknown; revocableTokens?: unknown }
@@ -15,8 +19,16 @@ export type NamespaceInput = Record<string, unknown>
 
 /** Boolean flags of a namespace (channel rule) as the hosted service names them; all default to false. */
 export const NAMESPACE_FLAGS = [
-  'authenticated', 'persisted', 'persistLast', 'pushEnabled', 'batchingEnabled', 'conflationEnabled', 'tlsOnly',
-  'exposeTimeserial', 'mutableMessages', 'populateChannelRegistry',
+  'authenticated',
+  'persisted',
+  'persistLast',
+  'pushEnabled',
+  'batchingEnabled',
+  'conflationEnabled',
+  'tlsOnly',
+  'exposeTimeserial',
+  'mutableMessages',
+  'populateChannelRegistry',
 ] as const
 
 const bad = (message: string) => new GatewayError(40000, message)
@@ -34,13 +46,18 @@ const bool = (v: unknown, field: string): boolean | undefined => {
   return v
 }
 const ID = /^[A-Za-z0-9_-]{1,64}$/
+/** Highest rate-limit override (per second, per minute for the management classes). */
+export const MAX_LIMIT_OVERRIDE = 1_000_000
 
 /**
  * Provisioning of apps, keys and namespaces for the management interface. Every call is scoped
  * to the token's account: another account's resources are simply not found.
  */
 export class Management {
-  constructor(private readonly control: ControlStore, private readonly clock: Clock) {}
+  constructor(
+    private readonly control: ControlStore,
+    private readonly clock: Clock,
+  ) {}
 
   async authenticate(authorization: string | null): Promise<ManagementPrincipal> {
     const m = authorization ? /^Bearer\s+(.+)$/i.exec(authorization) : null
@@ -54,7 +71,8 @@ export class Management {
 
   /** Asserts the token holds `capability` (e.g. `write:key`); 403 / 40160 otherwise. */
   require(p: ManagementPrincipal, capability: string): void {
-    if (!p.token.capabilities.includes(capability)) throw new GatewayError(40160, `The access token lacks the "${capability}" capability`)
+    if (!p.token.capabilities.includes(capability))
+      throw new GatewayError(40160, `The access token lacks the "${capability}" capability`)
   }
 
   /** Every account (operator tokens only). */
@@ -75,7 +93,14 @@ export class Management {
     const account: Account = { id, name, created: now }
     await this.control.createAccount(account)
     const accessToken = randomId(40)
-    await this.control.createAccessToken({ id: randomId(12), accountId: id, name: `${name} token`, hash: sha256Hex(accessToken), capabilities: MANAGEMENT_CAPABILITIES, created: now })
+    await this.control.createAccessToken({
+      id: randomId(12),
+      accountId: id,
+      name: `${name} token`,
+      hash: sha256Hex(accessToken),
+      capabilities: MANAGEMENT_CAPABILITIES,
+      created: now,
+    })
     return { account, accessToken }
   }
 
@@ -84,29 +109,59 @@ export class Management {
     return p.account
   }
 
-  /** The account's rate limits: per class, its default, its override and the one in force. */
-  limits(p: ManagementPrincipal, accountId: string, limiter: RateLimiter) {
-    const account = this.account(p, accountId)
-    return Object.fromEntries(LIMIT_CLASSES.map((cls) => {
-      const perMinute = isPerMinute(cls)
-      const def = limiter.defaultRate(cls) * (perMinute ? 60 : 1)
-      const override = account.limits?.[cls]
-      return [cls, { unit: perMinute ? 'per minute' : 'per second', default: def, override: override ?? null, effective: override ?? def }]
-    }))
+  /** Whether the token is the operator's (it may list, create and set the limits of any account). */
+  isOperator(p: ManagementPrincipal): boolean {
+    return OPERATOR_CAPABILITIES.every((c) => p.token.capabilities.includes(c))
   }
 
+  /** An account the caller may see the limits of: its own, or any for the operator. */
+  private async limitsAccount(p: ManagementPrincipal, accountId: string): Promise<Account> {
+    if (accountId === p.account.id) return p.account
+    const account = this.isOperator(p) ? await this.control.getAccount(accountId) : undefined
+    if (!account) throw notFound(`Account "${accountId}" not found`)
+    return account
+  }
+
+  /** The account's rate limits: per class, its default, its override and the one in force. */
+  async limits(p: ManagementPrincipal, accountId: string, limiter: RateLimiter) {
+    const account = await this.limitsAccount(p, accountId)
+    return Object.fromEntries(
+      LIMIT_CLASSES.map((cls) => {
+        const perMinute = isPerMinute(cls)
+        const def = limiter.defaultRate(cls) * (perMinute ? 60 : 1)
+        const override = account.limits?.[cls]
+        return [
+          cls,
+          {
+            unit: perMinute ? 'per minute' : 'per second',
+            default: def,
+            override: override ?? null,
+            effective: override ?? def,
+          },
+        ]
+      }),
+    )
+  }
+
+  /**
+   * Overrides rate limits of any account: the operator's alone (a tenant raising its own limits
+   * would defeat them). Each value is a positive number up to MAX_LIMIT_OVERRIDE, or null.
+   */
   async setLimits(p: ManagementPrincipal, accountId: string, input: Record<string, unknown>): Promise<void> {
-    const account = this.account(p, accountId)
+    if (!this.isOperator(p)) throw new GatewayError(40160, 'Only the operator may change rate limits')
+    const account = await this.limitsAccount(p, accountId)
     const limits = { ...account.limits }
     for (const [cls, v] of Object.entries(input)) {
-      if (!LIMIT_CLASSES.includes(cls as LimitClass)) throw bad(`unknown limit class "${cls}" (one of ${LIMIT_CLASSES.join(', ')})`)
+      if (!LIMIT_CLASSES.includes(cls as LimitClass))
+        throw bad(`unknown limit class "${cls}" (one of ${LIMIT_CLASSES.join(', ')})`)
       if (v === null) delete limits[cls as LimitClass]
-      else if (typeof v === 'number' && Number.isFinite(v) && v > 0) limits[cls as LimitClass] = v
-      else throw bad(`limit "${cls}" must be a positive number or null`)
+      else if (typeof v === 'number' && Number.isFinite(v) && v > 0 && v <= MAX_LIMIT_OVERRIDE)
+        limits[cls as LimitClass] = v
+      else throw bad(`limit "${cls}" must be a positive number up to ${MAX_LIMIT_OVERRIDE}, or null`)
     }
     const next = { ...account, limits }
     await this.control.createAccount(next)
-    p.account = next
+    if (account.id === p.account.id) p.account = next
   }
 
   async app(p: ManagementPrincipal, appId: string): Promise<App> {
@@ -124,8 +179,13 @@ export class Management {
     this.account(p, accountId)
     const now = this.clock.now()
     const app: App = {
-      id: randomId(6), accountId, name: str(input.name, 'name', true)!, status: this.status(input.status) ?? 'enabled',
-      tlsOnly: bool(input.tlsOnly, 'tlsOnly') ?? false, created: now, modified: now,
+      id: randomId(6),
+      accountId,
+      name: str(input.name, 'name', true)!,
+      status: this.status(input.status) ?? 'enabled',
+      tlsOnly: bool(input.tlsOnly, 'tlsOnly') ?? false,
+      created: now,
+      modified: now,
     }
     await this.control.createApp(app)
     return app
@@ -172,8 +232,15 @@ export class Management {
     if (input.capability === undefined) throw bad('capability is required')
     const now = this.clock.now()
     const key: ApiKey = {
-      appId, id: randomId(6), name: str(input.name, 'name', true)!, secret: randomId(43), capability: parseCapability(input.capability),
-      status: 0, revocableTokens: bool(input.revocableTokens, 'revocableTokens') ?? false, created: now, modified: now,
+      appId,
+      id: randomId(6),
+      name: str(input.name, 'name', true)!,
+      secret: randomId(43),
+      capability: parseCapability(input.capability),
+      status: 0,
+      revocableTokens: bool(input.revocableTokens, 'revocableTokens') ?? false,
+      created: now,
+      modified: now,
     }
     await this.control.createKey(key)
     return key
@@ -206,7 +273,8 @@ export class Management {
     await this.app(p, appId)
     const id = str(input.id, 'id', true)!
     if (!ID.test(id)) throw bad('id must be 1-64 letters, digits, "_" or "-"')
-    if ((await this.control.listNamespaces(appId)).some((n) => n.id === id)) throw new GatewayError(40900, `Namespace "${id}" already exists`)
+    if ((await this.control.listNamespaces(appId)).some((n) => n.id === id))
+      throw new GatewayError(40900, `Namespace "${id}" already exists`)
     const now = this.clock.now()
     const ns = this.namespace({ appId, id, created: now, modified: now } as unknown as Namespace, input, true)
     await this.control.putNamespace(ns)
@@ -234,7 +302,8 @@ export class Management {
       else if (fresh) ns[f] = false
     }
     const interval = input.batchingInterval
-    if (interval !== undefined && (!Number.isInteger(interval) || (interval as number) < 0)) throw bad('batchingInterval must be a non-negative integer')
+    if (interval !== undefined && (!Number.isInteger(interval) || (interval as number) < 0))
+      throw bad('batchingInterval must be a non-negative integer')
     ns.batchingInterval = interval ?? (fresh ? 20 : ns.batchingInterval)
     for (const f of ['conflationInterval', 'conflationKey'] as const) {
       if (input[f] !== undefined) ns[f] = input[f]

@@ -1,6 +1,6 @@
 import type { ControlStore } from '../ports'
 import type { Namespace } from '../types'
-import { namespaceOf } from '../channels/names'
+import { namespaceOf } from '../model/names'
 
 /** Namespace rules per app, cached until the control store reports a change. */
 export class Namespaces {
@@ -32,10 +32,11 @@ export class Namespaces {
 
   /**
    * Whether a channel keeps history for the persisted window: channels of a `persisted` namespace,
-   * and the service sub-channels (`room::$chat`, `ns::$objects:...`), whose history is their state.
+   * of a `mutableMessages` one (as the hosted service persists them: changes need the message), and
+   * the service sub-channels (`room::$chat`, `ns::$objects:...`), whose history is their state.
    */
   async isPersisted(appId: string, channel: string): Promise<boolean> {
-    return this.persistedCached(appId, channel) ?? (await this.of(appId, channel))?.persisted === true
+    return this.persistedCached(appId, channel) ?? persists(await this.of(appId, channel))
   }
 
   /** Synchronous answer when the app's rules are cached (the publish hot path), else undefined. */
@@ -44,6 +45,13 @@ export class Namespaces {
     const id = namespaceOf(channel)
     if (id === undefined) return false
     const m = this.cache.get(appId)
-    return m ? m.get(id)?.persisted === true : undefined
+    return m ? persists(m.get(id)) : undefined
+  }
+
+  /** Whether messages of the channel may be updated, deleted and appended to (`mutableMessages`). */
+  async isMutable(appId: string, channel: string): Promise<boolean> {
+    return (await this.of(appId, channel))?.mutableMessages === true
   }
 }
+
+const persists = (ns: Namespace | undefined): boolean => ns?.persisted === true || ns?.mutableMessages === true

@@ -1,13 +1,18 @@
 import { GatewayError } from '../../errors'
 import { randomId } from '../../lib/crypto'
-import { parseCapability } from '../auth/capability'
+import { canonicalCapability, parseCapability } from '../auth/capability'
 import type { Principal } from '../auth/principal'
-import type { Clock, ControlStore, PresenceStore } from '../ports'
+import type { Clock, ControlStore } from '../ports'
 import type { StatsService } from '../stats/stats-service'
+import { flattenLegacyStats } from '../stats/entries'
 import { parseTime } from '../stats/intervals'
 import type { Namespace, PresenceMessage } from '../types'
 
-/** What a sandbox app was created with, in the hosted sandbox's response shape. */
+/**
+ * What a sandbox app was created with, in the hosted sandbox's response shape. A key's
+ * `capability` is the canonical JSON a token request for that key returns (resources and
+ * operations sorted), so test suites can compare the two as strings.
+ */
 export interface SandboxApp {
   appId: string
   accountId: string
@@ -19,7 +24,8 @@ const ENTER = 2
 const bad = (m: string) => new GatewayError(40000, m)
 const list = (v: unknown, field: string): Record<string, unknown>[] => {
   if (v === undefined || v === null) return []
-  if (!Array.isArray(v) || !v.every((x) => x && typeof x === 'object')) throw bad(`${field} must be an array of objects`)
+  if (!Array.isArray(v) || !v.every((x) => x && typeof x === 'object'))
+    throw bad(`${field} must be an array of objects`)
   return v as Record<string, unknown>[]
 }
 
@@ -30,7 +36,8 @@ const list = (v: unknown, field: string): Record<string, unknown>[] => {
 export class Sandbox {
   constructor(
     private readonly control: ControlStore,
-    private readonly presence: PresenceStore,
+    /** Where fixture members enter (the presence service: through the channel's log). */
+    private readonly presence: { publish(appId: string, channel: string, events: PresenceMessage[]): Promise<unknown> },
     private readonly stats: StatsService,
     private readonly clock: Clock,
   ) {}
@@ -39,22 +46,57 @@ export class Sandbox {
     const keySpecs = list(body.keys, 'keys')
     const nsSpecs = list(body.namespaces, 'namespaces')
     const channelSpecs = list(body.channels, 'channels')
-    const capabilities = keySpecs.map((k) => (k.capability === undefined ? { '*': ['*'] } : parseCapability(k.capability)))
+    const capabilities = keySpecs.map((k) =>
+      k.capability === undefined ? { '*': ['*'] } : parseCapability(k.capability),
+    )
     const account = (await this.control.listAccounts())[0]
     if (!account) throw new GatewayError(50000, 'No account to create sandbox apps in')
     const now = this.clock.now()
     const appId = randomId(6)
-    await this.control.createApp({ id: appId, accountId: account.id, name: `sandbox-${appId}`, status: 'enabled', tlsOnly: false, created: now, modified: now })
+    const maxMembers = (body.limits as { presence?: { maxMembers?: unknown } } | undefined)?.presence?.maxMembers
+    if (maxMembers !== undefined && (!Number.isInteger(maxMembers) || (maxMembers as number) < 1))
+      throw bad('limits.presence.maxMembers must be a positive integer')
+    await this.control.createApp({
+      id: appId,
+      accountId: account.id,
+      name: `sandbox-${appId}`,
+      status: 'enabled',
+      tlsOnly: false,
+      created: now,
+      modified: now,
+      ...(maxMembers === undefined ? {} : { limits: { presenceMaxMembers: maxMembers as number } }),
+    })
     const keys: SandboxApp['keys'] = []
     for (const [i, spec] of keySpecs.entries()) {
-      const key = { appId, id: randomId(6), name: `key${i}`, secret: randomId(43), capability: capabilities[i]!, status: 0 as const, revocableTokens: spec.revocableTokens === true, created: now, modified: now }
+      const key = {
+        appId,
+        id: randomId(6),
+        name: `key${i}`,
+        secret: randomId(43),
+        capability: capabilities[i]!,
+        status: 0 as const,
+        revocableTokens: spec.revocableTokens === true,
+        created: now,
+        modified: now,
+      }
       await this.control.createKey(key)
-      keys.push({ keyName: `${appId}.${key.id}`, keySecret: key.secret, keyStr: `${appId}.${key.id}:${key.secret}`, capability: JSON.stringify(key.capability) })
+      keys.push({
+        keyName: `${appId}.${key.id}`,
+        keySecret: key.secret,
+        keyStr: `${appId}.${key.id}:${key.secret}`,
+        capability: canonicalCapability(key.capability),
+      })
     }
     const namespaces: Namespace[] = []
     for (const spec of nsSpecs) {
       if (typeof spec.id !== 'string' || !spec.id) throw bad('each namespace needs an id')
-      const ns: Namespace = { appId, id: spec.id, persisted: spec.persisted === true, pushEnabled: spec.pushEnabled === true, mutableMessages: spec.mutableMessages === true }
+      const ns: Namespace = {
+        appId,
+        id: spec.id,
+        persisted: spec.persisted === true,
+        pushEnabled: spec.pushEnabled === true,
+        mutableMessages: spec.mutableMessages === true,
+      }
       await this.control.putNamespace(ns)
       namespaces.push(ns)
     }
@@ -64,12 +106,18 @@ export class Sandbox {
       const members: PresenceMessage[] = list(ch.presence, 'presence').map((m, i) => {
         if (typeof m.clientId !== 'string') throw bad('each presence member needs a clientId')
         // data and encoding are kept exactly as given, never decoded
-        const p: PresenceMessage = { id: `${connectionId}:${i}:0`, action: ENTER, clientId: m.clientId, connectionId, timestamp: now }
+        const p: PresenceMessage = {
+          id: `${connectionId}:${i}:0`,
+          action: ENTER,
+          clientId: m.clientId,
+          connectionId,
+          timestamp: now,
+        }
         if (m.data !== undefined) p.data = m.data as string
         if (typeof m.encoding === 'string') p.encoding = m.encoding
         return p
       })
-      await this.presence.apply(appId, ch.name, members)
+      if (members.length) await this.presence.publish(appId, ch.name, members)
     }
     return { appId, accountId: account.id, keys, namespaces }
   }
@@ -90,24 +138,4 @@ export class Sandbox {
     }
     return records.length
   }
-}
-
-/** Nested legacy stats (`inbound.realtime.messages.count`, ...) to flat schema entries. */
-export function flattenLegacyStats(record: Record<string, unknown>): Record<string, number> {
-  const out: Record<string, number> = {}
-  const add = (k: string, v: number) => { out[k] = (out[k] ?? 0) + v }
-  const walk = (v: unknown, path: string[]) => {
-    if (typeof v === 'number') {
-      const [head, ...rest] = path
-      if (head === 'all' || head === 'inbound' || head === 'outbound' || head === 'persisted') add(['messages', ...path].join('.'), v)
-      else if (head === 'tokenRequests') add(['apiRequests', 'tokenRequests', ...rest].join('.'), v)
-      else if (head === 'apiRequests') add(['apiRequests', 'all', ...rest].join('.'), v)
-      else if (head === 'connections') add(['connections', 'all', rest[rest.length - 1]].join('.'), v)
-      else if (head === 'channels') add(path.join('.'), v)
-      return
-    }
-    if (v && typeof v === 'object' && !Array.isArray(v)) for (const [k, x] of Object.entries(v)) walk(x, [...path, k])
-  }
-  for (const [k, v] of Object.entries(record)) if (k !== 'intervalId' && k !== 'unit') walk(v, [k])
-  return out
 }

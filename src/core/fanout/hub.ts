@@ -1,4 +1,4 @@
-import type { Broker, OccupancyStore } from '../ports'
+import type { Broker } from '../ports'
 import type { Message } from '../types'
 
 /** A local consumer of channel messages (one channel of an event-stream connection). */
@@ -10,8 +10,6 @@ export interface Subscriber {
    * subscriber of the channel: read it, never change it.
    */
   deliver(channel: string, batch: Message[]): void
-  /** Ends the subscriber's connection (it may reconnect and resume elsewhere). */
-  disconnect(): void
 }
 
 interface ChannelSubs {
@@ -35,22 +33,28 @@ export class Hub {
   private dirty: ChannelSubs[] = []
   private scheduled = false
 
-  /** `occupancy`: where a cluster node reports its subscriber counts (absent on a single node). */
-  constructor(private readonly broker: Broker, private readonly occupancy?: OccupancyStore) {}
+  constructor(private readonly broker: Broker) {}
 
-  private static key(appId: string, channel: string) { return appId + '\u0000' + channel }
+  private static key(appId: string, channel: string) {
+    return appId + '\u0000' + channel
+  }
 
   add(appId: string, channel: string, sub: Subscriber): void {
     const k = Hub.key(appId, channel)
     let c = this.channels.get(k)
     if (!c) {
-      const entry: ChannelSubs = { name: channel, subs: new Set(), unsubscribe: () => {}, pending: undefined, borrowed: false }
+      const entry: ChannelSubs = {
+        name: channel,
+        subs: new Set(),
+        unsubscribe: () => {},
+        pending: undefined,
+        borrowed: false,
+      }
       entry.unsubscribe = this.broker.subscribe(appId, channel, (_a, _ch, msgs) => this.receive(entry, msgs))
       c = entry
       this.channels.set(k, c)
     }
     c.subs.add(sub)
-    this.occupancy?.report(appId, channel, c.subs.size)
   }
 
   remove(appId: string, channel: string, sub: Subscriber): void {
@@ -58,7 +62,6 @@ export class Hub {
     const c = this.channels.get(k)
     if (!c) return
     if (!c.subs.delete(sub)) return
-    this.occupancy?.report(appId, channel, c.subs.size)
     if (c.subs.size === 0) {
       c.unsubscribe()
       this.channels.delete(k)
@@ -75,7 +78,10 @@ export class Hub {
         setImmediate(() => this.flush())
       }
     } else {
-      if (c.borrowed) { c.pending = c.pending.slice(); c.borrowed = false }
+      if (c.borrowed) {
+        c.pending = c.pending.slice()
+        c.borrowed = false
+      }
       for (const m of msgs) c.pending.push(m)
     }
   }
@@ -91,27 +97,17 @@ export class Hub {
     }
   }
 
-  /** Closes every local connection (shutdown, tests); clients resume with their last event id. */
-  disconnectAll(): number {
-    const subs = new Set<Subscriber>()
-    for (const c of this.channels.values()) for (const s of c.subs) subs.add(s)
-    for (const s of subs) s.disconnect()
-    return subs.size
-  }
-
   /** Live subscriptions of a channel on this node (each is one connection). */
   subscribers(appId: string, channel: string): Array<{ connectionId: string; clientId?: string }> {
-    return [...(this.channels.get(Hub.key(appId, channel))?.subs ?? [])].map((s) => ({ connectionId: s.connectionId, clientId: s.clientId }))
+    return [...(this.channels.get(Hub.key(appId, channel))?.subs ?? [])].map((s) => ({
+      connectionId: s.connectionId,
+      clientId: s.clientId,
+    }))
   }
 
   /** Subscribers of the channel on this node. */
   count(appId: string, channel: string): number {
     return this.channels.get(Hub.key(appId, channel))?.subs.size ?? 0
-  }
-
-  /** Subscribers of the channel on every node (channel details, chat occupancy). */
-  clusterCount(appId: string, channel: string): Promise<number> {
-    return this.occupancy ? this.occupancy.count(appId, channel) : Promise.resolve(this.count(appId, channel))
   }
 
   /** Channels with local subscribers and their total subscriptions (metrics). */

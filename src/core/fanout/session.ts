@@ -2,18 +2,27 @@ import { GatewayError } from '../../errors'
 import type { Principal } from '../auth/principal'
 import type { Broker, Clock } from '../ports'
 import type { Message } from '../types'
-import { formatSerial, parseSerial } from '../channels/serial'
+import { formatSerial, parseSerial } from '../model/serial'
 import type { Hub, Subscriber } from './hub'
 import type { StatsService } from '../stats/stats-service'
 
-/** Where a session's output goes (the event-stream writer). */
+/** Where a session's output goes (a transport's writer). */
 export interface SessionSink {
-  /** New messages of channel #`index`, in order, each once. `batch` may be shared: never change it. */
-  deliver(index: number, batch: Message[]): void
+  /**
+   * New entries of channel #`index`, in order, each once. `batch` may be shared: never change it.
+   * Returns false when the transport now holds more unsent bytes than it allows: the session then
+   * hands it nothing more until the transport calls `StreamSession.drained()`, and reads what was
+   * published meanwhile from the channel's log (the backlog is a position, not a queue).
+   */
+  deliver(index: number, batch: Message[]): boolean
   /** Something the client must know that does not end the stream (e.g. a resume gap). */
   notice(err: GatewayError): void
-  /** Starting position of every channel, before any delivery. */
-  begin(positions: string[]): void
+  /**
+   * Starting position of every channel, before any delivery: `positions` are where delivery
+   * continues from (a resume point, or before the rewound entries), `heads` each channel's newest
+   * serial when the session started.
+   */
+  begin(positions: string[], heads: string[]): void
   /** The server ends the stream (e.g. the token expired). */
   end(err: GatewayError): void
   /** The server closes the stream without an error (shutdown): the client reconnects and resumes. */
@@ -21,18 +30,30 @@ export interface SessionSink {
 }
 
 export interface SessionStart {
-  /** Resume: last delivered serial per channel (from the client's last event id). */
-  resumeFrom?: string[]
-  /** Deliver up to this many recent messages per channel first (fresh streams only). */
+  /** Resume: last delivered serial per channel (from the client's last event id); undefined: fresh. */
+  resumeFrom?: Array<string | undefined>
+  /** Deliver up to this many recent entries per channel first (fresh streams only). */
   rewind?: number
-  /** Upper bound of messages replayed per channel. */
-  replayLimit: number
+  /** With `rewind`: only those of this last window (ms). */
+  rewindMs?: number
 }
+
+/** Entries read from the log per step of a replay or catch-up. */
+const READ_CHUNK = 1000
+
+/**
+ * `reading`: replaying or catching up from the log (live batches are kept and handed on after,
+ * de-duplicated by serial); `live`: batches go straight to the sink; `paused`: the sink is full,
+ * live batches are dropped (the log has them) until it drains.
+ */
+type Mode = 'reading' | 'live' | 'paused'
 
 /**
  * One subscription session over several channels: replays (rewind or resume) and then goes live,
- * delivering every message once and in order per channel. Live deliveries that race the replay
- * are buffered and de-duplicated by serial, so resume is exact.
+ * delivering every entry once and in order per channel. Live deliveries that race a read of the
+ * log are buffered and de-duplicated by serial, so resume is exact. A subscriber that cannot keep
+ * up is paused at its position and later catches up from the log; it is cut (80020) only when
+ * that position has left the channel's retention.
  */
 export class StreamSession implements Subscriber {
   readonly clientId?: string
@@ -40,23 +61,29 @@ export class StreamSession implements Subscriber {
   readonly positions: string[]
   /** Channel -> position in `channels`, only for streams of many channels (memory per connection counts). */
   private readonly index?: Map<string, number>
-  private replaying = true
+  private mode: Mode = 'reading'
   private buffered?: Array<[number, Message[]]>
   private rewound?: Message[][]
   private closed = false
   /** Counted in the app's open connections (stats). */
   private counted = false
   private expiry?: ReturnType<typeof setTimeout>
+  /** Where the session starts (set by the streams service that created it). */
+  startAt?: SessionStart
+  /** Told once when the session closes (the streams service that tracks it). */
+  owner?: { closed(session: StreamSession): void }
 
   constructor(
     private readonly hub: Hub,
     private readonly broker: Broker,
     private readonly clock: Clock,
-    private readonly principal: Principal,
+    private principal: Principal,
     readonly connectionId: string,
     readonly channels: string[],
     private readonly sink: SessionSink,
     private readonly stats?: StatsService,
+    /** The transport manages the connection itself (token expiry, connection stats): the session does neither. */
+    readonly managed = false,
   ) {
     this.clientId = principal.clientId === '*' ? undefined : principal.clientId
     this.positions = channels.map(() => '')
@@ -69,45 +96,60 @@ export class StreamSession implements Subscriber {
    */
   async prepare(opts: SessionStart): Promise<void> {
     const { appId, expires } = this.principal
-    if (expires !== undefined) {
-      this.expiry = setTimeout(() => this.sink.end(new GatewayError(40142, 'Token expired')), Math.max(0, expires - this.clock.now()))
+    if (expires !== undefined && !this.managed) {
+      this.expiry = setTimeout(
+        () => this.end(new GatewayError(40142, 'Token expired')),
+        Math.max(0, expires - this.clock.now()),
+      )
     }
     for (const ch of this.channels) this.hub.add(appId, ch, this)
-    if (this.stats && !this.closed) {
+    if (this.stats && !this.managed && !this.closed) {
       this.stats.connectionOpened(appId, this.principal.accountId)
       this.counted = true
     }
+    const heads: string[] = []
     for (let i = 0; i < this.channels.length; i++) {
       const ch = this.channels[i]!
       const from = opts.resumeFrom?.[i]
-      if (from !== undefined) { this.positions[i] = from; continue }
+      if (from !== undefined) {
+        this.positions[i] = heads[i] = from
+        continue
+      }
       const position = await this.broker.position(appId, ch)
-      this.positions[i] = position
+      this.positions[i] = heads[i] = position
       if (opts.rewind) {
-        const recent = (await this.broker.history(appId, ch, { limit: opts.rewind, direction: 'backwards' }, { persisted: false }))
-          .filter((m) => m.serial <= position).reverse()
+        const recent = (
+          await this.broker.history(
+            appId,
+            ch,
+            {
+              limit: opts.rewind,
+              direction: 'backwards',
+              entries: 'all',
+              start: opts.rewindMs === undefined ? undefined : this.clock.now() - opts.rewindMs,
+            },
+            { persisted: false },
+          )
+        )
+          .filter((m) => m.serial <= position)
+          .reverse()
         if (recent.length) this.positions[i] = serialBefore(recent[0]!.serial)
         ;(this.rewound ??= [])[i] = recent
       }
     }
-    this.sink.begin(this.positions)
+    this.sink.begin(this.positions, heads)
   }
 
   /** Replays (rewind or resume), then hands on what arrived live meanwhile and goes live. */
   async replay(opts: SessionStart): Promise<void> {
-    for (let i = 0; i < this.channels.length && !this.closed; i++) {
-      const from = opts.resumeFrom?.[i]
-      if (from === undefined) { this.forward(i, this.rewound?.[i] ?? []); continue }
-      const ch = this.channels[i]!
-      const { messages, gap } = await this.broker.readAfter(this.principal.appId, ch, from, opts.replayLimit)
-      if (gap) this.sink.notice(new GatewayError(80008, `Unable to resume channel "${ch}" exactly: messages after the given event id are no longer retained; continuing live`))
-      this.forward(i, messages)
+    for (let i = 0; i < this.channels.length; i++) {
+      if (this.mode !== 'reading') return
+      if (opts.resumeFrom?.[i] === undefined) {
+        if (!this.forward(i, this.rewound?.[i] ?? [])) return this.pause()
+      } else if ((await this.readOn(i, 'notice')) === 'full') return this.pause()
     }
     this.rewound = undefined
-    this.replaying = false
-    const buffered = this.buffered ?? []
-    this.buffered = undefined
-    for (const [i, batch] of buffered) this.forward(i, batch)
+    this.goLive()
   }
 
   async start(opts: SessionStart): Promise<void> {
@@ -116,31 +158,116 @@ export class StreamSession implements Subscriber {
   }
 
   deliver(channel: string, batch: Message[]): void {
+    if (this.mode === 'paused' || this.closed) return
     const i = this.index ? this.index.get(channel) : this.channels.indexOf(channel)
-    if (i === undefined || i < 0 || this.closed) return
-    if (this.replaying) (this.buffered ??= []).push([i, batch])
-    else this.forward(i, batch)
+    if (i === undefined || i < 0) return
+    if (this.mode === 'reading') (this.buffered ??= []).push([i, batch])
+    else if (!this.forward(i, batch)) this.pause()
   }
 
-  /** Hands on what is newer than the channel's position; the shared batch is passed as is when all of it is new. */
-  private forward(i: number, batch: Message[]) {
-    if (batch.length === 0 || this.closed) return
+  /**
+   * The transport has room again: read what the channels' logs got since the positions, then go
+   * live. A position that left retention meanwhile cannot be caught up exactly: the subscriber is
+   * cut (80020) and resumes with its last position, which tells it of the gap.
+   */
+  async drained(): Promise<void> {
+    if (this.mode !== 'paused' || this.closed) return
+    this.mode = 'reading'
+    try {
+      for (let i = 0; i < this.channels.length; i++) {
+        const r = await this.readOn(i, 'cut')
+        if (r === 'full') return this.pause()
+        if (r === 'gap' || this.closed) return
+      }
+    } catch (e) {
+      return this.end(
+        e instanceof GatewayError ? e : new GatewayError(50003, 'Stream interrupted: backend unavailable'),
+      )
+    }
+    this.goLive()
+  }
+
+  private pause() {
+    this.mode = 'paused'
+    this.buffered = undefined
+    this.rewound = undefined
+  }
+
+  private goLive() {
+    if (this.closed || this.mode !== 'reading') return
+    const buffered = this.buffered ?? []
+    this.buffered = undefined
+    this.mode = 'live'
+    for (const [i, batch] of buffered) if (!this.forward(i, batch)) return this.pause()
+  }
+
+  /**
+   * Hands on channel #i's log after its position, chunk by chunk, up to its end. A position
+   * below the retained log is a gap: `notice` tells the client and goes on from what is retained
+   * (a resume from an old event id), `cut` ends the stream (a subscriber too slow for retention).
+   */
+  private async readOn(i: number, onGap: 'notice' | 'cut'): Promise<'done' | 'full' | 'gap'> {
+    const ch = this.channels[i]!
+    for (;;) {
+      const { messages, gap } = await this.broker.readAfter(this.principal.appId, ch, this.positions[i]!, READ_CHUNK)
+      if (this.closed) return 'done'
+      if (gap && onGap === 'cut') {
+        this.end(
+          new GatewayError(
+            80020,
+            `Subscriber too slow: channel "${ch}" moved on past what is retained while this client was not reading`,
+          ),
+        )
+        return 'gap'
+      }
+      if (gap)
+        this.sink.notice(
+          new GatewayError(
+            80008,
+            `Unable to resume channel "${ch}" exactly: messages after the given event id are no longer retained; continuing live`,
+          ),
+        )
+      if (!this.forward(i, messages)) return 'full'
+      if (messages.length < READ_CHUNK) return 'done'
+    }
+  }
+
+  /**
+   * Hands on what is newer than the channel's position (the shared batch as is when all of it is
+   * new). False when the sink is full.
+   */
+  private forward(i: number, batch: Message[]): boolean {
+    if (batch.length === 0 || this.closed) return true
     const pos = this.positions[i]!
     let out = batch
     if (batch[0]!.serial <= pos) {
       out = batch.filter((m) => m.serial > pos)
-      if (out.length === 0) return
+      if (out.length === 0) return true
     }
     this.positions[i] = out[out.length - 1]!.serial
-    this.sink.deliver(i, out)
     this.stats?.messagesDelivered(this.principal.appId, this.principal.accountId, out.length)
+    return this.sink.deliver(i, out)
   }
 
-  /** The credentials the stream was opened with. */
-  get principalOf(): Principal { return this.principal }
+  /** The credentials the stream was opened with (or renewed to). */
+  get principalOf(): Principal {
+    return this.principal
+  }
+
+  /** New credentials of the same identity (a realtime re-authentication). */
+  renew(principal: Principal): void {
+    this.principal = principal
+  }
 
   disconnect(): void {
     this.sink.close()
+    this.close()
+  }
+
+  /** The server ends the stream with an error the client sees (revoked key, backend failure). */
+  end(err: GatewayError): void {
+    if (this.closed) return
+    this.sink.end(err)
     this.close()
   }
 
@@ -150,6 +277,7 @@ export class StreamSession implements Subscriber {
     if (this.expiry) clearTimeout(this.expiry)
     for (const ch of this.channels) this.hub.remove(this.principal.appId, ch, this)
     if (this.counted) this.stats?.connectionClosed(this.principal.appId)
+    this.owner?.closed(this)
   }
 }
 

@@ -1,9 +1,7 @@
 import { GatewayError } from '../../errors'
 import { metrics } from '../../lib/metrics'
 import type { Charge, ChargeResult, Clock, ControlStore, RateLimitStore } from '../ports'
-
-/** The limit classes of the spec's Limits table. */
-export type LimitClass = 'messages' | 'history' | 'tokenRequests' | 'objectReads' | 'objectWrites' | 'management' | 'managementStats'
+import { isPerMinute, type LimitCharge, type LimitClass, type Limits } from './limits'
 
 export interface LimitSettings {
   rateLimits: boolean
@@ -17,14 +15,6 @@ export interface LimitSettings {
   limitManagementStatsPerMinute: number
 }
 
-/** A charge of one limit class (the class names the 429). */
-export type LimitCharge = Charge & { cls: LimitClass }
-
-export const LIMIT_CLASSES: LimitClass[] = ['messages', 'history', 'tokenRequests', 'objectReads', 'objectWrites', 'management', 'managementStats']
-
-/** The management classes are set per minute (and their buckets hold a minute's worth); the rest per second. */
-export const isPerMinute = (cls: LimitClass) => cls === 'management' || cls === 'managementStats'
-
 /** A rate as the X-RateLimit-Limit header and error messages give it: per second, to 3 decimals. */
 const perSecond = (rate: number) => String(Math.round(rate * 1000) / 1000)
 
@@ -37,25 +27,41 @@ const refused = metrics.counter('gateway_rate_limited_total', 'Requests refused 
  * it is trimmed to the limit. A request costs its number of messages (publishes) or 1, and is either
  * admitted whole or refused whole (nothing of it happens) with 429 / 42910 and Retry-After.
  */
-export class RateLimiter {
+export class RateLimiter implements Limits {
   private overrides = new Map<string, Partial<Record<LimitClass, number>>>()
 
-  constructor(private readonly store: RateLimitStore, private readonly control: ControlStore, private readonly clock: Clock, private readonly s: LimitSettings) {
-    control.onChange((e) => { if (e.kind === 'account') this.overrides.clear() })
+  constructor(
+    private readonly store: RateLimitStore,
+    private readonly control: ControlStore,
+    private readonly clock: Clock,
+    private readonly s: LimitSettings,
+  ) {
+    control.onChange((e) => {
+      if (e.kind === 'account') this.overrides.clear()
+    })
   }
 
-  get enabled() { return this.s.rateLimits }
+  get enabled() {
+    return this.s.rateLimits
+  }
 
   /** Requests per second of `cls` (per-minute classes converted), before per-account overrides. */
   defaultRate(cls: LimitClass): number {
     switch (cls) {
-      case 'messages': return this.s.limitMessagesPerSecond
-      case 'history': return this.s.limitHistoryPerSecond
-      case 'tokenRequests': return this.s.limitTokenRequestsPerSecond
-      case 'objectReads': return this.s.limitObjectReadsPerSecond
-      case 'objectWrites': return this.s.limitObjectWritesPerSecond
-      case 'management': return this.s.limitManagementPerMinute / 60
-      case 'managementStats': return this.s.limitManagementStatsPerMinute / 60
+      case 'messages':
+        return this.s.limitMessagesPerSecond
+      case 'history':
+        return this.s.limitHistoryPerSecond
+      case 'tokenRequests':
+        return this.s.limitTokenRequestsPerSecond
+      case 'objectReads':
+        return this.s.limitObjectReadsPerSecond
+      case 'objectWrites':
+        return this.s.limitObjectWritesPerSecond
+      case 'management':
+        return this.s.limitManagementPerMinute / 60
+      case 'managementStats':
+        return this.s.limitManagementStatsPerMinute / 60
     }
   }
 
@@ -81,9 +87,16 @@ export class RateLimiter {
     const burst = Math.max(rate * window * this.s.rateLimitBurstSeconds, 1)
     if (cost > burst) {
       refused.inc({ class: cls })
-      throw new GatewayError(42910, `Rate limit exceeded: ${cost} ${cls} in one request is more than the burst of ${Math.floor(burst)}`, {
-        headers: { 'retry-after': String(Math.ceil(this.s.rateLimitBurstSeconds)), 'x-ratelimit-limit': perSecond(rate) },
-      })
+      throw new GatewayError(
+        42910,
+        `Rate limit exceeded: ${cost} ${cls} in one request is more than the burst of ${Math.floor(burst)}`,
+        {
+          headers: {
+            'retry-after': String(Math.ceil(this.s.rateLimitBurstSeconds)),
+            'x-ratelimit-limit': perSecond(rate),
+          },
+        },
+      )
     }
     return { key: `${accountId}:${cls}`, cls, cost, rate, burst, now: this.clock.now() }
   }
@@ -94,7 +107,11 @@ export class RateLimiter {
     refused.inc({ class: c.cls })
     const rate = perSecond(c.rate)
     throw new GatewayError(42910, `Rate limit exceeded (${c.cls}: ${rate}/s for this account)`, {
-      headers: { 'retry-after': String(Math.max(1, Math.ceil(r.retryAfterMs / 1000))), 'x-ratelimit-limit': rate, 'x-ratelimit-remaining': String(Math.floor(r.remaining)) },
+      headers: {
+        'retry-after': String(Math.max(1, Math.ceil(r.retryAfterMs / 1000))),
+        'x-ratelimit-limit': rate,
+        'x-ratelimit-remaining': String(Math.floor(r.remaining)),
+      },
     })
   }
 

@@ -1,5 +1,8 @@
 /** One token bucket step (shared by the memory store and mirrored by the Redis script). */
-export interface Bucket { tokens: number; at: number }
+export interface Bucket {
+  tokens: number
+  at: number
+}
 
 /**
  * Refills `b` to `now` and takes `cost` if it is there. The bucket's time never goes back: a node
@@ -9,7 +12,8 @@ export interface Bucket { tokens: number; at: number }
 export function takeTokens(b: Bucket | undefined, cost: number, rate: number, burst: number, now: number) {
   const at = b ? Math.max(now, b.at) : now
   const tokens = b ? Math.min(burst, b.tokens + ((at - b.at) * rate) / 1000) : burst
-  if (tokens >= cost) return { bucket: { tokens: tokens - cost, at }, ok: true, remaining: tokens - cost, retryAfterMs: 0 }
+  if (tokens >= cost)
+    return { bucket: { tokens: tokens - cost, at }, ok: true, remaining: tokens - cost, retryAfterMs: 0 }
   return { bucket: { tokens, at }, ok: false, remaining: tokens, retryAfterMs: ((cost - tokens) * 1000) / rate }
 }
 

@@ -18,11 +18,18 @@ const MAX_ROUNDS = 20
  * The payload of a change event, published as JSON (`encoding: json`) under the message name
  * `update` or `delete` on the object's channel.
  */
-export interface ObjectEvent extends ObjectChange { namespace: string }
+export interface ObjectEvent extends ObjectChange {
+  namespace: string
+}
 
 export function eventDraft(namespace: string, c: ObjectChange): MessageDraft {
   const event: ObjectEvent = { namespace, ...c }
-  return { id: `${ID_PREFIX}${c.timestamp}-${c.version}`, name: c.action, data: JSON.stringify(event), encoding: 'json' }
+  return {
+    id: `${ID_PREFIX}${c.timestamp}-${c.version}`,
+    name: c.action,
+    data: JSON.stringify(event),
+    encoding: 'json',
+  }
 }
 
 /** Versions are decimal integers increasing per object (see ports.ts). */
@@ -53,7 +60,11 @@ export class ObjectEvents {
   /** Per object, the tail of this node's catch-ups: one runs at a time, so a burst costs O(n). */
   private readonly running = new Map<string, Promise<void>>()
 
-  constructor(private readonly store: ObjectStore, private readonly broker: Broker, private readonly namespaces: Namespaces) {}
+  constructor(
+    private readonly store: ObjectStore,
+    private readonly broker: Broker,
+    private readonly namespaces: Namespaces,
+  ) {}
 
   /** Resolves once `change` is on the channel (published by this call or by an earlier writer). */
   publish(appId: string, namespace: string, change: ObjectChange): Promise<void> {
@@ -62,7 +73,9 @@ export class ObjectEvents {
     const run = (this.running.get(key) ?? Promise.resolve()).then(() => this.catchUp(appId, namespace, channel, change))
     const tail = run.catch(() => {})
     this.running.set(key, tail)
-    void tail.then(() => { if (this.running.get(key) === tail) this.running.delete(key) })
+    void tail.then(() => {
+      if (this.running.get(key) === tail) this.running.delete(key)
+    })
     return run
   }
 
@@ -80,14 +93,23 @@ export class ObjectEvents {
       // our change is no longer retained (retention shorter than a round trip): publish it alone
       if (batch.length === 0 && !after) batch.push(change)
       if (batch.length === 0) return
-      await this.broker.publish(appId, channel, batch.map((c) => eventDraft(namespace, c)), opts)
+      await this.broker.publish(
+        appId,
+        channel,
+        batch.map((c) => eventDraft(namespace, c)),
+        opts,
+      )
       const last = batch[batch.length - 1]!
       if (last.version === change.version || batch.length < CHUNK) return
       after = { timestamp: last.timestamp, version: last.version }
     }
   }
 
-  private async newestPublished(appId: string, channel: string, opts: PublishOptions): Promise<ChangePosition | undefined> {
+  private async newestPublished(
+    appId: string,
+    channel: string,
+    opts: PublishOptions,
+  ): Promise<ChangePosition | undefined> {
     const recent = await this.broker.history(appId, channel, { limit: LOOKBACK, direction: 'backwards' }, opts)
     for (const m of recent) {
       const p = positionOf(m)

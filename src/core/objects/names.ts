@@ -28,7 +28,8 @@ export function checkObjectId(id: unknown): string {
   if (typeof id !== 'string' || id.length === 0 || id.length > MAX_OBJECT_ID_LENGTH) {
     throw new GatewayError(40003, `Invalid object id: must be 1 to ${MAX_OBJECT_ID_LENGTH} characters`)
   }
-  if (CONTROL.test(id) || !id.isWellFormed()) throw new GatewayError(40003, 'Invalid object id: control characters are not allowed')
+  if (CONTROL.test(id) || !id.isWellFormed())
+    throw new GatewayError(40003, 'Invalid object id: control characters are not allowed')
   return id
 }
 

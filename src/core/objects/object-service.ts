@@ -1,30 +1,51 @@
 import { GatewayError } from '../../errors'
+import { utf8Length } from '../../lib/encoding'
 import type { Principal } from '../auth/principal'
-import { authorize } from '../channels/channel-service'
+import { authorize } from '../auth/authorize'
 import type { Namespaces } from '../control/namespaces'
 import type { Hub } from '../fanout/hub'
 import type { Broker, Clock } from '../ports'
 import type { Direction } from '../types'
 import { ObjectEvents } from './events'
-import { unlimited, type ObjectLimits } from './limits'
+import { noLimits, type Limits } from '../limits/limits'
 import { checkPatch } from './merge'
 import { checkNamespace, checkObjectId, objectChannel, parseCursor } from './names'
 import { MAX_OBJECT_BYTES, type NamespaceSummary, type ObjectChange, type ObjectState, type ObjectStore } from './ports'
 
-export interface ObjectHistoryParams { start?: number; end?: number; limit: number; direction: Direction; cursor?: string }
-export interface Subscription { connectionId: string; clientId: string | null }
-export interface DeleteResult { objectId: string; deleted: true; version: string; timestamp: number }
+/** Versions are decimal counters (see ports): anything longer is no version of ours. */
+const MAX_VERSION_LENGTH = 64
+
+export interface ObjectHistoryParams {
+  start?: number
+  end?: number
+  limit: number
+  direction: Direction
+  cursor?: string
+}
+export interface Subscription {
+  connectionId: string
+  clientId: string | null
+}
+export interface DeleteResult {
+  objectId: string
+  deleted: true
+  version: string
+  timestamp: number
+}
 
 const READ = 'object-subscribe'
 const WRITE = 'object-publish'
 
-const missingObject = (ns: string, id: string) => new GatewayError(40160, `Object "${id}" not found in namespace "${ns}"`, { status: 404 })
+const missingObject = (ns: string, id: string) =>
+  new GatewayError(40160, `Object "${id}" not found in namespace "${ns}"`, { status: 404 })
 const missingNamespace = (ns: string) => new GatewayError(40160, `Namespace "${ns}" not found`, { status: 404 })
 
 /**
  * The LiveObjects use cases. Reads need `object-subscribe` and writes `object-publish` on the
  * namespace (an object's channel is a sub-channel of it, authorised as the namespace). A namespace
  * exists while it holds an object; an object is known while it exists or has retained history.
+ * Every read (namespaces, objects, history, subscriptions) is charged one `objectReads`, every
+ * update or delete one `objectWrites` (the spec's state queries and state updates per account).
  */
 export class ObjectService {
   private readonly events: ObjectEvents
@@ -35,7 +56,7 @@ export class ObjectService {
     namespaces: Namespaces,
     private readonly hub: Hub,
     private readonly clock: Clock,
-    private readonly limits: ObjectLimits = unlimited,
+    private readonly limits: Limits = noLimits,
   ) {
     this.events = new ObjectEvents(store, broker, namespaces)
   }
@@ -43,13 +64,13 @@ export class ObjectService {
   private async read(p: Principal, namespace: unknown): Promise<string> {
     const ns = checkNamespace(namespace)
     authorize(p, ns, READ)
-    await this.limits.stateQuery(p)
+    await this.limits.take(p.accountId, 'objectReads')
     return ns
   }
 
   /** Namespaces the principal may read, sorted by id; up to `limit + 1` (the extra one means "more"). */
   async listNamespaces(p: Principal, after: string | undefined, limit: number): Promise<NamespaceSummary[]> {
-    await this.limits.stateQuery(p)
+    await this.limits.take(p.accountId, 'objectReads')
     const visible: NamespaceSummary[] = []
     for (let cursor = after; ;) {
       const batch = await this.store.namespaces(p.appId, { after: cursor, limit: limit + 1 })
@@ -71,7 +92,11 @@ export class ObjectService {
   }
 
   /** Objects of the namespace by id; up to `limit + 1` (the extra one means "more"). */
-  async list(p: Principal, namespace: string, q: { prefix: string; after?: string; limit: number }): Promise<ObjectState[]> {
+  async list(
+    p: Principal,
+    namespace: string,
+    q: { prefix: string; after?: string; limit: number },
+  ): Promise<ObjectState[]> {
     const ns = await this.read(p, namespace)
     if (!(await this.store.namespace(p.appId, ns))) throw missingNamespace(ns)
     return this.store.list(p.appId, ns, { ...q, limit: q.limit + 1 })
@@ -90,22 +115,42 @@ export class ObjectService {
     const ns = checkNamespace(namespace)
     const id = checkObjectId(objectId)
     authorize(p, ns, WRITE)
-    if (typeof body !== 'object' || body === null || Array.isArray(body)) throw new GatewayError(40001, 'Invalid request body: must be an object with data')
+    if (typeof body !== 'object' || body === null || Array.isArray(body))
+      throw new GatewayError(40001, 'Invalid request body: must be an object with data')
     const { data, version } = body as { data?: unknown; version?: unknown }
     const patch = checkPatch(data)
-    if (version !== undefined && version !== null && (typeof version !== 'string' || version === '')) {
-      throw new GatewayError(40001, 'Invalid request body: version must be a non-empty string')
+    // the patch is kept in the object's history and published with the change: bounded like state
+    const patchBytes = utf8Length(JSON.stringify(patch))
+    if (patchBytes > MAX_OBJECT_BYTES)
+      throw new GatewayError(40009, `Object patch too large (${patchBytes} bytes, limit is ${MAX_OBJECT_BYTES} bytes)`)
+    if (
+      version !== undefined &&
+      version !== null &&
+      (typeof version !== 'string' || version === '' || version.length > MAX_VERSION_LENGTH)
+    ) {
+      throw new GatewayError(
+        40001,
+        `Invalid request body: version must be a non-empty string of at most ${MAX_VERSION_LENGTH} characters`,
+      )
     }
-    await this.limits.stateUpdate(p)
+    await this.limits.take(p.accountId, 'objectWrites')
     const expectedVersion = typeof version === 'string' ? version : undefined
     const r = await this.store.update(p.appId, ns, id, patch, { expectedVersion, now: this.clock.now() })
     if (r.kind === 'conflict') {
       const now = r.currentVersion === undefined ? 'does not exist' : `is at version ${r.currentVersion}`
       throw new GatewayError(40900, `Version conflict: expected version ${expectedVersion} but object "${id}" ${now}`)
     }
-    if (r.kind === 'too-large') throw new GatewayError(40009, `Object state too large (${r.size} bytes, limit is ${MAX_OBJECT_BYTES} bytes)`)
+    if (r.kind === 'too-large')
+      throw new GatewayError(40009, `Object state too large (${r.size} bytes, limit is ${MAX_OBJECT_BYTES} bytes)`)
     const s = r.state
-    await this.publish(p.appId, ns, { objectId: id, action: 'update', version: s.version, timestamp: s.timestamp, patch, data: s.data })
+    await this.publish(p.appId, ns, {
+      objectId: id,
+      action: 'update',
+      version: s.version,
+      timestamp: s.timestamp,
+      patch,
+      data: s.data,
+    })
     return s
   }
 
@@ -113,7 +158,7 @@ export class ObjectService {
     const ns = checkNamespace(namespace)
     const id = checkObjectId(objectId)
     authorize(p, ns, WRITE)
-    await this.limits.stateUpdate(p)
+    await this.limits.take(p.accountId, 'objectWrites')
     const change = await this.store.delete(p.appId, ns, id, this.clock.now())
     if (!change) throw missingObject(ns, id)
     await this.publish(p.appId, ns, change)
@@ -125,18 +170,30 @@ export class ObjectService {
     const ns = await this.read(p, namespace)
     const id = checkObjectId(objectId)
     const after = q.cursor === undefined ? undefined : parseCursor(q.cursor)
-    const page = await this.store.history(p.appId, ns, id, { start: q.start, end: q.end, direction: q.direction, after, limit: q.limit + 1 })
+    const page = await this.store.history(p.appId, ns, id, {
+      start: q.start,
+      end: q.end,
+      direction: q.direction,
+      after,
+      limit: q.limit + 1,
+    })
     if (page.length === 0 && !after && !(await this.known(p.appId, ns, id))) throw missingObject(ns, id)
     return page
   }
 
   /** Event-stream connections of this node subscribed to the object's channel. */
-  async subscriptions(p: Principal, namespace: string, objectId: string): Promise<{ channel: string; subscriptions: Subscription[] }> {
+  async subscriptions(
+    p: Principal,
+    namespace: string,
+    objectId: string,
+  ): Promise<{ channel: string; subscriptions: Subscription[] }> {
     const ns = await this.read(p, namespace)
     const id = checkObjectId(objectId)
     if (!(await this.known(p.appId, ns, id))) throw missingObject(ns, id)
     const channel = objectChannel(ns, id)
-    const subscriptions = this.hub.subscribers(p.appId, channel).map((s) => ({ connectionId: s.connectionId, clientId: s.clientId ?? null }))
+    const subscriptions = this.hub
+      .subscribers(p.appId, channel)
+      .map((s) => ({ connectionId: s.connectionId, clientId: s.clientId ?? null }))
     return { channel, subscriptions }
   }
 
@@ -153,6 +210,8 @@ export class ObjectService {
   private async publish(appId: string, ns: string, change: ObjectChange) {
     try {
       await this.events.publish(appId, ns, change)
-    } catch { /* see above */ }
+    } catch {
+      /* see above */
+    }
   }
 }

@@ -5,13 +5,20 @@
 import type { Direction } from '../types'
 
 export type JsonValue = null | boolean | number | string | JsonValue[] | JsonObject
-export interface JsonObject { [key: string]: JsonValue }
+export interface JsonObject {
+  [key: string]: JsonValue
+}
 
 /**
  * The current state of an object. `version` is opaque to clients; both stores issue decimal
  * integers that never repeat for an object. `timestamp` is ms since epoch.
  */
-export interface ObjectState { objectId: string; data: JsonObject; version: string; timestamp: number }
+export interface ObjectState {
+  objectId: string
+  data: JsonObject
+  version: string
+  timestamp: number
+}
 
 export type ChangeAction = 'update' | 'delete'
 
@@ -30,9 +37,16 @@ export interface ObjectChange {
 }
 
 /** Where a change sits in its object's history (what a history cursor carries). */
-export interface ChangePosition { timestamp: number; version: string }
+export interface ChangePosition {
+  timestamp: number
+  version: string
+}
 
-export interface NamespaceSummary { namespaceId: string; objectCount: number; lastActivity: number }
+export interface NamespaceSummary {
+  namespaceId: string
+  objectCount: number
+  lastActivity: number
+}
 
 export interface ObjectHistoryQuery {
   /** Inclusive bounds on the change timestamp (ms). */
@@ -75,7 +89,13 @@ export interface ObjectStore {
    * new version never used before for this object, appends the change to the history and updates
    * the namespace summary. Concurrent updates are serialized; none is lost.
    */
-  update(appId: string, namespace: string, objectId: string, patch: JsonObject, opts: UpdateOptions): Promise<UpdateOutcome>
+  update(
+    appId: string,
+    namespace: string,
+    objectId: string,
+    patch: JsonObject,
+    opts: UpdateOptions,
+  ): Promise<UpdateOutcome>
   /** Atomically removes the object and records the deletion; undefined when there is no object. */
   delete(appId: string, namespace: string, objectId: string, now: number): Promise<ObjectChange | undefined>
   /** Retained changes of the object in the query's order, honouring start/end, `after` and limit. */

@@ -44,12 +44,29 @@ export function requireAdmin(a: PushActor, what: string): void {
   if (!a.admin) throw denied(`${what} requires the push-admin capability`)
 }
 
-/** Non-admin callers need push-subscribe (somewhere for registrations, on the channel for subscriptions). */
+/**
+ * Registrations need push-subscribe somewhere (or push-admin). A channel subscription needs
+ * push-subscribe or push-admin on that channel: push-admin granted on other channels does not
+ * reach it, since the subscription makes the channel's messages flow to the device.
+ */
 export function requireSubscribe(a: PushActor, what: string, channel?: string): void {
-  if (a.admin) return
   const p = a.principal
-  const ok = channel === undefined ? grantedAnywhere(p, 'push-subscribe') : !!p && p.capability.allows(channel, 'push-subscribe')
-  if (!ok) throw denied(`${what} requires the push-subscribe capability${channel === undefined ? '' : ` on channel "${channel}"`} (or push-admin)`)
+  if (channel === undefined ? a.admin : !!p && p.capability.allows(channel, 'push-admin')) return
+  const ok =
+    channel === undefined ? grantedAnywhere(p, 'push-subscribe') : !!p && p.capability.allows(channel, 'push-subscribe')
+  if (!ok)
+    throw denied(
+      `${what} requires the push-subscribe capability${channel === undefined ? '' : ` on channel "${channel}"`} (or push-admin)`,
+    )
+}
+
+/**
+ * Writing into a channel through push (an `ablyChannel` recipient) needs what a direct publish
+ * needs: `publish` on that channel, push-admin or not.
+ */
+export function requirePublish(a: PushActor, channel: string, what: string): void {
+  if (!a.principal?.capability.allows(channel, 'publish'))
+    throw denied(`${what}: an ablyChannel recipient on "${channel}" requires publish on that channel`)
 }
 
 /**
@@ -89,11 +106,14 @@ export const tokenMatches = (d: DeviceRecord, token: string) => safeEqual(d.toke
  * device it owns (a device that is not registered matches nothing); a filter is required.
  */
 export async function requireOwnFilter(
-  a: PushActor, q: { deviceId?: string; clientId?: string }, what: string,
+  a: PushActor,
+  q: { deviceId?: string; clientId?: string },
+  what: string,
   getDevice: (appId: string, deviceId: string) => Promise<DeviceRecord | undefined>,
 ): Promise<void> {
   if (a.admin) return
-  if (q.deviceId === undefined && q.clientId === undefined) throw denied(`${what} of other clients requires push-admin: filter by your own deviceId or clientId`)
+  if (q.deviceId === undefined && q.clientId === undefined)
+    throw denied(`${what} of other clients requires push-admin: filter by your own deviceId or clientId`)
   if (q.clientId !== undefined) {
     if (q.clientId !== clientOf(a)) throw denied(`${what} of clientId "${q.clientId}" requires push-admin`)
     requireSubscribe(a, what)

@@ -22,10 +22,17 @@ const MAX_IN_FLIGHT = 10_000
 const CONCURRENCY = 64
 const PAGE = 1000
 
-const delivered = metrics.counter('gateway_push_deliveries_total', 'Push notifications handed to a transport, by transport and outcome.')
-const dropped = metrics.counter('gateway_push_dropped_total', 'Push notifications of channel messages dropped because too many deliveries were running.')
+const delivered = metrics.counter(
+  'gateway_push_deliveries_total',
+  'Push notifications handed to a transport, by transport and outcome.',
+)
+const dropped = metrics.counter(
+  'gateway_push_dropped_total',
+  'Push notifications of channel messages dropped because too many deliveries were running.',
+)
 
-const failure = (e: unknown): ErrorBody => (e instanceof GatewayError ? e : new GatewayError(50000, 'Push delivery failed')).toBody()
+const failure = (e: unknown): ErrorBody =>
+  (e instanceof GatewayError ? e : new GatewayError(50000, 'Push delivery failed')).toBody()
 
 /**
  * Sends notifications through the transports and records each registered device's delivery
@@ -43,7 +50,11 @@ export class PushDelivery {
   ) {}
 
   /** Sends to a raw recipient (no registration, no state). */
-  async toRecipient(appId: string, recipient: PushRecipient, payload: Record<string, unknown>): Promise<DeliveryResult> {
+  async toRecipient(
+    appId: string,
+    recipient: PushRecipient,
+    payload: Record<string, unknown>,
+  ): Promise<DeliveryResult> {
     const result: DeliveryResult = { transportType: recipient.transportType }
     try {
       await this.send(appId, recipient, payload)
@@ -72,14 +83,22 @@ export class PushDelivery {
       outcome = { ok: false, error: failure(e) }
     }
     const after = await this.store.recordDelivery(appId, d.id, outcome)
-    return { ...base, state: after?.state ?? (outcome.ok ? 'ACTIVE' : 'FAILING'), ...(outcome.ok ? {} : { error: outcome.error }) }
+    return {
+      ...base,
+      state: after?.state ?? (outcome.ok ? 'ACTIVE' : 'FAILING'),
+      ...(outcome.ok ? {} : { error: outcome.error }),
+    }
   }
 
   private async send(appId: string, recipient: PushRecipient, payload: Record<string, unknown>, device?: DeviceRecord) {
     const transport = this.transports[recipient.transportType]
     if (!transport) {
       delivered.inc({ transport: recipient.transportType, outcome: 'unavailable' })
-      throw new GatewayError(50003, `Push delivery failed: no transport for ${recipient.transportType} is configured on this gateway (set PUSH_WEBHOOK_URL)`, { status: 503 })
+      throw new GatewayError(
+        50003,
+        `Push delivery failed: no transport for ${recipient.transportType} is configured on this gateway (set PUSH_WEBHOOK_URL)`,
+        { status: 503 },
+      )
     }
     try {
       await transport.send({ appId, recipient, payload, device })
@@ -107,7 +126,11 @@ export class PushDelivery {
       return
     }
     this.inFlight++
-    void this.fanOut(appId, channel, payloads).catch(this.onError).finally(() => { this.inFlight-- })
+    void this.fanOut(appId, channel, payloads)
+      .catch(this.onError)
+      .finally(() => {
+        this.inFlight--
+      })
   }
 
   private async fanOut(appId: string, channel: string, payloads: Array<Record<string, unknown>>) {
@@ -142,7 +165,11 @@ export class PushDelivery {
   }
 
   /** Adds the devices registered with `clientId` to `into` (up to MAX_FANOUT_DEVICES in all); returns it. */
-  async clientDevices(appId: string, clientId: string, into = new Map<string, DeviceRecord>()): Promise<Map<string, DeviceRecord>> {
+  async clientDevices(
+    appId: string,
+    clientId: string,
+    into = new Map<string, DeviceRecord>(),
+  ): Promise<Map<string, DeviceRecord>> {
     let after: string | undefined
     while (into.size < MAX_FANOUT_DEVICES) {
       const page = await this.store.listDevices(appId, { clientId, after, limit: PAGE })

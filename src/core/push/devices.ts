@@ -1,9 +1,27 @@
 import { GatewayError, denied, notFound } from '../../errors'
 import type { Clock } from '../ports'
-import { clientOf, newDeviceToken, ownsDevice, requireOwnFilter, requireSubscribe, type PushActor } from './access'
+import {
+  clientOf,
+  newDeviceToken,
+  ownsDevice,
+  requireOwnFilter,
+  requirePublish,
+  requireSubscribe,
+  type PushActor,
+} from './access'
 import type { DeviceQuery, DeviceRecord, PushRecipient, PushStore } from './ports'
 import {
-  checkClientId, checkFormFactor, checkId, checkMetadata, checkPlatform, checkRecipient, invalid, isObject, optString, type Obj,
+  checkClientId,
+  checkFormFactor,
+  checkId,
+  checkMetadata,
+  checkPlatform,
+  checkRecipient,
+  checkShort,
+  invalid,
+  isObject,
+  optString,
+  type Obj,
 } from './validation'
 
 /**
@@ -11,13 +29,17 @@ import {
  * A (re-)registration or a new recipient makes the device ACTIVE again with no failures.
  */
 export class DeviceRegistrations {
-  constructor(private readonly store: PushStore, private readonly clock: Clock) {}
+  constructor(
+    private readonly store: PushStore,
+    private readonly clock: Clock,
+  ) {}
 
   /** POST (id in the body) and PUT (id in the path): creates or replaces the registration. */
   async save(a: PushActor, body: unknown, pathId?: string): Promise<DeviceRecord> {
     if (!isObject(body)) throw invalid('Invalid device: the body must be an object')
     const bodyId = optString(body, 'id', 'device')
-    if (pathId !== undefined && bodyId !== undefined && bodyId !== pathId) throw invalid(`Invalid device: body id "${bodyId}" differs from the path's "${pathId}"`)
+    if (pathId !== undefined && bodyId !== undefined && bodyId !== pathId)
+      throw invalid(`Invalid device: body id "${bodyId}" differs from the path's "${pathId}"`)
     const rawId = pathId ?? bodyId
     if (rawId === undefined) throw invalid('Invalid device: id is required')
     const id = checkId(rawId, 'device id')
@@ -25,15 +47,24 @@ export class DeviceRegistrations {
     const platform = checkPlatform(body.platform)
     const formFactor = checkFormFactor(body.formFactor)
     const metadata = checkMetadata(body.metadata)
-    const deviceSecret = optString(body, 'deviceSecret', 'device')
+    const deviceSecret = checkShort(optString(body, 'deviceSecret', 'device'), 'device deviceSecret')
     const recipient = checkRecipient(recipientOf(body, true), 'device push.recipient')
     const existing = await this.store.getDevice(a.appId, id)
     this.authorizeWrite(a, existing, clientId, recipient)
     const now = this.clock.now()
     const device: DeviceRecord = {
-      appId: a.appId, id, platform, formFactor, metadata: metadata ?? existing?.metadata ?? {}, recipient,
-      token: existing?.token ?? newDeviceToken(a.appId, id), tokenIssued: existing?.tokenIssued ?? now,
-      created: existing?.created ?? now, modified: now, state: 'ACTIVE', failures: 0,
+      appId: a.appId,
+      id,
+      platform,
+      formFactor,
+      metadata: metadata ?? existing?.metadata ?? {},
+      recipient,
+      token: existing?.token ?? newDeviceToken(a.appId, id),
+      tokenIssued: existing?.tokenIssued ?? now,
+      created: existing?.created ?? now,
+      modified: now,
+      state: 'ACTIVE',
+      failures: 0,
     }
     if (clientId !== undefined) device.clientId = clientId
     const secret = deviceSecret ?? existing?.deviceSecret
@@ -53,7 +84,7 @@ export class DeviceRegistrations {
     if (body.formFactor !== undefined && body.formFactor !== null) next.formFactor = checkFormFactor(body.formFactor)
     const metadata = checkMetadata(body.metadata)
     if (metadata) next.metadata = metadata
-    const secret = optString(body, 'deviceSecret', 'device update')
+    const secret = checkShort(optString(body, 'deviceSecret', 'device update'), 'device update deviceSecret')
     if (secret !== undefined) next.deviceSecret = secret
     const recipient = recipientOf(body, false)
     if (recipient !== undefined) {
@@ -88,7 +119,8 @@ export class DeviceRegistrations {
   }
 
   async removeWhere(a: PushActor, q: { deviceId?: string; clientId?: string }): Promise<number> {
-    if (q.deviceId === undefined && q.clientId === undefined) throw new GatewayError(40003, 'Removing devices needs a deviceId or clientId param')
+    if (q.deviceId === undefined && q.clientId === undefined)
+      throw new GatewayError(40003, 'Removing devices needs a deviceId or clientId param')
     await requireOwnFilter(a, q, 'Removing devices', (app, id) => this.store.getDevice(app, id))
     return this.store.deleteDevices(a.appId, q)
   }
@@ -102,27 +134,30 @@ export class DeviceRegistrations {
     return next
   }
 
-
   /**
    * Without push-admin: a new registration needs push-subscribe; an existing one must be the
-   * caller's; the clientId may only be the caller's own (or the device's current one); and an
-   * `ablyChannel` recipient may only name a new channel the caller may publish to, since
-   * notifications to the device are published there.
+   * caller's; the clientId may only be the caller's own (or the device's current one). For
+   * everyone, push-admin included: an `ablyChannel` recipient may only name a new channel the
+   * caller may publish to, since notifications to the device are published there.
    */
-  private authorizeWrite(a: PushActor, existing: DeviceRecord | undefined, clientId: string | undefined, recipient: PushRecipient) {
-    if (a.admin) return
-    if (existing) {
-      if (!ownsDevice(a, existing)) throw denied(`Device "${existing.id}" belongs to another client; managing it requires push-admin`)
-    } else requireSubscribe(a, 'Registering a device')
-    if (clientId !== undefined && clientId !== clientOf(a) && clientId !== existing?.clientId) {
-      throw denied(`Registering a device for clientId "${clientId}" requires push-admin or credentials of that client`)
-    }
+  private authorizeWrite(
+    a: PushActor,
+    existing: DeviceRecord | undefined,
+    clientId: string | undefined,
+    recipient: PushRecipient,
+  ) {
     if (recipient.transportType === 'ablyChannel') {
       const channel = recipient.channel as string
       const same = existing?.recipient.transportType === 'ablyChannel' && existing.recipient.channel === channel
-      if (!same && !a.principal?.capability.allows(channel, 'publish')) {
-        throw denied(`An ablyChannel recipient on "${channel}" requires publish on that channel (or push-admin)`)
-      }
+      if (!same) requirePublish(a, channel, 'Registering a device')
+    }
+    if (a.admin) return
+    if (existing) {
+      if (!ownsDevice(a, existing))
+        throw denied(`Device "${existing.id}" belongs to another client; managing it requires push-admin`)
+    } else requireSubscribe(a, 'Registering a device')
+    if (clientId !== undefined && clientId !== clientOf(a) && clientId !== existing?.clientId) {
+      throw denied(`Registering a device for clientId "${clientId}" requires push-admin or credentials of that client`)
     }
   }
 }
@@ -135,6 +170,7 @@ function recipientOf(body: Obj, required: boolean): unknown {
     return undefined
   }
   if (!isObject(push)) throw invalid('Invalid device: push must be an object')
-  if ((push.recipient === undefined || push.recipient === null) && required) throw invalid('Invalid device: push.recipient is required')
+  if ((push.recipient === undefined || push.recipient === null) && required)
+    throw invalid('Invalid device: push.recipient is required')
   return push.recipient ?? undefined
 }

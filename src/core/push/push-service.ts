@@ -1,7 +1,7 @@
 import { GatewayError } from '../../errors'
 import type { Principal } from '../auth/principal'
 import type { Namespaces } from '../control/namespaces'
-import type { RateLimiter } from '../limits/rate-limiter'
+import type { Limits } from '../limits/limits'
 import type { Broker, Clock, ControlStore } from '../ports'
 import type { MessageDraft } from '../types'
 import { grantedAnywhere, parseDeviceToken, tokenMatches, type PushActor } from './access'
@@ -15,6 +15,8 @@ import { transportsFor, type HttpPost, type PushTransport } from './transports'
 export interface PushSettings {
   /** Relay of APNs / FCM / web push notifications (empty: those transports are unavailable). */
   pushWebhookUrl: string
+  /** Bound of a notification's payload (JSON bytes). */
+  maxMessageSize: number
 }
 
 /**
@@ -32,7 +34,7 @@ export class PushService {
     private readonly control: ControlStore,
     broker: Broker,
     namespaces: Namespaces,
-    limits: RateLimiter,
+    limits: Limits,
     clock: Clock,
     post: HttpPost,
     s: PushSettings,
@@ -42,7 +44,7 @@ export class PushService {
     this.delivery = new PushDelivery(store, transports, namespaces, onError)
     this.devices = new DeviceRegistrations(store, clock)
     this.subscriptions = new ChannelSubscriptions(store, namespaces)
-    this.publisher = new PushPublisher(store, this.delivery, limits, onError)
+    this.publisher = new PushPublisher(store, this.delivery, limits, onError, s.maxMessageSize)
   }
 
   /**
@@ -50,17 +52,25 @@ export class PushService {
    * Bearer token that is one), or both (the same app). A token that matches no registered device
    * is 401 / 40101; a token alone is held to the app's status and TLS rule as credentials are.
    */
-  async actor(principal: Principal | undefined, deviceToken: string | undefined, secure: () => boolean = () => true): Promise<PushActor> {
+  async actor(
+    principal: Principal | undefined,
+    deviceToken: string | undefined,
+    secure: () => boolean = () => true,
+  ): Promise<PushActor> {
     let deviceId: string | undefined
     let appId = principal?.appId
     if (deviceToken !== undefined) {
       const parsed = parseDeviceToken(deviceToken)
-      const device = parsed && (principal === undefined || parsed.appId === principal.appId) ? await this.store.getDevice(parsed.appId, parsed.deviceId) : undefined
+      const device =
+        parsed && (principal === undefined || parsed.appId === principal.appId)
+          ? await this.store.getDevice(parsed.appId, parsed.deviceId)
+          : undefined
       if (!device || !tokenMatches(device, deviceToken)) throw new GatewayError(40101, 'Invalid device identity token')
       deviceId = device.id
       appId = device.appId
     }
-    if (appId === undefined) throw new GatewayError(40101, 'Invalid credentials: no key, token or device identity token provided')
+    if (appId === undefined)
+      throw new GatewayError(40101, 'Invalid credentials: no key, token or device identity token provided')
     let accountId = principal?.accountId
     if (accountId === undefined) {
       const app = await this.control.getApp(appId)

@@ -1,5 +1,5 @@
 import { GatewayError, denied, notFound } from '../../errors'
-import { checkChannelName, namespaceOf } from '../channels/names'
+import { checkChannelName, namespaceOf } from '../model/names'
 import type { Namespaces } from '../control/namespaces'
 import { clientOf, ownsDevice, requireAdmin, requireOwnFilter, requireSubscribe, type PushActor } from './access'
 import type { PushStore, SubscriptionQuery, SubscriptionRecord } from './ports'
@@ -12,7 +12,10 @@ type Target = { channel?: string; deviceId?: string; clientId?: string }
  * Only channels of a namespace with `pushEnabled` accept them.
  */
 export class ChannelSubscriptions {
-  constructor(private readonly store: PushStore, private readonly namespaces: Namespaces) {}
+  constructor(
+    private readonly store: PushStore,
+    private readonly namespaces: Namespaces,
+  ) {}
 
   async save(a: PushActor, body: unknown): Promise<SubscriptionRecord> {
     if (!isObject(body)) throw invalid('Invalid subscription: the body must be an object')
@@ -22,20 +25,27 @@ export class ChannelSubscriptions {
     const rawDevice = optString(body, 'deviceId', 'subscription')
     const deviceId = rawDevice === undefined ? undefined : checkId(rawDevice, 'subscription deviceId')
     const clientId = checkClientId(optString(body, 'clientId', 'subscription'), 'subscription')
-    if ((deviceId === undefined) === (clientId === undefined)) throw invalid('Invalid subscription: give exactly one of deviceId and clientId')
+    if ((deviceId === undefined) === (clientId === undefined))
+      throw invalid('Invalid subscription: give exactly one of deviceId and clientId')
     requireSubscribe(a, 'Subscribing to push notifications', channel)
     if (deviceId !== undefined) {
       const d = await this.store.getDevice(a.appId, deviceId)
       if (!d) throw notFound(`Device "${deviceId}" is not registered`)
-      if (!ownsDevice(a, d)) throw denied(`Device "${deviceId}" belongs to another client; subscribing it requires push-admin`)
+      if (!ownsDevice(a, d))
+        throw denied(`Device "${deviceId}" belongs to another client; subscribing it requires push-admin`)
     } else if (!a.admin && clientId !== clientOf(a)) {
       throw denied(`Subscribing clientId "${clientId}" requires push-admin or credentials of that client`)
     }
     const ns = await this.namespaces.of(a.appId, channel)
     if (ns?.pushEnabled !== true) {
       const id = namespaceOf(channel)
-      throw new GatewayError(40000, `Channel "${channel}" is not enabled for push notifications: ` +
-        (id === undefined ? 'only channels of a namespace with pushEnabled accept push subscriptions' : `namespace "${id}" needs pushEnabled`))
+      throw new GatewayError(
+        40000,
+        `Channel "${channel}" is not enabled for push notifications: ` +
+          (id === undefined
+            ? 'only channels of a namespace with pushEnabled accept push subscriptions'
+            : `namespace "${id}" needs pushEnabled`),
+      )
     }
     const sub: SubscriptionRecord = deviceId !== undefined ? { channel, deviceId } : { channel, clientId }
     await this.store.putSubscription(a.appId, sub)
@@ -51,7 +61,8 @@ export class ChannelSubscriptions {
   }
 
   async remove(a: PushActor, q: Target): Promise<number> {
-    if (q.deviceId !== undefined && q.clientId !== undefined) throw new GatewayError(40003, 'deviceId and clientId params cannot be combined')
+    if (q.deviceId !== undefined && q.clientId !== undefined)
+      throw new GatewayError(40003, 'deviceId and clientId params cannot be combined')
     if (q.channel === undefined && q.deviceId === undefined && q.clientId === undefined) {
       throw new GatewayError(40003, 'Removing push subscriptions needs a channel, deviceId or clientId param')
     }

@@ -1,5 +1,5 @@
 import { GatewayError } from '../../errors'
-import { IdGenerator } from '../channels/ids'
+import { IdGenerator } from '../model/ids'
 import type { Namespaces } from '../control/namespaces'
 import type { Broker, Clock } from '../ports'
 import type { DeviceRecord, PushRecipient } from './ports'
@@ -31,12 +31,20 @@ export const PUSH_MESSAGE_NAME = '__ably_push__'
 export class AblyChannelTransport implements PushTransport {
   private readonly ids = new IdGenerator()
 
-  constructor(private readonly broker: Broker, private readonly namespaces: Namespaces) {}
+  constructor(
+    private readonly broker: Broker,
+    private readonly namespaces: Namespaces,
+  ) {}
 
   async send(n: Notification): Promise<void> {
     const channel = n.recipient.channel as string
     const persisted = await this.namespaces.isPersisted(n.appId, channel)
-    await this.broker.publish(n.appId, channel, [{ id: `${this.ids.next()}:0`, name: PUSH_MESSAGE_NAME, data: JSON.stringify(n.payload) }], { persisted })
+    await this.broker.publish(
+      n.appId,
+      channel,
+      [{ id: `${this.ids.next()}:0`, name: PUSH_MESSAGE_NAME, data: JSON.stringify(n.payload) }],
+      { persisted },
+    )
   }
 }
 
@@ -50,10 +58,19 @@ export type HttpPost = (url: string, headers: Record<string, string>, body: unkn
  * a delivery; anything else (or no answer) is a failed one.
  */
 export class WebhookTransport implements PushTransport {
-  constructor(private readonly post: HttpPost, private readonly url: string, private readonly clock: Clock) {}
+  constructor(
+    private readonly post: HttpPost,
+    private readonly url: string,
+    private readonly clock: Clock,
+  ) {}
 
   async send(n: Notification): Promise<void> {
-    const body: Record<string, unknown> = { appId: n.appId, recipient: n.recipient, payload: n.payload, timestamp: this.clock.now() }
+    const body: Record<string, unknown> = {
+      appId: n.appId,
+      recipient: n.recipient,
+      payload: n.payload,
+      timestamp: this.clock.now(),
+    }
     if (n.device) {
       body.deviceId = n.device.id
       if (n.device.clientId !== undefined) body.clientId = n.device.clientId
@@ -68,7 +85,13 @@ export class WebhookTransport implements PushTransport {
 }
 
 /** What a transport type is delivered by: ablyChannel here, the others through the webhook when one is set. */
-export function transportsFor(broker: Broker, namespaces: Namespaces, post: HttpPost, webhookUrl: string, clock: Clock): Record<string, PushTransport> {
+export function transportsFor(
+  broker: Broker,
+  namespaces: Namespaces,
+  post: HttpPost,
+  webhookUrl: string,
+  clock: Clock,
+): Record<string, PushTransport> {
   const out: Record<string, PushTransport> = { ablyChannel: new AblyChannelTransport(broker, namespaces) }
   if (webhookUrl) {
     const webhook = new WebhookTransport(post, webhookUrl, clock)

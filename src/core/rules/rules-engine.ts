@@ -1,13 +1,31 @@
 import { toBase64 } from '../../lib/encoding'
-import { parseSerial } from '../channels/serial'
+import { parseSerial } from '../model/serial'
 import type { Clock, ControlStore, QueueStore } from '../ports'
 import type { Message, MessageDraft, Queue, Rule } from '../types'
+import { compileChannelFilter, type ChannelFilter } from '../control/channel-filter'
 import type { WebhookDispatcher } from './webhooks'
 
-interface Compiled { rule: Rule; filter: RegExp }
+interface Compiled {
+  rule: Rule
+  /** Absent when the stored pattern no longer compiles (it then matches nothing). */
+  filter?: ChannelFilter
+}
+
+/** An app's routing: its rules, its account (stats) and which rules each recent channel matches. */
+interface AppRules {
+  accountId: string
+  rules: Compiled[]
+  matches: Map<string, Compiled[]>
+}
+
+/** Channels whose matching rules an app remembers (oldest forgotten first). */
+const MATCH_CACHE = 10_000
 
 /** A cached load: the promise every caller awaits (so they resume in arrival order) and its value once known. */
-interface Cached<T> { promise: Promise<T>; value?: T }
+interface Cached<T> {
+  promise: Promise<T>
+  value?: T
+}
 
 /** The wire form of a message as rules deliver it (JSON: binary data base64-encoded). */
 function wire(m: Message): Record<string, unknown> {
@@ -28,12 +46,14 @@ function wire(m: Message): Record<string, unknown> {
 /**
  * Integration rules: after a publish is acknowledged, messages of channels matching an enabled
  * rule's `channelFilter` go to its webhook (http) or into one of the app's queues (amqp). The
- * rules of an app are cached until they change; an app without rules costs one map lookup.
+ * rules of an app are cached until they change; an app without rules costs one map lookup, and
+ * which rules a channel matches is remembered, so a publish runs no pattern on a channel seen
+ * recently (filters are RE2, linear in time: see control/channel-filter.ts).
  * Publishes are routed in the order they were acknowledged: callers share one pending load of
  * an app's rules and queues, so a later publish never overtakes an earlier one waiting for it.
  */
 export class RulesEngine {
-  private cache = new Map<string, Cached<Compiled[]>>()
+  private cache = new Map<string, Cached<AppRules>>()
   private queuesCache = new Map<string, Cached<Map<string, Queue>>>()
 
   constructor(
@@ -45,31 +65,76 @@ export class RulesEngine {
   ) {
     control.onChange((e) => {
       if (e.kind === 'rule' || e.kind === 'queue' || e.kind === 'app') {
-        if (e.appId) { this.cache.delete(e.appId); this.queuesCache.delete(e.appId) } else { this.cache.clear(); this.queuesCache.clear() }
+        if (e.appId) {
+          this.cache.delete(e.appId)
+          this.queuesCache.delete(e.appId)
+        } else {
+          this.cache.clear()
+          this.queuesCache.clear()
+        }
+        if (e.kind !== 'queue') for (const appId of e.appId ? [e.appId] : webhooks.apps()) this.refreshLanes(appId)
       }
     })
   }
 
+  /** Drops the webhook lanes of the app's deleted or disabled rules at once (not at its next publish). */
+  private refreshLanes(appId: string) {
+    this.control.listRules(appId).then((rules) => this.webhooks.retain(appId, rules), this.onError)
+  }
+
   /** Called after every acknowledged publish; never throws and never makes the publisher wait. */
   published(appId: string, channel: string, drafts: MessageDraft[], serials: string[]): void {
-    if (this.cache.get(appId)?.value?.length === 0) return
+    if (this.cache.get(appId)?.value?.rules.length === 0) return
     void this.route(appId, channel, drafts, serials).catch(this.onError)
   }
 
   private async route(appId: string, channel: string, drafts: MessageDraft[], serials: string[]) {
-    const rules = await this.cached(this.cache, appId, async () =>
-      (await this.control.listRules(appId)).map((rule) => ({ rule, filter: new RegExp(rule.source.channelFilter) })))
+    const app = await this.cached(this.cache, appId, () => this.load(appId))
     let items: Array<Record<string, unknown>> | undefined
-    for (const { rule, filter } of rules) {
-      if (rule.status !== 'enabled' || !filter.test(channel)) continue
-      items ??= drafts.map((d, i) => wire({ ...d, serial: serials[i]!, timestamp: parseSerial(serials[i]!)?.ms ?? this.clock.now() }))
-      if (rule.ruleType === 'http') this.webhooks.enqueue(rule, channel, items)
+    for (const { rule } of this.matching(app, channel)) {
+      items ??= drafts.map((d, i) =>
+        wire({ ...d, serial: serials[i]!, timestamp: parseSerial(serials[i]!)?.ms ?? this.clock.now() }),
+      )
+      if (rule.ruleType === 'http') this.webhooks.enqueue(rule, app.accountId, channel, items)
       else {
-        const queues = await this.cached(this.queuesCache, appId, async () => new Map((await this.control.listQueues(appId)).map((q) => [q.id, q])))
+        const queues = await this.cached(
+          this.queuesCache,
+          appId,
+          async () => new Map((await this.control.listQueues(appId)).map((q) => [q.id, q])),
+        )
         const q = queues.get(rule.target.queueId ?? '')
-        if (q) await this.queues.push(q.id, items.map((message) => ({ channel, message })), q.maxLength, this.clock.now())
+        if (q)
+          await this.queues.push(
+            q.id,
+            items.map((message) => ({ channel, message })),
+            q.maxLength,
+            this.clock.now(),
+          )
       }
     }
+  }
+
+  private async load(appId: string): Promise<AppRules> {
+    const [rules, app] = await Promise.all([this.control.listRules(appId), this.control.getApp(appId)])
+    const compiled = rules.map((rule) => {
+      try {
+        return { rule, filter: compileChannelFilter(rule.source.channelFilter) }
+      } catch (e) {
+        this.onError(e)
+        return { rule }
+      }
+    })
+    return { accountId: app?.accountId ?? '', rules: compiled, matches: new Map() }
+  }
+
+  /** The enabled rules whose filter matches the channel, remembered per channel. */
+  private matching(app: AppRules, channel: string): Compiled[] {
+    let hit = app.matches.get(channel)
+    if (hit) return hit
+    hit = app.rules.filter((c) => c.rule.status === 'enabled' && c.filter?.test(channel))
+    if (app.matches.size >= MATCH_CACHE) app.matches.delete(app.matches.keys().next().value!)
+    app.matches.set(channel, hit)
+    return hit
   }
 
   /** The cached load of an app, started once; a failed load is forgotten so the next publish retries. */
@@ -78,7 +143,14 @@ export class RulesEngine {
     if (hit) return hit.promise
     const entry: Cached<T> = { promise: load() }
     cache.set(appId, entry)
-    entry.promise.then((v) => { entry.value = v }, () => { if (cache.get(appId) === entry) cache.delete(appId) })
+    entry.promise.then(
+      (v) => {
+        entry.value = v
+      },
+      () => {
+        if (cache.get(appId) === entry) cache.delete(appId)
+      },
+    )
     return entry.promise
   }
 }

@@ -1,4 +1,5 @@
 import type { Clock, StatsStore, StatsUnit } from '../ports'
+import { withTotals } from './entries'
 import { intervalId, intervalStart } from './intervals'
 
 export const STATS_SCHEMA = 'https://schemas.ably.com/json/app-stats-0.0.5.json'
@@ -17,9 +18,17 @@ interface Pending {
   minute: number
   inCount: number
   inBytes: number
+  /** Of inCount/inBytes: what came over realtime connections. */
+  realtimeCount: number
+  realtimeBytes: number
+  /** Presence events entered over realtime connections. */
+  presenceCount: number
   persistedCount: number
   persistedBytes: number
   outCount: number
+  /** Messages delivered to webhooks, and given up (dropped) on the way. */
+  webhookCount: number
+  webhookFailed: number
   tokenRequests: number
   apiRequests: number
   connectionsOpened: number
@@ -37,7 +46,10 @@ export class StatsService {
   /** Event-stream connections open now, per app. */
   private open = new Map<string, number>()
 
-  constructor(private readonly store: StatsStore, private readonly clock: Clock) {}
+  constructor(
+    private readonly store: StatsStore,
+    private readonly clock: Clock,
+  ) {}
 
   private add(appId: string, accountId: string, entries: Record<string, number>, at = this.clock.now()) {
     this.store.add([appId, `account:${accountId}`], at, entries)
@@ -48,24 +60,73 @@ export class StatsService {
     const now = this.clock.now()
     const minute = now - (now % 60_000)
     let p = this.pending.get(appId)
-    if (p && p.minute !== minute) { this.flushApp(appId, p); p = undefined }
+    if (p && p.minute !== minute) {
+      this.flushApp(appId, p)
+      p = undefined
+    }
     if (!p) {
-      p = { accountId, minute, inCount: 0, inBytes: 0, persistedCount: 0, persistedBytes: 0, outCount: 0, tokenRequests: 0, apiRequests: 0, connectionsOpened: 0, connectionsPeak: this.open.get(appId) ?? 0 }
+      p = {
+        accountId,
+        minute,
+        inCount: 0,
+        inBytes: 0,
+        realtimeCount: 0,
+        realtimeBytes: 0,
+        presenceCount: 0,
+        persistedCount: 0,
+        persistedBytes: 0,
+        outCount: 0,
+        webhookCount: 0,
+        webhookFailed: 0,
+        tokenRequests: 0,
+        apiRequests: 0,
+        connectionsOpened: 0,
+        connectionsPeak: this.open.get(appId) ?? 0,
+      }
       this.pending.set(appId, p)
     }
     return p
   }
 
-  messagesPublished(appId: string, accountId: string, count: number, bytes: number, persisted: boolean) {
+  messagesPublished(
+    appId: string,
+    accountId: string,
+    count: number,
+    bytes: number,
+    persisted: boolean,
+    transport: 'rest' | 'realtime' = 'rest',
+  ) {
     const p = this.current(appId, accountId)
     p.inCount += count
     p.inBytes += bytes
-    if (persisted) { p.persistedCount += count; p.persistedBytes += bytes }
+    if (transport === 'realtime') {
+      p.realtimeCount += count
+      p.realtimeBytes += bytes
+    }
+    if (persisted) {
+      p.persistedCount += count
+      p.persistedBytes += bytes
+    }
+  }
+
+  /** Presence events a client sent (enter, update, leave). */
+  presencePublished(appId: string, accountId: string, count: number) {
+    this.current(appId, accountId).presenceCount += count
   }
 
   /** Messages written to event-stream subscribers. */
   messagesDelivered(appId: string, accountId: string, count: number) {
     this.current(appId, accountId).outCount += count
+  }
+
+  /** Messages a webhook rule delivered. */
+  webhookDelivered(appId: string, accountId: string, count: number) {
+    this.current(appId, accountId).webhookCount += count
+  }
+
+  /** Messages a webhook rule gave up (buffer full, retries exhausted, refused, rule deleted). */
+  webhookDropped(appId: string, accountId: string, count: number) {
+    this.current(appId, accountId).webhookFailed += count
   }
 
   tokenRequestSucceeded(appId: string, accountId: string) {
@@ -91,27 +152,29 @@ export class StatsService {
     else this.open.delete(appId)
   }
 
+  /** Writes the app's sums as schema entries: the per-transport counts, with the `all` totals derived from them. */
   private flushApp(appId: string, p: Pending) {
     this.pending.delete(appId)
     const e: Record<string, number> = {}
-    const put = (prefixes: string[], count: number, bytes?: number) => {
-      if (!count) return
-      for (const k of prefixes) {
-        e[`${k}.count`] = (e[`${k}.count`] ?? 0) + count
-        if (bytes !== undefined) e[`${k}.data`] = (e[`${k}.data`] ?? 0) + bytes
-      }
+    const put = (key: string, value: number) => {
+      if (value) e[key] = value
     }
-    put(['messages.all.all', 'messages.all.messages'], p.inCount + p.outCount)
-    put(['messages.inbound.rest.all', 'messages.inbound.rest.messages', 'messages.inbound.all.all', 'messages.inbound.all.messages'], p.inCount, p.inBytes)
-    for (const k of ['messages.all.all', 'messages.all.messages']) if (p.inCount) e[`${k}.data`] = p.inBytes
-    put(['messages.persisted.all', 'messages.persisted.messages'], p.persistedCount, p.persistedBytes)
-    put(['messages.outbound.realtime.all', 'messages.outbound.realtime.messages', 'messages.outbound.all.all', 'messages.outbound.all.messages'], p.outCount)
-    if (p.tokenRequests) e['apiRequests.tokenRequests.succeeded'] = p.tokenRequests
-    if (p.apiRequests) e['apiRequests.other.succeeded'] = p.apiRequests
-    if (p.tokenRequests + p.apiRequests) e['apiRequests.all.succeeded'] = p.tokenRequests + p.apiRequests
-    if (p.connectionsOpened) e['connections.all.opened'] = p.connectionsOpened
-    if (p.connectionsPeak) e['connections.all.peak'] = p.connectionsPeak
-    if (Object.keys(e).length) this.add(appId, p.accountId, e, p.minute)
+    put('messages.inbound.rest.messages.count', p.inCount - p.realtimeCount)
+    put('messages.inbound.rest.messages.data', p.inBytes - p.realtimeBytes)
+    put('messages.inbound.realtime.messages.count', p.realtimeCount)
+    put('messages.inbound.realtime.messages.data', p.realtimeBytes)
+    put('messages.inbound.realtime.presence.count', p.presenceCount)
+    put('messages.outbound.realtime.messages.count', p.outCount)
+    put('messages.outbound.webhook.messages.count', p.webhookCount)
+    put('messages.outbound.webhook.messages.failed', p.webhookFailed)
+    put('messages.persisted.messages.count', p.persistedCount)
+    put('messages.persisted.messages.data', p.persistedBytes)
+    put('apiRequests.tokenRequests.succeeded', p.tokenRequests)
+    put('apiRequests.other.succeeded', p.apiRequests)
+    put('apiRequests.all.succeeded', p.tokenRequests + p.apiRequests)
+    put('connections.all.opened', p.connectionsOpened)
+    put('connections.all.peak', p.connectionsPeak)
+    if (Object.keys(e).length) this.add(appId, p.accountId, withTotals(e), p.minute)
   }
 
   /** Writes every pending sum to the store (before reads). */
@@ -128,7 +191,10 @@ export class StatsService {
    * One page of stats records. `cursor` is the interval start of the previous page's last
    * record; `next` is set when another page follows.
    */
-  async page(scope: { appId: string } | { accountId: string }, q: StatsQuery): Promise<{ items: StatsView[]; next?: number }> {
+  async page(
+    scope: { appId: string } | { accountId: string },
+    q: StatsQuery,
+  ): Promise<{ items: StatsView[]; next?: number }> {
     this.flush()
     const key = 'appId' in scope ? scope.appId : `account:${scope.accountId}`
     const fwd = q.direction === 'forwards'

@@ -1,0 +1,259 @@
+/**
+ * Publishing over the realtime protocol against HTTP publishing, in the same run: a 100-byte
+ * message to `bench-<i % 100>` per publish, `--connections` (default 50) connections with
+ * `--pipeline` (default 4; 1 with --redis) publishes in flight each. HTTP: the publish scenario's
+ * load generator (keep-alive connections, pipelined POSTs, every one answered 201). Realtime:
+ * the sequence publisher over realtime connections (one MESSAGE protocol message per publish,
+ * `msgSerial` numbered, every one answered by an ACK carrying its serial). A fresh gateway per
+ * run, the two alternated over `--rounds` (default 2). Reports messages/s of both, per core-second
+ * of the publishing gateway node too, and their ratio (target: realtime ≥ 2 × HTTP). In short
+ * mode every acknowledged message is also counted back from history. With --redis the runs
+ * follow on a Redis cluster (publishes to node A, history read on node B).
+ */
+import { alternate, mean, range } from '../lib/alternation'
+import { cpuSeconds } from '../lib/cpu'
+import { fmt, publishCheck } from '../lib/delivery-checks'
+import { backendsOf, startDeployment, type Backend, type Deployment } from '../lib/deployment'
+import { runLoadgen } from '../lib/loadgen-client'
+import {
+  historyCheck,
+  messageBody,
+  noErrors,
+  probe,
+  PUBLISH_CHANNELS,
+  publishChannel,
+  SHORT_RING_SIZE,
+} from '../lib/publish-checks'
+import { startPublisher } from '../lib/publisher-client'
+import type { Chart, Check, Headline, RunOptions, ScenarioResult, Series } from '../lib/scenario'
+import { Timeline } from '../lib/timeline'
+
+const TARGET_RATIO = 2
+const MESSAGE_BYTES = 100
+
+type Variant = 'http' | 'realtime'
+
+interface Run {
+  backend: Backend
+  variant: Variant
+  round: number
+  messagesPerSec: number
+  /** CPU of the publishing gateway node (node A) over the measured window, % of one core. */
+  gatewayCpu: number
+  generatorCpu: number
+  /** Messages per CPU-second of the publishing node. */
+  perCoreSecond: number
+}
+
+const label = (v: Variant, backend: Backend, round: number) =>
+  `${v === 'http' ? 'HTTP' : 'realtime'} publish, ${backend}, round ${round}`
+
+export async function realtimePublishScenario(o: RunOptions): Promise<ScenarioResult> {
+  const rounds = o.rounds ?? (o.short ? 1 : 2)
+  const runs: Run[] = []
+  const checks: Check[] = []
+  const notes: string[] = []
+  const series: Series[] = []
+  const body = messageBody(MESSAGE_BYTES)
+
+  for (const backend of backendsOf(o))
+    for (const { round, variant } of alternate<Variant>('http', 'realtime', rounds)) {
+      const name = label(variant, backend, round)
+      console.log(
+        `${name}: ${o.connections} connections × ${o.pipeline} in flight, ${o.warmup} s warm-up + ${o.seconds} s …`,
+      )
+      const d = await startDeployment(backend, {
+        logDir: o.outDir,
+        name: `gateway-${variant}-${backend}-r${round}`,
+        env: o.short ? { RING_SIZE: String(SHORT_RING_SIZE) } : {},
+        cpuProfile: o.profile,
+      })
+      try {
+        const auth = `Basic ${Buffer.from(d.key).toString('base64')}`
+        await probe(d.publishTo.base, auth, body)
+        const r = variant === 'http' ? await httpRun(o, d, name, body) : await realtimeRun(o, d, name)
+        runs.push({ backend, variant, round, ...r.run })
+        checks.push(...r.checks)
+        series.push({ name, points: r.points, dashed: variant === 'http' })
+        if (r.run.generatorCpu > 90)
+          notes.push(
+            `${name}: the load generator used ${r.run.generatorCpu.toFixed(0)}% of a core: it may have been the bottleneck`,
+          )
+        if (o.short)
+          checks.push(
+            await historyCheck(
+              d.subscribeTo.base,
+              auth,
+              r.acknowledged,
+              `, ${name}${backend === 'redis' ? ' (read on node B)' : ''}`,
+              SHORT_RING_SIZE,
+            ),
+          )
+      } finally {
+        await d.stop()
+      }
+    }
+
+  const headlines: Headline[] = []
+  const ratios: Record<string, number> = {}
+  for (const backend of backendsOf(o)) {
+    const of = (v: Variant, k: 'messagesPerSec' | 'perCoreSecond') =>
+      runs.filter((r) => r.backend === backend && r.variant === v).map((r) => r[k])
+    const [http, rt] = [of('http', 'messagesPerSec'), of('realtime', 'messagesPerSec')]
+    if (!http.length || !rt.length) continue
+    const ratio = mean(rt) / mean(http)
+    const perCore = mean(of('realtime', 'perCoreSecond')) / mean(of('http', 'perCoreSecond'))
+    headlines.push(
+      { name: `realtime publish messages/s (${backend}; ${range(rt, fmt)})`, value: mean(rt), unit: '/s' },
+      { name: `HTTP publish messages/s (${backend}; ${range(http, fmt)})`, value: mean(http), unit: '/s' },
+      {
+        name: `realtime ÷ HTTP publish rate (${backend})`,
+        value: ratio,
+        unit: '',
+        target: `≥ ${TARGET_RATIO}`,
+        met: ratio >= TARGET_RATIO,
+      },
+      {
+        name: `realtime ÷ HTTP messages per core-second of the publishing node (${backend})`,
+        value: perCore,
+        unit: '',
+      },
+    )
+    ratios[`realtime ÷ HTTP publish messages/s (${backend})`] = ratio
+  }
+  const charts: Chart[] = [
+    {
+      file: 'throughput.svg',
+      title: 'Messages acknowledged per second over each run (HTTP dashed)',
+      kind: 'line',
+      xLabel: 'seconds',
+      yLabel: 'messages/s',
+      series,
+    },
+  ]
+  return {
+    scenario: 'realtime-publish',
+    description:
+      `Publishing over the realtime protocol (WebSocket, msgpack, one MESSAGE protocol message per ${MESSAGE_BYTES}-byte message, answered by ACK) ` +
+      `compared with HTTP publishing (POST, JSON, answered 201) in the same run, to ${PUBLISH_CHANNELS} channels; a fresh gateway per run, ` +
+      'the two alternated. Core-seconds are those of the gateway node that takes the publishes.' +
+      (o.redis ? ' Repeated on Redis (two gateway nodes, publishes to node A).' : ''),
+    load: `${o.connections} connections × ${o.pipeline} publishes in flight; ${rounds} round(s) of each, ${o.warmup} s warm-up + ${o.seconds} s measured per run`,
+    measurements: [],
+    tables: [
+      {
+        title: 'Runs (in the order they ran)',
+        head: [
+          'round',
+          'backend',
+          'publish over',
+          'messages/s',
+          'publishing node CPU',
+          'messages per core-second',
+          'generator CPU',
+        ],
+        rows: runs.map((r) => [
+          String(r.round),
+          r.backend,
+          r.variant === 'http' ? 'HTTP' : 'realtime',
+          fmt(r.messagesPerSec),
+          `${r.gatewayCpu.toFixed(0)}%`,
+          fmt(r.perCoreSecond),
+          `${r.generatorCpu.toFixed(0)}%`,
+        ]),
+      },
+    ],
+    headlines,
+    ratios,
+    checks,
+    notes,
+    charts,
+    details: { rounds, runs },
+  }
+}
+
+interface VariantResult {
+  run: Omit<Run, 'backend' | 'variant' | 'round'>
+  checks: Check[]
+  points: Array<[number, number]>
+  acknowledged: number
+}
+
+/** HTTP: the publish scenario's load generator, pipelined POSTs, every one answered 201. */
+async function httpRun(o: RunOptions, d: Deployment, name: string, body: string): Promise<VariantResult> {
+  const t = d.publishTo
+  const r = await runLoadgen({
+    seconds: o.seconds,
+    warmup: o.warmup,
+    connections: o.connections,
+    pipeline: o.pipeline,
+    url: `${t.base}/channels/${publishChannel('{n}')}/messages`,
+    variants: PUBLISH_CHANNELS,
+    method: 'POST',
+    body,
+    expectStatus: 201,
+    headers: [`Authorization: Basic ${Buffer.from(t.key).toString('base64')}`, 'Content-Type: application/json'],
+    serverPid: t.pid,
+    label: name,
+  })
+  const gatewayCpu = r.serverCpuPercent ?? NaN
+  return {
+    run: {
+      messagesPerSec: r.rps,
+      gatewayCpu,
+      generatorCpu: r.cpuPercent,
+      perCoreSecond: r.rps / (gatewayCpu / 100),
+    },
+    checks: [noErrors(`${name}: every publish answered 201`, r)],
+    points: r.timeline,
+    acknowledged: r.statuses['201'] ?? 0,
+  }
+}
+
+/** Realtime: the sequence publisher over realtime connections, `pipeline` lanes (one publish in flight each) per connection. */
+async function realtimeRun(o: RunOptions, d: Deployment, name: string): Promise<VariantResult> {
+  const t = d.publishTo
+  const pub = await startPublisher({
+    transport: 'realtime',
+    base: t.base,
+    logDir: o.outDir,
+    name: `rt-publisher-${name.replace(/[^\w]+/g, '-')}`,
+    lanes: Array.from({ length: o.connections * o.pipeline }, (_, k) => ({
+      channel: publishChannel(k % PUBLISH_CHANNELS),
+      key: t.key,
+    })),
+    connections: o.connections,
+    pipeline: o.pipeline,
+    rate: 0,
+    stamps: false,
+    bytes: MESSAGE_BYTES,
+    cpuProfile: o.profile,
+  })
+  const timeline = new Timeline(name, async () => ({ counters: { messages: (await pub.counts()).messages } })).start()
+  await Bun.sleep(o.warmup * 1000)
+  const sample = async () => ({
+    t: performance.now(),
+    messages: (await pub.counts()).messages,
+    gateway: cpuSeconds(t.pid) ?? 0,
+    generator: pub.cpuSeconds(),
+  })
+  const a = await sample()
+  await Bun.sleep(o.seconds * 1000)
+  const b = await sample()
+  const result = await pub.stop()
+  const points = (await timeline.stop()).find((s) => s.name === 'messages/s')?.points ?? []
+  const dt = (b.t - a.t) / 1000
+  const messagesPerSec = (b.messages - a.messages) / dt
+  const gatewayCpu = ((b.gateway - a.gateway) / dt) * 100
+  return {
+    run: {
+      messagesPerSec,
+      gatewayCpu,
+      generatorCpu: ((b.generator - a.generator) / dt) * 100,
+      perCoreSecond: messagesPerSec / (gatewayCpu / 100),
+    },
+    checks: [publishCheck(name, result)],
+    points,
+    acknowledged: result.messages,
+  }
+}

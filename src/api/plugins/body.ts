@@ -1,0 +1,192 @@
+import { Unpackr } from 'msgpackr'
+import { GatewayError } from '../../errors'
+import { jsonTooDeep, msgpackProblem, type MsgpackProblem } from '../../lib/nesting'
+import { JSON_TYPE, MSGPACK_TYPE } from './responses'
+
+/**
+ * Request bodies: read with a byte count and a deadline, nesting bounded before parsing, decoded
+ * from JSON, msgpack or form-urlencoded. Every body of every route is read here (the Elysia
+ * parse hook and the publish route), so these bounds hold everywhere.
+ */
+export interface BodyLimits {
+  maxBodySize: number
+  maxNestingDepth: number
+  requestBodyTimeoutMs: number
+}
+
+/** Refusals that leave part of the body unread: the connection is closed after the answer. */
+const CLOSE = { headers: { connection: 'close' } }
+
+const tooLarge = (max: number) => new GatewayError(40009, `Request body too large (limit is ${max} bytes)`, CLOSE)
+
+const tooSlow = (ms: number) => new GatewayError(40800, `Request body not received within ${ms} ms`, CLOSE)
+
+const tooDeep = (max: number) =>
+  new GatewayError(40001, `Invalid request body: nested deeper than ${max} levels of objects and arrays`)
+
+/** 413 when the declared length is over the limit (checked before anything is read). */
+export function checkDeclaredLength(request: Request, max: number): void {
+  const len = request.headers.get('content-length')
+  if (len !== null && Number(len) > max) throw tooLarge(max)
+}
+
+/** `p`, or a 408 when it has not settled within `ms`. */
+export function withinDeadline<T>(p: Promise<T>, ms: number): Promise<T> {
+  return new Promise((resolve, reject) => {
+    const timer = setTimeout(() => reject(tooSlow(ms)), ms)
+    p.then(
+      (v) => {
+        clearTimeout(timer)
+        resolve(v)
+      },
+      (e) => {
+        clearTimeout(timer)
+        reject(e)
+      },
+    )
+  })
+}
+
+const EMPTY = new Uint8Array(0)
+
+/**
+ * The whole body, within the size limit and the deadline. A declared length was checked before
+ * (the runtime delivers no more than it declares) and is read in one piece; a chunked body is
+ * counted as it arrives and refused as soon as it passes the limit.
+ */
+export async function readBody(request: Request, s: BodyLimits): Promise<Uint8Array> {
+  checkDeclaredLength(request, s.maxBodySize)
+  // before request.body, whose first use wraps the body in a stream (~1 us per request)
+  if (request.headers.has('content-length'))
+    return new Uint8Array(await withinDeadline(request.arrayBuffer(), s.requestBodyTimeoutMs))
+  return request.body ? readChunked(request.body, s) : EMPTY
+}
+
+async function readChunked(body: ReadableStream<Uint8Array>, s: BodyLimits): Promise<Uint8Array> {
+  const reader = body.getReader()
+  let timer: ReturnType<typeof setTimeout> | undefined
+  const deadline = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(tooSlow(s.requestBodyTimeoutMs)), s.requestBodyTimeoutMs)
+  })
+  const chunks: Uint8Array[] = []
+  let total = 0
+  try {
+    for (;;) {
+      const { done, value } = await Promise.race([reader.read(), deadline])
+      if (done) break
+      total += value.byteLength
+      if (total > s.maxBodySize) throw tooLarge(s.maxBodySize)
+      chunks.push(value)
+    }
+  } catch (e) {
+    reader.cancel().catch(() => {})
+    throw e
+  } finally {
+    clearTimeout(timer)
+  }
+  return chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks, total)
+}
+
+/** JSON text to a value, refusing nesting deeper than `maxDepth` before parsing. */
+export function parseJson(text: string, maxDepth: number): unknown {
+  if (jsonTooDeep(text, maxDepth)) throw tooDeep(maxDepth)
+  try {
+    return JSON.parse(text)
+  } catch {
+    throw new GatewayError(40001, 'Invalid request body: malformed JSON')
+  }
+}
+
+/**
+ * Plain data only: 64-bit integers as numbers (a BigInt cannot be serialized), no records; the
+ * extension types that would build other objects are refused before decoding (`msgpackProblem`).
+ */
+const msgpack = new Unpackr({ int64AsType: 'number', useRecords: false, mapsAsObjects: true })
+
+/**
+ * msgpack bytes as plain data (request bodies, realtime frames), or why not: nested deeper than
+ * `maxDepth`, an extension type, or not msgpack at all.
+ */
+export function plainMsgpack(
+  bytes: Uint8Array,
+  maxDepth: number,
+): { value: unknown } | { problem: MsgpackProblem | 'malformed' } {
+  const problem = msgpackProblem(bytes, maxDepth)
+  if (problem) return { problem }
+  try {
+    return { value: msgpack.unpack(bytes) }
+  } catch {
+    return { problem: 'malformed' }
+  }
+}
+
+function parseMsgpack(bytes: Uint8Array, maxDepth: number): unknown {
+  const r = plainMsgpack(bytes, maxDepth)
+  if ('value' in r) return r.value
+  if (r.problem === 'too deep') throw tooDeep(maxDepth)
+  if (r.problem === 'extension')
+    throw new GatewayError(40001, 'Invalid request body: msgpack extension types are not accepted')
+  throw new GatewayError(40001, 'Invalid request body: malformed msgpack')
+}
+
+const decoder = new TextDecoder()
+
+/** The media type of a Content-Type header value, lower case, without parameters. */
+function mediaType(contentType: string): string {
+  if (contentType === JSON_TYPE || contentType === MSGPACK_TYPE) return contentType
+  return contentType.split(';')[0]!.trim().toLowerCase()
+}
+
+/**
+ * A request body decoded by its Content-Type, within the limits; undefined when empty. JSON
+ * (also as text/plain or with no type) and msgpack must be an object or an array; form-urlencoded
+ * gives an object of strings; other types are refused. The one decoder of every route (the
+ * Elysia parse hook and the publish route): the same bytes get the same answer everywhere.
+ */
+export async function decodeBody(request: Request, contentType: string, s: BodyLimits): Promise<unknown> {
+  const type = mediaType(contentType)
+  const json = type === JSON_TYPE || type === 'text/plain' || type === ''
+  if (json && request.headers.has('content-length')) {
+    // a declared length, so no count as it arrives: read as text, one copy less than bytes
+    checkDeclaredLength(request, s.maxBodySize)
+    const text = await withinDeadline(request.text(), s.requestBodyTimeoutMs)
+    return text.length === 0 ? undefined : structured(parseJson(text, s.maxNestingDepth))
+  }
+  const bytes = await readBody(request, s)
+  if (bytes.length === 0) return undefined
+  if (json) return structured(parseJson(decoder.decode(bytes), s.maxNestingDepth))
+  if (type === MSGPACK_TYPE) return structured(parseMsgpack(bytes, s.maxNestingDepth))
+  if (type === 'application/x-www-form-urlencoded')
+    return Object.fromEntries(new URLSearchParams(decoder.decode(bytes)))
+  throw new GatewayError(
+    40001,
+    `Unsupported Content-Type "${type}": send application/json, application/x-msgpack or application/x-www-form-urlencoded`,
+  )
+}
+
+/**
+ * What the parse hook hands Elysia for a route that reads its own body (see `bodyParser`):
+ * the body is left unread for the handler. An empty object, so the route's body schema (which
+ * documents what the handler reads) accepts it.
+ */
+export const OWN_BODY: Readonly<Record<string, never>> = Object.freeze({})
+
+/**
+ * The body parser of every Elysia route. Bodies are read for every content type, so Elysia's own
+ * parsers (unbounded, and multipart would JSON-parse its fields) never run on a body; an empty
+ * body is no body. Routes for which `ownBody(method, route)` holds get OWN_BODY and read it
+ * themselves (the publish route, which serves Bun's router with the same function).
+ */
+export function bodyParser(s: BodyLimits, ownBody: (method: string, route: string) => boolean = () => false) {
+  return (request: Request, contentType: string, route: string): Promise<unknown> | typeof OWN_BODY =>
+    ownBody(request.method, route) ? OWN_BODY : decodeBody(request, contentType, s)
+}
+
+/** Every body of this API is an object or an array; a bare string or number is refused here. */
+export function structured(value: unknown): unknown {
+  const plain =
+    Array.isArray(value) ||
+    (value !== null && typeof value === 'object' && Object.getPrototypeOf(value) === Object.prototype)
+  if (!plain) throw new GatewayError(40001, 'Invalid request body: must be an object or an array')
+  return value
+}

@@ -1,0 +1,211 @@
+import type { Principal } from '../../core/auth/principal'
+import { checkChannelName } from '../../core/model/names'
+import { GatewayError } from '../../errors'
+import { toGatewayError } from '../plugins/errors'
+import type { Core } from '../../core'
+import { Attachment, type AttachmentHost } from './attachment'
+import { Action, Flag, grantedModes, wireError, type ProtocolMessage } from './protocol'
+import type { AckQueue, AckSlot } from './acks'
+import type { PresenceOps } from './presence-ops'
+import { parseRewind } from './rewind'
+import type { RealtimeSettings } from './settings'
+
+/** What channel operations need of their connection. */
+export interface ChannelHost extends AttachmentHost {
+  readonly core: Core
+  readonly s: RealtimeSettings
+  readonly principalOf: Principal
+  readonly presence: PresenceOps
+  readonly acks: AckQueue
+}
+
+/** Channel params the server acts on, echoed in ATTACHED (others, e.g. `delta`, are ignored and not echoed). */
+const RECOGNISED_PARAMS = new Set(['rewind'])
+
+/**
+ * The attachments of one connection. Operations on one channel run one after another (an
+ * ATTACH followed at once by a DETACH ends detached); different channels proceed independently.
+ */
+export class ChannelOps {
+  private readonly attachments = new Map<string, Attachment>()
+  /** Channels whose ATTACH is under way (not yet in `attachments`). */
+  private attaching?: Set<string>
+  /** Each channel's operations still running, chained (none on an idle connection). */
+  private queues?: Map<string, Promise<void>>
+
+  constructor(private readonly conn: ChannelHost) {}
+
+  get size(): number {
+    return this.attachments.size
+  }
+
+  /**
+   * Settles once the operations received so far on `channel` are done; undefined when none is
+   * pending. A publish waits for it: an ATTACH sent before it has fixed its start by then, so the
+   * connection receives what it publishes next (a connection's protocol messages act in order).
+   */
+  pending(channel: unknown): Promise<void> | undefined {
+    return typeof channel === 'string' ? this.queues?.get(channel) : undefined
+  }
+
+  attach(pm: ProtocolMessage): void {
+    this.onChannel(pm, (channel) => this.doAttach(channel, pm))
+  }
+
+  detach(pm: ProtocolMessage): void {
+    this.onChannel(pm, async (channel) => {
+      this.attachments.get(channel)?.close()
+      this.attachments.delete(channel)
+      await this.conn.presence.detached(channel) // leaving a channel leaves its presence (with the members' leaves first)
+      this.conn.send({ action: Action.DETACHED, channel })
+    })
+  }
+
+  /** PRESENCE: in order with the channel's attach and detach; a bad channel name is a NACK of `slot`. */
+  presence(pm: ProtocolMessage, slot: AckSlot): void {
+    this.onChannel(
+      pm,
+      (channel) => this.conn.presence.receive(pm, channel, slot),
+      (err) => this.conn.acks.nack(slot, err.toBody()),
+    )
+  }
+
+  /** SYNC asked for by the client: the members again, if it receives presence on the channel. */
+  sync(pm: ProtocolMessage): void {
+    this.onChannel(pm, async (channel) => {
+      const att = this.attachments.get(channel)
+      if (att && att.modes & Flag.PRESENCE_SUBSCRIBE) await this.conn.presence.sync(channel)
+    })
+  }
+
+  /**
+   * Runs `op` after the channel's earlier operations; a failure becomes a channel ERROR (that
+   * channel fails), or goes to `refused` when given.
+   */
+  private onChannel(
+    pm: ProtocolMessage,
+    op: (channel: string) => Promise<void>,
+    refused?: (err: GatewayError) => void,
+  ) {
+    const name = typeof pm.channel === 'string' ? pm.channel : ''
+    let channel: string
+    try {
+      channel = checkChannelName(name)
+    } catch (e) {
+      const err = toGatewayError('UNKNOWN', e)
+      return refused ? refused(err) : this.channelError(name, err)
+    }
+    const run = (this.queues?.get(channel) ?? Promise.resolve()).then(() =>
+      op(channel).catch((e) => {
+        const err = toGatewayError('UNKNOWN', e)
+        if (refused) return refused(err)
+        this.attachments.get(channel)?.close()
+        this.attachments.delete(channel)
+        this.channelError(channel, err)
+      }),
+    )
+    ;(this.queues ??= new Map()).set(channel, run)
+    void run.then(() => {
+      if (this.queues?.get(channel) === run) this.queues.delete(channel)
+    })
+  }
+
+  private channelError(channel: string, err: GatewayError) {
+    this.conn.send({ action: Action.ERROR, channel, error: wireError(err) })
+  }
+
+  private async doAttach(channel: string, pm: ProtocolMessage) {
+    const { core, s } = this.conn
+    const principal = this.conn.principalOf
+    const existing = this.attachments.get(channel)
+    if (existing) {
+      existing.close()
+      this.attachments.delete(channel)
+    } else if (this.attachments.size + (this.attaching?.size ?? 0) >= s.realtimeMaxChannels) {
+      throw new GatewayError(90021, `Too many channels on this connection (at most ${s.realtimeMaxChannels})`, {
+        status: 400,
+      })
+    }
+    // channels attach concurrently: this one holds its place while it awaits the backend
+    const attaching = (this.attaching ??= new Set())
+    attaching.add(channel)
+    try {
+      await this.attachNew(channel, pm)
+    } finally {
+      attaching.delete(channel)
+    }
+  }
+
+  private async attachNew(channel: string, pm: ProtocolMessage) {
+    const { core } = this.conn
+    const principal = this.conn.principalOf
+    const modes = grantedModes(principal.capability, channel, typeof pm.flags === 'number' ? pm.flags : 0)
+    if (!modes) throw new GatewayError(40160, `No capability on channel "${channel}" for any of the requested modes`)
+    const params = typeof pm.params === 'object' && pm.params !== null ? pm.params : {}
+    const rewind = params.rewind === undefined ? undefined : parseRewind(String(params.rewind))
+    const echoed: Record<string, string> = {}
+    for (const [k, v] of Object.entries(params)) if (RECOGNISED_PARAMS.has(k)) echoed[k] = String(v)
+
+    let flags = 0
+    let error: GatewayError | undefined
+    let positions: string[] | undefined
+    const serial = typeof pm.channelSerial === 'string' && pm.channelSerial ? pm.channelSerial : undefined
+    if (serial !== undefined) {
+      if (await core.streams.canResume(principal.appId, channel, serial)) {
+        flags |= Flag.RESUMED
+        positions = [serial]
+      } else {
+        error = new GatewayError(90003, 'Unable to recover channel (messages expired)', { status: 404 })
+      }
+    }
+    if (rewind?.count && !positions) flags |= Flag.HAS_BACKLOG
+    // a fresh attacher that receives presence gets the members (SYNC after ATTACHED); a resumed one has them
+    const members =
+      modes & Flag.PRESENCE_SUBSCRIBE && !(flags & Flag.RESUMED)
+        ? await core.presence.snapshot(principal.appId, channel)
+        : []
+    if (members.length) flags |= Flag.HAS_PRESENCE
+    const att = new Attachment(this.conn, channel, modes, flags, Object.keys(echoed).length ? echoed : undefined, error)
+    this.attachments.set(channel, att)
+    att.role = {
+      publish: (modes & Flag.PUBLISH) !== 0,
+      subscribe: (modes & Flag.SUBSCRIBE) !== 0,
+      presenceSubscribe: (modes & Flag.PRESENCE_SUBSCRIBE) !== 0,
+    }
+    att.appId = principal.appId
+    core.occupancy.attach(principal.appId, channel, att.role)
+    if (modes & (Flag.SUBSCRIBE | Flag.PRESENCE_SUBSCRIBE)) {
+      att.session = core.streams.create(
+        { principal, channels: [channel], positions, rewind: rewind?.count, rewindMs: rewind?.ms, managed: true },
+        att,
+      )
+      await core.streams.start(att.session)
+    } else {
+      att.sendAttached(await core.streams.position(principal.appId, channel))
+    }
+    if (members.length) await this.conn.presence.sync(channel, members)
+  }
+
+  /** New credentials: attachments the capability no longer allows fail; the others carry on under them. */
+  reauthorized(principal: Principal): void {
+    for (const [channel, att] of this.attachments) {
+      if (grantedModes(principal.capability, channel, att.modes) !== att.modes) {
+        att.close()
+        this.attachments.delete(channel)
+        this.channelError(
+          channel,
+          new GatewayError(40160, `The new credentials no longer permit the modes attached on "${channel}"`),
+        )
+      } else att.session?.renew(principal)
+    }
+  }
+
+  drained(): void {
+    for (const att of this.attachments.values()) void att.session?.drained()
+  }
+
+  closeAll(): void {
+    for (const att of this.attachments.values()) att.close()
+    this.attachments.clear()
+  }
+}

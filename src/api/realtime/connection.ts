@@ -1,0 +1,339 @@
+import type { ServerWebSocket } from 'bun'
+import type { Core } from '../../core'
+import type { Credentials } from '../../core/auth/authenticator'
+import type { Principal } from '../../core/auth/principal'
+import { GatewayError } from '../../errors'
+import { toGatewayError } from '../plugins/errors'
+import { AckQueue } from './acks'
+import { Attachment, type AttachmentHost } from './attachment'
+import { ChannelOps } from './channel-ops'
+import { decodeFrame, encodeFrame, type Format, type Frame } from './frames'
+import { PresenceOps } from './presence-ops'
+import { Publishes, type PublishHost } from './publishes'
+import { Action, wireError, type ProtocolMessage } from './protocol'
+import type { RealtimeSettings } from './settings'
+
+/** What the connect request asked for (query parameters of the WebSocket upgrade). */
+export interface ConnectParams {
+  format: Format
+  heartbeats: boolean
+  echo: boolean
+  credentials: Credentials
+  /** Connection key of `resume=` or `recover=`. */
+  resumeKey?: string
+  /** How long members stay after the connection drops (ms; the `remainPresentFor` transport param). */
+  remainPresentForMs?: number
+}
+
+/** Per-socket data: the connection once it exists, and frames that came before it did. */
+export interface SocketData {
+  params: ConnectParams
+  conn?: RealtimeConnection
+  early?: Array<string | Buffer>
+  /** A refusal decided at upgrade time (sent as ERROR once the socket is open). */
+  refusal?: GatewayError
+}
+
+/** Bytes of answers a connection may queue on a socket over REALTIME_BUFFER_BYTES before it is cut. */
+const MAX_UNREAD_ANSWERS = 1024 * 1024
+
+/**
+ * One realtime connection (protocol version 6) over one WebSocket: CONNECTED and its details,
+ * channel attachments (channel-ops.ts), publishes answered by ordered ACK/NACK after the broker has
+ * them, heartbeats, re-authentication and token expiry, CLOSE, and the error rules of the
+ * protocol (a connection-level ERROR is fatal; a channel-level one fails that channel only).
+ */
+export class RealtimeConnection implements AttachmentHost, PublishHost {
+  readonly format: Format
+  readonly echo: boolean
+  readonly heartbeats: boolean
+  readonly acks: AckQueue
+  readonly channels: ChannelOps
+  readonly presence: PresenceOps
+  readonly publishes: Publishes
+  lastSent = 0
+  private closed = false
+  /** Bytes of answers sent since the socket went over REALTIME_BUFFER_BYTES (reset when it drains). */
+  private unread = 0
+  /** Set once DISCONNECTED is decided: no further frame is served, it goes out when the publishes are answered. */
+  private leaving?: Promise<void>
+  private renewTimer?: ReturnType<typeof setTimeout>
+  private expiryTimer?: ReturnType<typeof setTimeout>
+  private unwatch?: () => void
+
+  constructor(
+    readonly core: Core,
+    readonly s: RealtimeSettings,
+    /** This node, as `connectionDetails.serverId` tells the client (debugging). */
+    private readonly serverId: string,
+    private readonly ws: ServerWebSocket<SocketData>,
+    readonly id: string,
+    public key: string,
+    private principal: Principal,
+    /** Called once when the connection goes: `abrupt` when the client may still resume it. */
+    private readonly onGone: (conn: RealtimeConnection, abrupt: boolean) => void,
+  ) {
+    const p = ws.data.params
+    this.format = p.format
+    this.echo = p.echo
+    this.heartbeats = p.heartbeats
+    this.acks = new AckQueue((pm) => this.send(pm))
+    this.channels = new ChannelOps(this)
+    this.presence = new PresenceOps(this)
+    this.publishes = new Publishes(this)
+  }
+
+  get principalOf(): Principal {
+    return this.principal
+  }
+
+  pendingAttach(channel: string): Promise<void> | undefined {
+    return this.channels.pending(channel)
+  }
+
+  /**
+   * This node holds the connection now (a resumed one learns the presence members it still has),
+   * then CONNECTED (with `error` when a resume failed); the credentials are watched from then on.
+   */
+  async start(resumed: boolean, error?: GatewayError): Promise<void> {
+    await this.core.connectionPresence.claim(this.id)
+    if (resumed) await this.presence.restore()
+    this.unwatch = this.core.streams.watch(this)
+    this.scheduleExpiry()
+    const pm: Record<string, unknown> = {
+      action: Action.CONNECTED,
+      connectionId: this.id,
+      connectionDetails: this.details(),
+    }
+    if (error) pm.error = error.toBody()
+    this.send(pm)
+    this.core.stats.connectionOpened(this.principal.appId, this.principal.accountId)
+  }
+
+  private details(): Record<string, unknown> {
+    const d: Record<string, unknown> = {
+      connectionKey: this.key,
+      maxMessageSize: this.s.maxMessageSize,
+      maxFrameSize: this.s.realtimeMaxFrameSize,
+      maxInboundRate: 1000,
+      connectionStateTtl: this.s.connectionStateTtlMs,
+      maxIdleInterval: this.s.realtimeMaxIdleIntervalMs,
+      serverId: this.serverId,
+    }
+    if (this.principal.clientId !== undefined) d.clientId = this.principal.clientId
+    return d
+  }
+
+  /**
+   * Sends a protocol message other than a delivery (an answer, a heartbeat, ATTACHED...). Those
+   * do not pause with the deliveries when the socket holds more than REALTIME_BUFFER_BYTES
+   * unsent: they are counted then, and a client that goes on making the server answer without
+   * reading is cut (it resumes once it reads again), so what a socket holds stays bounded.
+   */
+  send(pm: object): void {
+    if (this.closed) return
+    const data = encodeFrame(pm, this.format)
+    if (this.ws.getBufferedAmount() > this.s.realtimeBufferBytes) {
+      this.unread += typeof data === 'string' ? Buffer.byteLength(data) : data.byteLength
+      if (this.unread > MAX_UNREAD_ANSWERS) return this.cut()
+    }
+    this.write(data)
+  }
+
+  /** Sends a delivery frame; false when the socket now holds more unsent bytes than allowed (the session pauses). */
+  deliver(frame: Frame): boolean {
+    if (this.closed) return true
+    return this.write(frame)
+  }
+
+  private write(data: Frame): boolean {
+    this.ws.send(data)
+    this.lastSent = Date.now()
+    return this.ws.getBufferedAmount() <= this.s.realtimeBufferBytes
+  }
+
+  /** One client frame. Problems with the frame itself fail the connection; others are answered. */
+  receive(raw: string | Buffer): void {
+    if (this.closed || this.leaving) return
+    const size = typeof raw === 'string' ? Buffer.byteLength(raw) : raw.byteLength
+    if (size > this.s.realtimeMaxFrameSize)
+      return this.fail(
+        new GatewayError(40009, `Frame too large (${size} bytes; the limit is ${this.s.realtimeMaxFrameSize})`),
+      )
+    let pm: ProtocolMessage
+    try {
+      pm = decodeFrame(raw, this.format)
+    } catch (e) {
+      return this.fail(toGatewayError('UNKNOWN', e))
+    }
+    switch (pm.action) {
+      case Action.HEARTBEAT:
+        if (pm.id !== undefined) this.send({ action: Action.HEARTBEAT, id: pm.id })
+        return
+      case Action.ATTACH:
+        return this.channels.attach(pm)
+      case Action.DETACH:
+        return this.channels.detach(pm)
+      case Action.MESSAGE:
+        return this.publishes.publish(pm)
+      case Action.PRESENCE: {
+        const slot = this.publishes.slotFor(pm)
+        if (slot) this.channels.presence(pm, slot)
+        return
+      }
+      case Action.SYNC:
+        return this.channels.sync(pm)
+      case Action.ANNOTATION:
+      case Action.OBJECT:
+        return this.publishes.refuse(
+          pm,
+          new GatewayError(40000, 'This protocol message is not served by this gateway yet'),
+        )
+      case Action.AUTH:
+        return void this.reauthorize(pm)
+      case Action.CLOSE:
+        this.send({ action: Action.CLOSED })
+        this.gone(false)
+        this.ws.close(1000)
+        return
+      case Action.DISCONNECT:
+        this.ws.close(1000)
+        return
+      case Action.ACTIVATE:
+        return
+      default:
+        return this.fail(new GatewayError(40000, `Invalid protocol message: unknown action ${pm.action}`))
+    }
+  }
+
+  /** AUTH from the client: new credentials of the same identity; CONNECTED again with the same id. */
+  private async reauthorize(pm: ProtocolMessage) {
+    const token = pm.auth?.accessToken
+    try {
+      if (typeof token !== 'string' || !token) throw new GatewayError(40101, 'AUTH without an accessToken')
+      const creds = this.ws.data.params.credentials
+      const next = await this.core.auth.authenticate({
+        accessToken: token,
+        clientId: creds.clientId,
+        secure: creds.secure,
+      })
+      const had = this.principal.clientId
+      if (had !== undefined && had !== '*' && next.clientId !== had)
+        throw new GatewayError(40102, `The new token is for clientId "${next.clientId}", not "${had}"`)
+      if (this.closed) return
+      this.principal = next
+      this.scheduleExpiry()
+      this.channels.reauthorized(next)
+      this.send({ action: Action.CONNECTED, connectionId: this.id, connectionDetails: this.details() })
+    } catch (e) {
+      this.fail(toGatewayError('UNKNOWN', e))
+    }
+  }
+
+  private scheduleExpiry() {
+    clearTimeout(this.renewTimer)
+    clearTimeout(this.expiryTimer)
+    const expires = this.principal.expires
+    if (expires === undefined) return
+    const left = expires - this.core.clock.now()
+    this.renewTimer = setTimeout(() => this.send({ action: Action.AUTH }), Math.max(0, left - this.s.tokenRenewLeadMs))
+    this.expiryTimer = setTimeout(
+      () => void this.disconnect(new GatewayError(40142, 'Token expired')),
+      Math.max(0, left),
+    )
+  }
+
+  /** Keeps the client's idle timer fed: a HEARTBEAT frame (heartbeats=true) or a ping, when nothing else went out. */
+  heartbeat(now: number): void {
+    if (this.closed || now - this.lastSent < this.s.realtimeMaxIdleIntervalMs / 2) return
+    if (this.heartbeats) this.send({ action: Action.HEARTBEAT })
+    else {
+      this.ws.ping()
+      this.lastSent = now
+    }
+  }
+
+  /** The socket has room again: paused subscriptions catch up from the log. */
+  drained(): void {
+    this.unread = 0
+    this.channels.drained()
+  }
+
+  /** A subscription ended with an error: credentials → the connection fails; otherwise the client resumes. */
+  ended(_a: Attachment, err: GatewayError): void {
+    if (err.statusCode === 401 || err.statusCode === 403) this.fail(err)
+    else void this.disconnect(err)
+  }
+
+  /** The credentials are no longer valid (revoked key, disabled app): fatal. */
+  end(err: GatewayError): void {
+    this.fail(err)
+  }
+
+  /** Connection-level ERROR: the client's connection fails (token errors make it renew and reconnect). */
+  fail(err: GatewayError): void {
+    if (this.closed) return
+    this.send({ action: Action.ERROR, error: wireError(err) })
+    this.gone(false)
+    this.ws.close(1000)
+  }
+
+  /**
+   * DISCONNECTED: the client reconnects and resumes (shutdown, token expiry, too slow). Publishes
+   * the broker is still taking are answered first (frames received meanwhile are not served: the
+   * client sends them again after it resumed): once DISCONNECTED is out, an ACK is lost, and a node
+   * that restarted (or another node) would not know that their resend was published already.
+   * Resolves once the connection is gone.
+   */
+  disconnect(err?: GatewayError): Promise<void> {
+    if (this.closed) return Promise.resolve()
+    this.leaving ??= this.acks.settled().then(() => {
+      if (this.closed) return
+      this.send(err ? { action: Action.DISCONNECTED, error: err.toBody() } : { action: Action.DISCONNECTED })
+      this.gone(true)
+      this.ws.close(1000)
+    })
+    return this.leaving
+  }
+
+  /** The socket closed (by either side). */
+  closedBySocket(): void {
+    this.gone(true)
+  }
+
+  /** Cuts the socket without a goodbye, as a network failure would (operations, tests): the client resumes. */
+  terminate(): void {
+    this.ws.terminate()
+  }
+
+  /** A newer transport of the same connection (a resume) takes over: this socket goes quietly. */
+  supersede(): void {
+    this.gone(false, true)
+    this.ws.terminate()
+  }
+
+  /** The client does not read what it asks for: its socket is cut, and it may resume once it reads again. */
+  private cut(): void {
+    this.gone(true)
+    this.ws.terminate()
+  }
+
+  /**
+   * The connection is gone from this node. `abrupt`: the client may resume it (here or on another
+   * node), so its presence members stay for the grace period; otherwise they leave now. A
+   * connection superseded by its own resume here leaves them to the new transport.
+   */
+  private gone(abrupt: boolean, superseded = false) {
+    if (this.closed) return
+    this.closed = true
+    clearTimeout(this.renewTimer)
+    clearTimeout(this.expiryTimer)
+    this.unwatch?.()
+    this.channels.closeAll()
+    const cp = this.core.connectionPresence
+    if (abrupt) cp.dropped(this.id, this.ws.data.params.remainPresentForMs ?? this.s.presenceGraceMs)
+    else if (!superseded) this.presence.closed().catch(() => {})
+    this.core.stats.connectionClosed(this.principal.appId)
+    this.onGone(this, abrupt)
+  }
+}

@@ -1,0 +1,118 @@
+import { Packr } from 'msgpackr'
+import { presenceFromEntry } from '../../core/presence/presence-service'
+import type { Message } from '../../core/types'
+import { GatewayError } from '../../errors'
+import { messageToWire, presenceToWire } from '../channels/wire'
+import { Action, type ProtocolMessage } from './protocol'
+import { jsonTooDeep } from '../../lib/nesting'
+import { plainMsgpack } from '../plugins/body'
+
+/**
+ * Frames of the realtime protocol: one WebSocket frame is one protocol message, a JSON text
+ * frame (`format=json`) or a msgpack binary frame (`format=msgpack`, the default of the official
+ * Node client). Fields that are absent are left out, never sent as null; zero stays zero.
+ */
+export type Format = 'json' | 'msgpack'
+export type Frame = string | Uint8Array
+
+/** Plain msgpack maps (no msgpackr records: the clients' decoders do not know them). */
+const packr = new Packr({ useRecords: false, moreTypes: false })
+
+/** Deepest nesting a client frame may have (a frame is a map of arrays of messages of extras). */
+const MAX_DEPTH = 64
+
+export function encodeFrame(pm: object, format: Format): Frame {
+  return format === 'json' ? JSON.stringify(pm) : packr.pack(pm)
+}
+
+/** A client frame as a protocol message; 40000 when it is not one (malformed, wrong frame type, too deep). */
+export function decodeFrame(raw: string | Buffer, format: Format): ProtocolMessage {
+  const invalid = (why: string) => new GatewayError(40000, `Invalid protocol message: ${why}`)
+  let value: unknown
+  if (format === 'json') {
+    if (typeof raw !== 'string') throw invalid('a binary frame on a JSON connection')
+    if (jsonTooDeep(raw, MAX_DEPTH)) throw invalid(`nested deeper than ${MAX_DEPTH} levels`)
+    try {
+      value = JSON.parse(raw)
+    } catch {
+      throw invalid('not JSON')
+    }
+  } else {
+    if (typeof raw === 'string') throw invalid('a text frame on a msgpack connection')
+    const r = plainMsgpack(raw, MAX_DEPTH)
+    if (!('value' in r))
+      throw invalid(
+        r.problem === 'too deep'
+          ? `nested deeper than ${MAX_DEPTH} levels`
+          : r.problem === 'extension'
+            ? 'msgpack extension types are not accepted'
+            : 'not msgpack',
+      )
+    value = r.value
+  }
+  if (
+    !value ||
+    typeof value !== 'object' ||
+    Array.isArray(value) ||
+    typeof (value as { action?: unknown }).action !== 'number'
+  )
+    throw invalid('an object with a numeric action is required')
+  return value as ProtocolMessage
+}
+
+/** A frame of delivered entries: all of one kind, with the serial of its last entry. */
+export interface DeliveryFrame {
+  kind: 'message' | 'presence'
+  /** The encoded frame. */
+  frame: Frame
+  /** The entries it carries (to tell a connection's own messages apart: echo). */
+  entries: Message[]
+  channelSerial: string
+}
+
+/**
+ * The frames of one delivered batch, per format, cached on the batch: the hub hands the same
+ * array to every subscriber of the channel for one event-loop turn, so each format is encoded
+ * once however many sockets receive it. Consecutive entries of one kind share a frame, so the
+ * channel order holds across messages and presence events.
+ */
+const cache = new WeakMap<Message[], Partial<Record<Format, DeliveryFrame[]>>>()
+
+export function batchFrames(batch: Message[], channel: string, format: Format): DeliveryFrame[] {
+  let byFormat = cache.get(batch)
+  if (!byFormat) cache.set(batch, (byFormat = {}))
+  let frames = byFormat[format]
+  if (!frames) {
+    frames = []
+    let start = 0
+    for (let i = 1; i <= batch.length; i++) {
+      if (i < batch.length && (batch[i]!.kind ?? 'message') === (batch[start]!.kind ?? 'message')) continue
+      frames.push(deliveryFrame(batch.slice(start, i), channel, format))
+      start = i
+    }
+    byFormat[format] = frames
+  }
+  return frames
+}
+
+/** One frame of entries of one kind (all of `entries` share it). */
+export function deliveryFrame(entries: Message[], channel: string, format: Format): DeliveryFrame {
+  const binary = format === 'msgpack'
+  const channelSerial = entries[entries.length - 1]!.serial
+  if (entries[0]!.kind === 'presence') {
+    const presence = entries.map((m) => presenceToWire(presenceFromEntry(m), binary))
+    return {
+      kind: 'presence',
+      frame: encodeFrame({ action: Action.PRESENCE, channel, channelSerial, presence }, format),
+      entries,
+      channelSerial,
+    }
+  }
+  const messages = entries.map((m) => messageToWire(m, binary))
+  return {
+    kind: 'message',
+    frame: encodeFrame({ action: Action.MESSAGE, channel, channelSerial, messages }, format),
+    entries,
+    channelSerial,
+  }
+}

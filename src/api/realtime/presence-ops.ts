@@ -1,0 +1,107 @@
+import type { Core } from '../../core'
+import type { Principal } from '../../core/auth/principal'
+import type { OwnMembers } from '../../core/presence/connection-presence'
+import { PresenceAction, type PresenceMessage } from '../../core/types'
+import { randomId } from '../../lib/crypto'
+import { presenceToWire } from '../channels/wire'
+import { toGatewayError } from '../plugins/errors'
+import type { AckQueue, AckSlot } from './acks'
+import { encodeFrame, type Format, type Frame } from './frames'
+import { Action, type ProtocolMessage } from './protocol'
+
+/** Members per SYNC frame: a new attacher's member list arrives in pages this long. */
+export const SYNC_PAGE = 100
+
+/** What presence needs of its connection. */
+export interface PresenceHost {
+  readonly id: string
+  readonly core: Core
+  readonly format: Format
+  readonly principalOf: Principal
+  readonly acks: AckQueue
+  /** Writes a frame the server sends of its own accord (not an answer to the client). */
+  deliver(frame: Frame): boolean
+}
+
+/**
+ * Presence of one realtime connection: PRESENCE frames (enter, update, leave, and the *Client
+ * forms for credentials that may act as anyone), answered like publishes; the members this
+ * connection entered, per channel, so it can leave them when it detaches or closes; and SYNC
+ * frames, the member list a new attacher gets after ATTACHED.
+ */
+export class PresenceOps {
+  /** Channel -> members entered over this connection. */
+  private own?: Map<string, OwnMembers>
+
+  constructor(private readonly host: PresenceHost) {}
+
+  /** A resumed connection learns the members it still has (entered on this or another node). */
+  async restore(): Promise<void> {
+    for (const { channel, member } of await this.host.core.connectionPresence.ofConnectionMembers(this.host.id)) {
+      this.membersOf(channel).set(member.clientId, member)
+    }
+  }
+
+  private membersOf(channel: string): OwnMembers {
+    const own = (this.own ??= new Map())
+    let m = own.get(channel)
+    if (!m) own.set(channel, (m = new Map()))
+    return m
+  }
+
+  /**
+   * PRESENCE from the client (its answer slot opened when it arrived, so answers keep the order
+   * of protocol messages), run in order with the channel's other operations; ACKed with one
+   * serial per event.
+   */
+  async receive(pm: ProtocolMessage, channel: string, slot: AckSlot): Promise<void> {
+    try {
+      const { serials } = await this.host.core.connectionPresence.fromConnection(
+        this.host.principalOf,
+        channel,
+        pm.presence,
+        { connectionId: this.host.id, msgSerial: slot.msgSerial, own: this.membersOf(channel) },
+      )
+      this.host.acks.ack(slot, serials)
+    } catch (e) {
+      this.host.acks.nack(slot, toGatewayError('UNKNOWN', e).toBody())
+    }
+  }
+
+  /** The connection detached the channel: its members there leave now. */
+  async detached(channel: string): Promise<void> {
+    const mine = this.own?.get(channel)
+    this.own?.delete(channel)
+    if (!mine?.size) return
+    const members = [...mine.values()].map((member) => ({ channel, member }))
+    await this.host.core.connectionPresence.leaveNow(this.host.principalOf.appId, members)
+  }
+
+  /** The connection closed: its members leave now, and the store forgets it. */
+  async closed(): Promise<void> {
+    const members: Array<{ channel: string; member: PresenceMessage }> = []
+    for (const [channel, mine] of this.own ?? []) for (const member of mine.values()) members.push({ channel, member })
+    this.own = undefined
+    const cp = this.host.core.connectionPresence
+    if (members.length) await cp.leaveNow(this.host.principalOf.appId, members)
+    await cp.closed(this.host.id)
+  }
+
+  /** SYNC frames of the channel's members (one self-contained frame when they fit in one page). */
+  async sync(channel: string, members?: PresenceMessage[]): Promise<void> {
+    const all = members ?? (await this.host.core.presence.snapshot(this.host.principalOf.appId, channel))
+    const binary = this.host.format === 'msgpack'
+    const syncId = randomId(10)
+    for (let i = 0; i < all.length || i === 0; i += SYNC_PAGE) {
+      const page = all.slice(i, i + SYNC_PAGE)
+      const last = i + SYNC_PAGE >= all.length
+      const pm = {
+        action: Action.SYNC,
+        channel,
+        channelSerial: `${syncId}:${last ? '' : String(i / SYNC_PAGE + 1)}`,
+        presence: page.map((m) => presenceToWire({ ...m, action: PresenceAction.PRESENT }, binary)),
+      }
+      this.host.deliver(encodeFrame(pm, this.host.format))
+    }
+  }
+}

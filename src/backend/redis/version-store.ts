@@ -1,0 +1,95 @@
+import type { VersionQuery, VersionRecord, VersionStore, VersionWrite } from '../../core/channels/ports'
+import type { Message } from '../../core/types'
+import { pack, unpack } from './codec'
+import { BUFFERS, withTimeout, type RedisClient } from './connection'
+import type { RedisKeys } from './keys'
+import { ScriptRunner } from './script-runner'
+import { VERSION_PUT_SCRIPT } from './version-scripts'
+
+/**
+ * Versions of mutable messages in Redis, shared by every node: per changed message one hash (its
+ * latest version, the newest version serial and every version's body) and one sorted set of the
+ * version serials, both expiring with the retention window after the last change. A put is one
+ * script (version-scripts.ts), so concurrent changes on many nodes are compared and set atomically.
+ */
+export class RedisVersionStore implements VersionStore {
+  private readonly putScript: ScriptRunner
+
+  constructor(
+    private readonly cmd: RedisClient,
+    private readonly keys: RedisKeys,
+    private readonly retentionMs: number,
+    private readonly timeoutMs: number,
+  ) {
+    this.putScript = new ScriptRunner(cmd, VERSION_PUT_SCRIPT)
+  }
+
+  private t<T>(p: Promise<T>) {
+    return withTimeout(p, this.timeoutMs)
+  }
+
+  async get(app: string, channel: string, serial: string): Promise<VersionRecord | undefined> {
+    const [latest, count] = await this.t(
+      Promise.all([
+        this.cmd.sendCommand(['HGET', this.keys.versions(app, channel, serial), 'l'], BUFFERS),
+        this.cmd.sendCommand(['ZCARD', this.keys.versionIndex(app, channel, serial)]),
+      ]),
+    )
+    return latest ? { latest: unpack<Message>(latest as unknown as Buffer), count: Number(count) } : undefined
+  }
+
+  async latest(app: string, channel: string, serials: string[]): Promise<Map<string, Message>> {
+    const replies = await this.t(
+      Promise.all(
+        serials.map((s) => this.cmd.sendCommand(['HGET', this.keys.versions(app, channel, s), 'l'], BUFFERS)),
+      ),
+    )
+    const out = new Map<string, Message>()
+    replies.forEach((r, i) => {
+      if (r) out.set(serials[i]!, unpack<Message>(r as unknown as Buffer))
+    })
+    return out
+  }
+
+  async put(app: string, channel: string, { original, expected, version, latest }: VersionWrite): Promise<boolean> {
+    const serial = version.mutation!.serial
+    const reply = await this.t(
+      this.putScript.run(
+        [this.keys.versions(app, channel, serial), this.keys.versionIndex(app, channel, serial)],
+        [
+          expected ?? '',
+          serial,
+          pack(original),
+          version.serial,
+          pack(version),
+          latest.version!.serial,
+          pack(latest),
+          String(this.retentionMs),
+        ],
+      ),
+    )
+    return Number(reply) === 1
+  }
+
+  async versions(app: string, channel: string, serial: string, q: VersionQuery): Promise<Message[]> {
+    const fwd = q.direction === 'forwards'
+    const from = q.cursor === undefined ? (fwd ? '-' : '+') : `(${q.cursor}`
+    const serials = (await this.t(
+      this.cmd.sendCommand([
+        fwd ? 'ZRANGEBYLEX' : 'ZREVRANGEBYLEX',
+        this.keys.versionIndex(app, channel, serial),
+        from,
+        fwd ? '+' : '-',
+        'LIMIT',
+        '0',
+        String(q.limit),
+      ]),
+    )) as string[]
+    if (!serials.length) return []
+    const bodies = (await this.t(
+      this.cmd.sendCommand(['HMGET', this.keys.versions(app, channel, serial), ...serials], BUFFERS),
+    )) as unknown as Array<Buffer | null>
+    // a record that expired between the two reads answers no bodies
+    return bodies.filter((b): b is Buffer => !!b).map((b) => unpack<Message>(b))
+  }
+}

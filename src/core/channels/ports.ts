@@ -1,0 +1,56 @@
+/**
+ * The versions port: what mutable messages (namespaces with `mutableMessages`) keep beside the
+ * channel's log. The log holds each change as an entry of kind `mutation` (its serial is the
+ * version serial); the store indexes them per message, so the latest version and the list of
+ * versions are one lookup each, also after the log no longer holds them. Every backend (memory +
+ * SQLite, Redis) implements it; test/contracts holds both to these contracts. The store owns
+ * retention: a message's record goes once it has not been written for the retention window.
+ */
+import type { Message } from '../types'
+
+/** What is recorded of a message that has been changed. */
+export interface VersionRecord {
+  /** The message in its latest version (its `version.serial` is the newest version serial recorded). */
+  latest: Message
+  /** Versions recorded, the original included. */
+  count: number
+}
+
+export interface VersionQuery {
+  /** Only versions with a serial strictly after (forwards) or before (backwards) this one. */
+  cursor?: string
+  limit: number
+  direction: 'forwards' | 'backwards'
+}
+
+/** One put: a change of a message, recorded with the latest version it makes (see `put`). */
+export interface VersionWrite {
+  /** The message as published (recorded as its first version with its first change). */
+  original: Message
+  /** The newest version serial the record must still have (undefined: no record yet). */
+  expected: string | undefined
+  /** The change: an entry of kind `mutation` of the message. */
+  version: Message
+  /** The message in its latest version with the change. */
+  latest: Message
+}
+
+export interface VersionStore {
+  /** The record of one message, if it has been changed (and not forgotten). */
+  get(appId: string, channel: string, serial: string): Promise<VersionRecord | undefined>
+  /** Latest versions of those of `serials` that have been changed, by message serial. */
+  latest(appId: string, channel: string, serials: string[]): Promise<Map<string, Message>>
+  /**
+   * Records `w.version` and `w.latest` as the message's latest version, atomically, provided the
+   * latest version recorded is still the one with the serial `w.expected` (undefined: the message
+   * has no record yet, and `w.original` is recorded as its first version). False when another
+   * write came first: nothing is written. Recording a version that is already recorded (same
+   * serial) replaces it.
+   */
+  put(appId: string, channel: string, w: VersionWrite): Promise<boolean>
+  /**
+   * Versions of a message by serial, the original (whose serial is the message's) first going
+   * forwards; empty when the message has no record.
+   */
+  versions(appId: string, channel: string, serial: string, q: VersionQuery): Promise<Message[]>
+}

@@ -1,0 +1,75 @@
+import type { OccupancyCounts, OccupancyStore } from '../ports'
+
+/** An event stream's role on each of its channels: it receives messages and presence. */
+export const STREAM_ROLE: OccupancyRole = Object.freeze({ subscribe: true, presenceSubscribe: true })
+
+/** What one attachment does on its channel. */
+export interface OccupancyRole {
+  publish?: boolean
+  subscribe?: boolean
+  presenceSubscribe?: boolean
+}
+
+interface Local extends OccupancyCounts {
+  appId: string
+  channel: string
+}
+
+const zero = (): OccupancyCounts => ({ connections: 0, publishers: 0, subscribers: 0, presenceSubscribers: 0 })
+
+/**
+ * Who is attached to each channel on this node, by role: every transport counts its attachments
+ * here (an event stream subscribes to messages and presence; a realtime attachment by its granted
+ * modes). A cluster node reports its counts to the shared store, which adds up every live node.
+ */
+export class Occupancy {
+  private readonly channels = new Map<string, Local>()
+
+  /** `store`: where a cluster node reports its counts (absent on a single node). */
+  constructor(private readonly store?: OccupancyStore) {}
+
+  /** Counts one attachment (in `role`) of the channel, until `detach` with the same role. */
+  attach(appId: string, channel: string, role: OccupancyRole): void {
+    this.change(appId, channel, role, 1)
+  }
+
+  detach(appId: string, channel: string, role: OccupancyRole): void {
+    this.change(appId, channel, role, -1)
+  }
+
+  private change(appId: string, channel: string, role: OccupancyRole, by: 1 | -1) {
+    const k = appId + '\u0000' + channel
+    let c = this.channels.get(k)
+    if (!c) this.channels.set(k, (c = { appId, channel, ...zero() }))
+    c.connections += by
+    if (role.publish) c.publishers += by
+    if (role.subscribe) c.subscribers += by
+    if (role.presenceSubscribe) c.presenceSubscribers += by
+    const counts = {
+      connections: c.connections,
+      publishers: c.publishers,
+      subscribers: c.subscribers,
+      presenceSubscribers: c.presenceSubscribers,
+    }
+    if (c.connections === 0) this.channels.delete(k)
+    this.store?.report(appId, channel, counts)
+  }
+
+  /** This node's counts of a channel. */
+  local(appId: string, channel: string): OccupancyCounts {
+    const c = this.channels.get(appId + '\u0000' + channel)
+    return c
+      ? {
+          connections: c.connections,
+          publishers: c.publishers,
+          subscribers: c.subscribers,
+          presenceSubscribers: c.presenceSubscribers,
+        }
+      : zero()
+  }
+
+  /** The channel's counts on every node (channel details, chat occupancy). */
+  cluster(appId: string, channel: string): Promise<OccupancyCounts> {
+    return this.store ? this.store.count(appId, channel) : Promise.resolve(this.local(appId, channel))
+  }
+}

@@ -1,0 +1,44 @@
+import type { Charge, ChargeResult } from '../ports'
+
+/** The limit classes of the spec's Limits table. */
+export type LimitClass =
+  'messages' | 'history' | 'tokenRequests' | 'objectReads' | 'objectWrites' | 'management' | 'managementStats'
+
+/** A charge of one limit class (the class names the 429). */
+export type LimitCharge = Charge & { cls: LimitClass }
+
+export const LIMIT_CLASSES: LimitClass[] = [
+  'messages',
+  'history',
+  'tokenRequests',
+  'objectReads',
+  'objectWrites',
+  'management',
+  'managementStats',
+]
+
+/** The management classes are set per minute (and their buckets hold a minute's worth); the rest per second. */
+export const isPerMinute = (cls: LimitClass) => cls === 'management' || cls === 'managementStats'
+
+/**
+ * The one way services meet rate limits (the account's RateLimiter implements it; `noLimits`
+ * serves tests of a service alone). A request is charged its cost in one class and is admitted
+ * whole or refused whole with 429 / 42910.
+ */
+export interface Limits {
+  /** False when limits are off (RATE_LIMITS=off): callers may skip building charges. */
+  readonly enabled: boolean
+  /** Takes `cost` from the account's bucket of `cls`, or throws 429 and takes nothing. */
+  take(accountId: string, cls: LimitClass, cost?: number): Promise<void>
+  /** A charge for a store to take in its own atomic step (a broker publish); undefined when off. */
+  charge(accountId: string, cls: LimitClass, cost?: number): Promise<LimitCharge | undefined>
+  /** Throws 429 when the store refused `c`. */
+  settle(c: LimitCharge, r: ChargeResult): void
+}
+
+export const noLimits: Limits = {
+  enabled: false,
+  take: async () => {},
+  charge: async () => undefined,
+  settle: () => {},
+}

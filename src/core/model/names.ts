@@ -1,0 +1,22 @@
+import { GatewayError } from '../../errors'
+
+export const MAX_CHANNEL_NAME = 1024
+const CONTROL = /[\x00-\x1f\x7f]/
+
+/** Validates a channel name as it arrived (already URL-decoded); throws 40010. */
+export function checkChannelName(name: unknown): string {
+  if (typeof name !== 'string' || name.length === 0)
+    throw new GatewayError(40010, 'Invalid channel name: must be a non-empty string')
+  if (name.length > MAX_CHANNEL_NAME)
+    throw new GatewayError(40010, `Invalid channel name: longer than ${MAX_CHANNEL_NAME} characters`)
+  if (name.startsWith('['))
+    throw new GatewayError(40010, 'Invalid channel name: qualified and meta channels are not supported here')
+  if (CONTROL.test(name)) throw new GatewayError(40010, 'Invalid channel name: control characters are not allowed')
+  return name
+}
+
+/** The namespace of a channel is the part before its first `:` (none when there is no `:`). */
+export const namespaceOf = (channel: string): string | undefined => {
+  const i = channel.indexOf(':')
+  return i > 0 ? channel.slice(0, i) : undefined
+}

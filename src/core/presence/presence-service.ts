@@ -1,0 +1,140 @@
+import { GatewayError } from '../../errors'
+import { authorize } from '../auth/authorize'
+import type { Principal } from '../auth/principal'
+import type { Namespaces } from '../control/namespaces'
+import type { Limits } from '../limits/limits'
+import { asGatewayError, summarize } from '../model/batch'
+import { checkChannelName } from '../model/names'
+import { parseSerial } from '../model/serial'
+import type { Broker, PresenceStore } from '../ports'
+import type { BatchResult, HistoryQuery, MessageDraft, PresenceMessage } from '../types'
+
+export const MAX_BATCH_PRESENCE_CHANNELS = 100
+
+export interface MemberFilter {
+  clientId?: string
+  connectionId?: string
+  limit: number
+}
+
+/**
+ * Presence of channels: who is present (reads), and how presence events enter a channel. An
+ * event goes into the channel's log through the broker like a message (an entry of kind
+ * `presence`), so every transport, resume and node sees it in channel order; the member set and
+ * presence history are then updated from it.
+ */
+export class PresenceService {
+  constructor(
+    private readonly broker: Broker,
+    private readonly store: PresenceStore,
+    private readonly namespaces: Namespaces,
+    private readonly limits: Limits,
+  ) {}
+
+  /** Members present on a channel (`subscribe` capability), optionally of one client or connection. */
+  async members(p: Principal, channelName: string, filter: MemberFilter): Promise<PresenceMessage[]> {
+    const channel = checkChannelName(channelName)
+    authorize(p, channel, 'subscribe')
+    const all = await this.store.members(p.appId, channel)
+    return all
+      .filter(
+        (m) =>
+          (filter.clientId === undefined || m.clientId === filter.clientId) &&
+          (filter.connectionId === undefined || m.connectionId === filter.connectionId),
+      )
+      .slice(0, filter.limit)
+  }
+
+  /** Every member present, without a capability check (a realtime attacher's SYNC, checked at attach). */
+  snapshot(appId: string, channel: string): Promise<PresenceMessage[]> {
+    return this.store.members(appId, channel)
+  }
+
+  /** Members present and the connections they were entered over (occupancy), without a capability check. */
+  async occupancy(appId: string, channel: string): Promise<{ presenceMembers: number; presenceConnections: number }> {
+    const members = await this.store.members(appId, channel)
+    return { presenceMembers: members.length, presenceConnections: new Set(members.map((m) => m.connectionId)).size }
+  }
+
+  async history(p: Principal, channelName: string, q: HistoryQuery): Promise<PresenceMessage[]> {
+    const channel = checkChannelName(channelName)
+    authorize(p, channel, 'history')
+    await this.limits.take(p.accountId, 'history')
+    return this.store.history(p.appId, channel, q)
+  }
+
+  /** Members of several channels; one channel's failure never fails the others. */
+  async batch(
+    p: Principal,
+    channels: string[],
+  ): Promise<BatchResult<{ channel: string; presence: PresenceMessage[] }>> {
+    if (channels.length > MAX_BATCH_PRESENCE_CHANNELS)
+      throw new GatewayError(40003, `More than ${MAX_BATCH_PRESENCE_CHANNELS} channels`)
+    type Item = { channel: string; presence: PresenceMessage[] }
+    const results = await Promise.all(
+      channels.map((channel) =>
+        this.members(p, channel, { limit: 1000 }).then(
+          (presence): Item => ({ channel, presence }),
+          (e) => ({ channel, error: asGatewayError(e).toBody() }),
+        ),
+      ),
+    )
+    return summarize<Item>(results)
+  }
+
+  /**
+   * Appends presence events to the channel's log (in order, one atomic step) and applies them to
+   * the member set and presence history. Each event's timestamp becomes the time its entry got.
+   * Returns the entries' serials.
+   */
+  async publish(appId: string, channel: string, events: PresenceMessage[]): Promise<string[]> {
+    const persisted =
+      this.namespaces.persistedCached(appId, channel) ?? (await this.namespaces.isPersisted(appId, channel))
+    const drafts = events.map(presenceEntry)
+    const { serials } = await this.broker.publish(appId, channel, drafts, { persisted })
+    events.forEach((e, i) => {
+      e.timestamp = parseSerial(serials[i]!)?.ms ?? e.timestamp
+    })
+    await this.store.apply(appId, channel, events)
+    return serials
+  }
+}
+
+/** A presence event as an entry of the channel's log. */
+function presenceEntry(e: PresenceMessage): MessageDraft {
+  const d: MessageDraft = {
+    kind: 'presence',
+    id: e.id,
+    action: e.action,
+    clientId: e.clientId,
+    connectionId: e.connectionId,
+  }
+  if (e.data !== undefined) d.data = e.data
+  if (e.encoding !== undefined) d.encoding = e.encoding
+  if (e.extras !== undefined) d.extras = e.extras
+  return d
+}
+
+/** A presence event from an entry of kind `presence` of a channel's log. */
+export function presenceFromEntry(m: {
+  id: string
+  action?: number
+  clientId?: string
+  connectionId?: string
+  timestamp: number
+  data?: string | Uint8Array
+  encoding?: string
+  extras?: Record<string, unknown>
+}): PresenceMessage {
+  const e: PresenceMessage = {
+    id: m.id,
+    action: m.action ?? 1,
+    clientId: m.clientId ?? '',
+    connectionId: m.connectionId ?? '',
+    timestamp: m.timestamp,
+  }
+  if (m.data !== undefined) e.data = m.data
+  if (m.encoding !== undefined) e.encoding = m.encoding
+  if (m.extras !== undefined) e.extras = m.extras
+  return e
+}
