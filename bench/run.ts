@@ -35,6 +35,9 @@
  *   --profile         gateway, subscriber and publisher processes write CPU profiles (bun --cpu-prof: .cpuprofile + .md)
  *                     into the results; `bun bench/cpu-profile-top.ts <file.cpuprofile>` lists the top functions
  *
+ * BENCH_GATEWAY_DIR=<checkout> runs that checkout's gateway under this harness (e.g. a worktree of the code
+ * before a change, for before/after figures from the same run conditions).
+ *
  * Scenarios: publish (REST publish, JSON and msgpack, vs a Bun.serve hello world and bare body-reading routes), fanout (one channel to N SSE
  * subscribers), connections (K idle SSE streams: memory per connection), latency (publish-to-
  * delivery percentiles at a fixed rate), channels (many channels × few multiplexed subscribers),

@@ -16,6 +16,8 @@ export interface Target {
 }
 
 const ROOT = resolve(import.meta.dir, '../..')
+/** The checkout whose gateway runs: this one, or BENCH_GATEWAY_DIR (another checkout, e.g. the code before a change). */
+const GATEWAY_ROOT = resolve(process.env.BENCH_GATEWAY_DIR || ROOT)
 
 /** The bare Bun.serve hello world (bench/baseline-server.ts). */
 export async function startBaseline(logDir: string): Promise<Target> {
@@ -53,7 +55,7 @@ export interface GatewayOptions {
   port?: number
 }
 
-/** `bun src/main.ts` on a fresh temporary DATA_DIR (or o.dataDir) with BENCH_KEY as its root key. */
+/** `bun src/main.ts` (of GATEWAY_ROOT) on a fresh temporary DATA_DIR (or o.dataDir) with BENCH_KEY as its root key. */
 export async function startGateway(o: GatewayOptions): Promise<Target & { key: string }> {
   const port = o.port ?? freePort()
   const name = o.name ?? 'gateway'
@@ -61,7 +63,7 @@ export async function startGateway(o: GatewayOptions): Promise<Target & { key: s
   const profile = o.cpuProfile
     ? ['--cpu-prof', '--cpu-prof-md', `--cpu-prof-dir=${o.logDir}`, `--cpu-prof-name=${name}`]
     : []
-  const proc = spawnTracked([BUN, ...profile, join(ROOT, 'src/main.ts')], {
+  const proc = spawnTracked([BUN, ...profile, join(GATEWAY_ROOT, 'src/main.ts')], {
     env: {
       PORT: String(port),
       HOST: '127.0.0.1',

@@ -1,5 +1,6 @@
 import { Authenticator } from './auth/authenticator'
 import { TokenRequests, type TokenRequestSettings } from './auth/token-requests'
+import { EndedConnections } from './auth/ended-connections'
 import { TokenRevocations } from './auth/token-revocations'
 import { ChannelService, type ChannelSettings } from './channels/channel-service'
 import { MutableMessages, type MutableSettings } from './channels/mutable-messages'
@@ -48,6 +49,8 @@ export interface Core {
   memory(): { channels: number; messages: number; bytes: number }
   auth: Authenticator
   tokens: TokenRequests
+  /** Realtime connections closed or expired: not resumable on any node. */
+  endedConnections: EndedConnections
   /** Token revocation (keys with revocableTokens). */
   revocations: TokenRevocations
   namespaces: Namespaces
@@ -112,6 +115,7 @@ export function createCore(backend: Backend, clock: Clock, s: CoreSettings): Cor
     memory: () => backend.broker.memory?.() ?? { channels: 0, messages: 0, bytes: 0 },
     auth,
     tokens: new TokenRequests(auth, backend.nonces, limits, stats, clock, s),
+    endedConnections: new EndedConnections(backend.nonces),
     revocations: new TokenRevocations(auth, backend.revocations, limits, clock),
     namespaces,
     hub,

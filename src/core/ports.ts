@@ -282,10 +282,12 @@ export interface RevocationStore {
   onChange(listener: (revocations: TokenRevocation[]) => void): () => void
 }
 
-/** Short-lived set of seen values (token-request nonces) shared by all nodes. */
+/** Short-lived set of seen values (token-request nonces, ended connections) shared by all nodes. */
 export interface NonceStore {
   /** True when `key` was not seen in the last `ttlMs`; records it. */
   claim(key: string, ttlMs: number): Promise<boolean>
+  /** Whether `key` is recorded and has not expired (records nothing). */
+  has(key: string): Promise<boolean>
 }
 
 /** Attachments of a channel by what they do (a connection may count in several). */

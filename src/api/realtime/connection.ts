@@ -194,6 +194,8 @@ export class RealtimeConnection implements AttachmentHost, PublishHost {
       case Action.CLOSE:
         this.send({ action: Action.CLOSED })
         this.gone(false)
+        // closed for good: a recovery key of it no longer resumes it, here or elsewhere
+        this.core.endedConnections.closed(this.id).catch(() => {})
         this.ws.close(1000)
         return
       case Action.DISCONNECT:

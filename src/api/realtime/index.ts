@@ -24,6 +24,8 @@ const MAX_EARLY_FRAMES = 100
 interface Remains {
   memory: PublishMemory
   until: number
+  /** The key this node issued the connection (over once the state TTL passes here). */
+  key: string
 }
 
 type Q = Record<string, string | undefined>
@@ -63,16 +65,24 @@ export function realtime(core: Core, s: RealtimeLimits, log: Logger) {
     () => {
       const now = Date.now()
       for (const c of live.values()) c.heartbeat(now)
-      for (const [id, r] of remains) if (r.until < now) remains.delete(id)
+      for (const [id, r] of remains) if (r.until < now) expire(id, r.key)
     },
     Math.max(100, Math.floor(s.realtimeMaxIdleIntervalMs / 4)),
   )
   timer.unref?.()
 
+  /** A dropped connection not resumed here within the state TTL: the key it has from here is over on every node. */
+  const expire = (id: string, key: string) => {
+    remains.delete(id)
+    core.endedConnections
+      .expired(key)
+      .catch((e) => log.warn('could not record an expired connection', { error: String(e) }))
+  }
+
   const gone = (conn: RealtimeConnection, abrupt: boolean) => {
     if (live.get(conn.id) === conn) live.delete(conn.id)
     if (abrupt) {
-      remains.set(conn.id, { memory: conn.acks.memory, until: Date.now() + s.connectionStateTtlMs })
+      remains.set(conn.id, { memory: conn.acks.memory, until: Date.now() + s.connectionStateTtlMs, key: conn.key })
       // bounded: the oldest remains go first
       if (remains.size > s.realtimeMaxConnections) remains.delete(remains.keys().next().value!)
     }
@@ -97,6 +107,13 @@ export function realtime(core: Core, s: RealtimeLimits, log: Logger) {
       },
     }
   }
+
+  /** Whether a connection is recorded as over; when that cannot be read, it is not (a resume is let through). */
+  const ended = (id: string, key: string) =>
+    core.endedConnections.ended(id, key).catch((e) => {
+      log.warn('could not read whether a connection ended', { error: String(e) })
+      return false
+    })
 
   /** Authenticates, resolves a resume, and opens the connection (CONNECTED) on an upgraded socket. */
   async function open(ws: ServerWebSocket<SocketData>) {
@@ -124,6 +141,10 @@ export function realtime(core: Core, s: RealtimeLimits, log: Logger) {
       if (data.params.resumeKey) {
         id = verifyConnectionKey(data.params.resumeKey, key.secret)
         if (!id) resumeError = new GatewayError(80018, 'Unable to resume: invalid connection key')
+      }
+      if (id !== undefined && !live.has(id) && !remains.has(id) && (await ended(id, data.params.resumeKey!))) {
+        resumeError = new GatewayError(80008, 'Unable to recover connection: connection expired or closed')
+        id = undefined
       }
       resumed = id !== undefined
       id ??= newConnectionId()

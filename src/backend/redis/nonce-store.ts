@@ -17,4 +17,8 @@ export class RedisNonceStore implements NonceStore {
     )
     return r !== null
   }
+
+  async has(key: string): Promise<boolean> {
+    return Number(await withTimeout(this.cmd.sendCommand(['EXISTS', this.keys.nonce(key)]), this.timeoutMs)) === 1
+  }
 }
