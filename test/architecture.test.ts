@@ -158,3 +158,15 @@ test('no import circles anywhere in src', () => {
   for (const node of graph.keys()) visit(node, [])
   expect(circles).toEqual([])
 })
+
+test('Elysia handlers and hooks destructure their context (one that takes it whole makes every response rebuilt)', () => {
+  // Elysia prepares what a function reads of its context; a context passed on whole counts as all
+  // of it, cookies included, and then every Response the route returns is rebuilt around its body
+  // (an event stream kept the rebuilt Response's Headers object for its life: ~1.5 KB a stream)
+  const whole =
+    /\.(?:get|post|put|patch|delete|all|on[A-Z]\w*)\(\s*(?:'[^']*',\s*|\{[^}]*\},\s*)?(?:async\s+)?\(?\s*([A-Za-z_]\w*)\s*\)?\s*=>/g
+  const problems = sources
+    .filter((s) => areaOf(s.rel) === 'api' || s.rel === 'server.ts')
+    .flatMap((s) => [...s.text.matchAll(whole)].map((m) => `${s.rel}: ${m[0]}`))
+  expect(problems).toEqual([])
+})

@@ -144,22 +144,42 @@ export function recordRequest(
 }
 
 const PARTY = Symbol('party')
-
-/** For routes that authenticate in their handler (the event stream): who the request acts for. */
-export function actingFor(ctx: object, party: RequestParty): void {
-  ;(ctx as Record<symbol, RequestParty>)[PARTY] = party
-}
-
-/** The party of an Elysia request: whatever its auth macro resolved into the context. */
-function partyOf(ctx: Record<string | symbol, unknown>): RequestParty | undefined {
-  const p = (ctx[PARTY] ?? ctx.principal ?? ctx.actor) as RequestParty | undefined
-  if (p) return p
-  const mp = ctx.mp as { account: { id: string } } | undefined
-  return mp ? { accountId: mp.account.id } : undefined
-}
-
 const STARTED = Symbol('started')
 const CLIENT = Symbol('client')
+
+/** What the access log notes on a request while it is served (symbol properties: no context needed). */
+type Noted = Request & { [PARTY]?: RequestParty; [STARTED]?: number; [CLIENT]?: string }
+
+/**
+ * For routes that authenticate in their handler (the event stream): who the request acts for,
+ * noted on the request itself. Hooks and handlers destructure their context: one that takes the
+ * whole context makes Elysia prepare all of it, cookies included, and then rebuild every Response
+ * a route returns (an event stream kept the rebuilt one's Headers object for its life).
+ */
+export function actingFor(request: Request, party: RequestParty): void {
+  ;(request as Noted)[PARTY] = party
+}
+
+/** What an Elysia request's auth macros resolved into its context (destructured by the hook). */
+interface Resolved {
+  principal?: RequestParty
+  actor?: RequestParty
+  mp?: { account: { id: string } }
+}
+
+/** The party of an Elysia request: noted by its handler, or resolved by its auth macro. */
+function partyOf(request: Request, r: Resolved): RequestParty | undefined {
+  const p = (request as Noted)[PARTY] ?? r.principal ?? r.actor
+  if (p) return p
+  return r.mp ? { accountId: r.mp.account.id } : undefined
+}
+
+interface AfterResponse extends Resolved {
+  request: Request
+  route: string
+  set: { status?: number | string }
+  response: unknown
+}
 
 export const observability = (core: Core, log: Logger, addressOf: AddressOf) => {
   metrics.gauge(
@@ -180,29 +200,27 @@ export const observability = (core: Core, log: Logger, addressOf: AddressOf) => 
     () => core.memory().bytes,
   )
   return new Elysia({ name: 'observability', normalize: false })
-    .onRequest((ctx) => {
-      const c = ctx as unknown as Record<symbol, unknown>
-      c[STARTED] = performance.now()
+    .onRequest(({ request }) => {
+      const r = request as Noted
+      r[STARTED] = performance.now()
       // the socket's address is gone once the response is sent (when onAfterResponse runs)
-      if (log.enabled('warn')) c[CLIENT] = addressOf(ctx.request)
+      if (log.enabled('warn')) r[CLIENT] = addressOf(request)
     })
-    .onAfterResponse({ as: 'global' }, (ctx) => {
-      const { request, route, set, response } = ctx
+    .onAfterResponse({ as: 'global' }, (({ request, route, set, response, principal, actor, mp }: AfterResponse) => {
       const status = response instanceof Response ? response.status : typeof set.status === 'number' ? set.status : 200
-      const c = ctx as unknown as Record<symbol, unknown>
-      const started = (c[STARTED] as number | undefined) ?? performance.now()
-      const client = c[CLIENT] as string | undefined
+      const r = request as Noted
+      const client = r[CLIENT]
       recordRequest(
         log,
         request,
         route || 'unmatched',
         status,
-        started,
+        r[STARTED] ?? performance.now(),
         response instanceof Response ? response : undefined,
-        partyOf(ctx as unknown as Record<string | symbol, unknown>),
+        partyOf(request, { principal, actor, mp }),
         () => client,
       )
-    })
+    }) as never)
     .get(
       '/metrics',
       () => new Response(metrics.render(), { headers: { 'content-type': 'text/plain; version=0.0.4' } }),

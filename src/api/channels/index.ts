@@ -28,10 +28,10 @@ export const channelRoutes = (core: Core, publish: PublishHandler) =>
       PUBLISH_ROUTE,
       // the parse hook leaves this route's body unread (OWN_BODY): the handler reads it, with the
       // credentials, as for every publish; `body` documents what it reads
-      async (ctx) => {
+      async ({ request, params }) => {
         const party: PublishParty = {}
-        const res = await publish(ctx.request, ctx.params.channel, party)
-        if (party.principal) actingFor(ctx, party.principal)
+        const res = await publish(request, params.channel, party)
+        if (party.principal) actingFor(request, party.principal)
         return res
       },
       {

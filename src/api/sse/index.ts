@@ -70,8 +70,7 @@ export function sseRoutes(core: Core, s: SseSettings) {
     }
   }
 
-  async function open(ctx: { request: Request }, q: Q, mode: StreamMode): Promise<Response> {
-    const { request } = ctx
+  async function open(request: Request, q: Q, mode: StreamMode): Promise<Response> {
     if (!q.v) throw new GatewayError(40003, 'Missing v param (protocol version; 1.2 is current)')
     if (!SUPPORTED_VERSIONS.has(q.v))
       throw new GatewayError(
@@ -83,7 +82,7 @@ export function sseRoutes(core: Core, s: SseSettings) {
     const enveloped = flag(q, 'enveloped', true)
     const heartbeats = flag(q, 'heartbeats', false)
     const principal = await core.auth.authenticate(credentialsOf(request, q))
-    actingFor(ctx, principal)
+    actingFor(request, principal)
     const resumeToken = q.lastEvent || request.headers.get('last-event-id') || undefined
     const conn = new EventStreamConnection({
       mode,
@@ -114,19 +113,15 @@ export function sseRoutes(core: Core, s: SseSettings) {
   }
 
   return new Elysia({ name: 'sse', normalize: false })
-    .get('/sse', (ctx) => open(ctx, ctx.query, 'sse'), {
+    .get('/sse', ({ request, query }) => open(request, query, 'sse'), {
       query: StreamQuery,
       response: { 200: EventStreamOut },
       detail: { summary: 'Event stream (Server-Sent Events)' },
     })
     .get(
       '/event-stream',
-      (ctx) =>
-        open(
-          ctx,
-          ctx.query,
-          (ctx.request.headers.get('accept') ?? '').includes('text/event-stream') ? 'sse' : 'ndjson',
-        ),
+      ({ request, query }) =>
+        open(request, query, (request.headers.get('accept') ?? '').includes('text/event-stream') ? 'sse' : 'ndjson'),
       {
         query: StreamQuery,
         response: { 200: EventStreamOut },
