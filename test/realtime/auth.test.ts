@@ -11,6 +11,7 @@ import {
   authCallbackOf,
   collect,
   connectedClient,
+  cutSocket,
   FORMATS,
   fresh,
   reach,
@@ -59,6 +60,30 @@ describe.each(FORMATS)('ably-js Realtime over %s', (_format, binary) => {
     await ch.publish('n', 'after reauth')
     expect((await got.until(1))[0]!.clientId).toBe('alice')
     expect(ch.state).toBe('attached')
+  })
+
+  test('re-auth with a token of another API key of the app: the connection resumes with that token', async () => {
+    const other = await addKey(rt.gw, `other-${fresh('k')}`)
+    let useOther = false
+    const m = authCallbackOf(() =>
+      rt.rest({ key: useOther ? other : rt.gw.key }).auth.requestToken({ clientId: 'alice' }),
+    )
+    const client = await connectedClient(rt.port, { authCallback: m.authCallback }, binary)
+    const id = client.connection.id!
+    const seen = updates(client)
+    useOther = true
+    await client.auth.authorize({ clientId: 'alice' })
+    for (let i = 0; i < 100 && seen.length === 0; i++) await Bun.sleep(10)
+    expect(seen.length).toBe(1)
+    const ch = client.channels.get(fresh('rekeyed'))
+    const got = await collect(ch)
+    cutSocket(rt.gw, id)
+    await reach(client.connection, 'disconnected')
+    await reach(client.connection, 'connected')
+    expect(client.connection.id).toBe(id)
+    expect(client.connection.errorReason).toBeNull()
+    await rt.rest().channels.get(ch.name).publish('n', 'after resume')
+    expect((await got.until(1))[0]!.data).toBe('after resume')
   })
 
   test('re-auth to a capability without an attached channel: that channel fails with 40160, others go on', async () => {

@@ -6,7 +6,7 @@
  */
 import { describe, expect, test } from 'bun:test'
 import type * as Ably from 'ably'
-import { addKey } from '../helpers/gateway'
+import { APP_ID } from '../helpers/gateway'
 import {
   collect,
   connectedClient,
@@ -204,14 +204,33 @@ describe.each(FORMATS)('ably-js Realtime over %s', (_format, binary) => {
   })
 })
 
+/** A full-access API key of an app of its own (its credentials string). */
+async function keyOfAnotherApp(): Promise<string> {
+  const control = rt.gw.backend.control
+  const { accountId } = (await control.getApp(APP_ID))!
+  const appId = fresh('app')
+  await control.createApp({
+    id: appId,
+    accountId,
+    name: appId,
+    status: 'enabled',
+    tlsOnly: false,
+    created: 0,
+    modified: 0,
+  })
+  const k = { appId, id: 'k', name: 'k', secret: 'another-app-secret', capability: { '*': ['*'] } }
+  await control.createKey({ ...k, status: 0, revocableTokens: false, created: 0, modified: 0 })
+  return `${appId}.k:${k.secret}`
+}
+
 describe('resume on the wire (raw WebSocket)', () => {
-  test('a resume key of another connection or another API key gives 80018 and a new connectionId', async () => {
+  test('a resume key of a connection of another app, or not a key, gives 80018 and a new connectionId', async () => {
     const { raw: first, connected } = await rawConnected(rt.base, { key: rt.gw.key })
     const key = connected.connectionDetails.connectionKey as string
     first.close()
-    const other = await addKey(rt.gw, fresh('other'))
+    const other = await keyOfAnotherApp()
     for (const [resume, apiKey] of [
-      [key, other], // a real key, of a connection under another API key
+      [key, other], // a real key, of a connection of another app
       [`${connected.connectionId}!AAAAAAAAAAAAAAAAAAAAAA`, rt.gw.key], // a forged mac
       ['garbage', rt.gw.key], // not a key at all
     ] as const) {

@@ -1,7 +1,7 @@
 import type { Server, ServerWebSocket, WebSocketHandler } from 'bun'
 import { hostname } from 'node:os'
 import type { Core } from '../../core'
-import { connectionKey, newConnectionId, verifyConnectionKey } from '../../core/auth/connection-keys'
+import { connectionKey, newConnectionId } from '../../core/auth/connection-keys'
 import { GatewayError } from '../../errors'
 import type { Logger } from '../../lib/logger'
 import { metrics, trackConnections } from '../../lib/metrics'
@@ -139,7 +139,7 @@ export function realtime(core: Core, s: RealtimeLimits, log: Logger) {
       const { key } = await core.auth.key(principal.keyName)
       let id: string | undefined
       if (data.params.resumeKey) {
-        id = verifyConnectionKey(data.params.resumeKey, key.secret)
+        id = await core.auth.connectionOf(data.params.resumeKey, principal)
         if (!id) resumeError = new GatewayError(80018, 'Unable to resume: invalid connection key')
       }
       if (id !== undefined && !live.has(id) && !remains.has(id) && (await ended(id, data.params.resumeKey!))) {

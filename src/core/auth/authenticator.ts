@@ -4,6 +4,7 @@ import { fromBase64, utf8Decode } from '../../lib/encoding'
 import type { Clock, ControlStore, RevocationStore } from '../ports'
 import type { ApiKey, App } from '../types'
 import { CapabilityMatcher, intersectCapability, parseCapability } from './capability'
+import { verifyConnectionKey } from './connection-keys'
 import { checkClientIdLength, type Principal } from './principal'
 import { REVOCABLE_TOKEN_MAX_TTL_MS, revocationError } from './revocation'
 import { parseJwt, parseTokenKeyName, verifyJwt, verifyToken, type TokenClaims } from './tokens'
@@ -114,6 +115,22 @@ export class Authenticator {
     const app = await this.control.getApp(key.appId)
     if (!app || app.status !== 'enabled') throw new GatewayError(40300, 'Application disabled')
     return { key, app }
+  }
+
+  /**
+   * The id of the realtime connection a connection key names, when the key was made under the
+   * secret of `p`'s API key or of another key of its app (a connection that re-authenticated with a
+   * token of another key resumes with the token, while its key is the one it was first given).
+   */
+  async connectionOf(connectionKey: string, p: Principal): Promise<string | undefined> {
+    const { key } = await this.key(p.keyName)
+    const id = verifyConnectionKey(connectionKey, key.secret)
+    if (id !== undefined) return id
+    for (const other of await this.control.listKeys(p.appId)) {
+      const found = other.secret === key.secret ? undefined : verifyConnectionKey(connectionKey, other.secret)
+      if (found !== undefined) return found
+    }
+    return undefined
   }
 
   matcher(canonicalJson: string, parsed?: Record<string, string[]>): CapabilityMatcher {
