@@ -83,7 +83,9 @@ export async function startGateway(o: GatewayOptions): Promise<Target & { key: s
   }
   const unregister = onExit(removeDataDir)
   const stop = async () => {
-    await stopProcess(proc)
+    // a profiled gateway writes its profile on the way out: give it the time (a graceful realtime
+    // shutdown with thousands of messages in flight took longer than the default grace)
+    await stopProcess(proc, o.cpuProfile ? 30_000 : undefined)
     removeDataDir()
     unregister()
   }
