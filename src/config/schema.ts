@@ -167,6 +167,12 @@ export const SETTINGS = {
     'Hard cap of the messages a channel keeps in memory (bytes, encoded); the oldest go first.',
     int(65_536),
   ),
+  ringTotalMaxBytes: setting(
+    'RING_TOTAL_MAX_BYTES',
+    '1073741824',
+    'Soft cap of the messages all channels of an embedded node keep in memory (bytes, encoded): past it, the channel being published to gives up what it keeps beyond RING_SIZE (its RESUME_WINDOW_MS extra), then every channel does, the largest first.',
+    int(1_048_576),
+  ),
   channelIdleMs: setting(
     'CHANNEL_IDLE_MS',
     '300000',

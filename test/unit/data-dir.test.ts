@@ -16,6 +16,7 @@ const settings = {
   ringSize: 100,
   resumeWindowMs: 0,
   ringMaxBytes: 1 << 20,
+  ringTotalMaxBytes: 1 << 30,
   historyTtlMs: 60_000,
   persistedHistoryTtlMs: 60_000,
   idempotencyWindowMs: 60_000,

@@ -11,6 +11,7 @@ export interface MemoryBrokerSettings {
   ringSize: number
   resumeWindowMs: number
   ringMaxBytes: number
+  ringTotalMaxBytes: number
   historyTtlMs: number
   persistedHistoryTtlMs: number
   idempotencyWindowMs: number
@@ -43,6 +44,8 @@ export class MemoryBroker implements Broker {
   private apps = new Map<string, Map<string, ChannelState>>()
   private sweeper: ReturnType<typeof setInterval>
   private readonly retention: RetentionPolicy
+  /** Bytes all rings hold, kept as they change (recounted by every sweep). */
+  private ringBytes = 0
 
   constructor(
     private readonly log: SqliteMessageLog,
@@ -63,6 +66,7 @@ export class MemoryBroker implements Broker {
     const c = this.state(snap.app, snap.channel)
     c.ring.floor = snap.floor // pushes past the capacity raise it again
     for (const m of snap.messages) c.ring.push(m)
+    this.ringBytes += c.ring.byteSize
     const last = parseSerial(c.ring.position())
     if (last && (last.ms > c.lastMs || (last.ms === c.lastMs && last.seq > c.lastSeq))) {
       c.lastMs = last.ms
@@ -131,7 +135,10 @@ export class MemoryBroker implements Broker {
     if (appended.length === 0) return { serials, appended: 0, charged }
     // the durable log is message history: other kinds live in the ring (resume) only
     if (opts.persisted) this.log.append(appId, channel, messagesOnly(appended))
+    const before = c.ring.byteSize
     for (const m of appended) c.ring.push(m)
+    this.ringBytes += c.ring.byteSize - before
+    if (this.ringBytes > this.s.ringTotalMaxBytes) this.overBudget(c.ring)
     for (const l of c.listeners) l(appId, channel, appended)
     return { serials, appended: appended.length, charged }
   }
@@ -195,17 +202,41 @@ export class MemoryBroker implements Broker {
     return { channels, messages, bytes }
   }
 
+  /**
+   * All rings together hold more than RING_TOTAL_MAX_BYTES: the ring just pushed to gives up
+   * its window's extra; if that is not enough, every ring does, the largest first, until the
+   * total is under the cap (what RING_SIZE keeps of each is never shed).
+   */
+  private overBudget(pushed: Ring) {
+    const before = pushed.byteSize
+    pushed.shed()
+    this.ringBytes -= before - pushed.byteSize
+    if (this.ringBytes <= this.s.ringTotalMaxBytes) return
+    const rings: Ring[] = []
+    for (const app of this.apps.values()) for (const c of app.values()) rings.push(c.ring)
+    rings.sort((a, b) => b.byteSize - a.byteSize)
+    for (const r of rings) {
+      if (this.ringBytes <= this.s.ringTotalMaxBytes) break
+      const had = r.byteSize
+      r.shed()
+      this.ringBytes -= had - r.byteSize
+    }
+  }
+
   /** Evicts idle channels and expired history from memory and SQLite. */
   sweep(): void {
     const now = this.clock.now()
     const keepFor = Math.max(this.s.channelIdleMs, this.s.historyTtlMs, this.s.idempotencyWindowMs)
+    let bytes = 0
     for (const [appId, app] of this.apps) {
       for (const [name, c] of app) {
         c.ring.expire(now - this.s.historyTtlMs)
         if (c.listeners.size === 0 && c.lastActivity < now - keepFor) app.delete(name)
+        else bytes += c.ring.byteSize
       }
       if (app.size === 0) this.apps.delete(appId)
     }
+    this.ringBytes = bytes
     this.log.prune(now - this.s.persistedHistoryTtlMs)
   }
 

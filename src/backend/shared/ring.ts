@@ -230,6 +230,11 @@ export class Ring {
     return out
   }
 
+  /** Drops what the policy keeps beyond its count (the window's extra): the minimum is kept. */
+  shed(): void {
+    while (this.count > this.policy.minCount) this.dropOldest()
+  }
+
   private dropOldest() {
     this.floorMs = this.ms[this.head]!
     this.floorSeq = this.seq[this.head]!
