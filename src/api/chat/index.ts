@@ -2,9 +2,9 @@ import { Elysia, t } from 'elysia'
 import type { Core } from '../../core'
 import { paginated } from '../pagination'
 import { authPlugin } from '../plugins/auth'
-import { listRooms } from './rooms-route'
 import { respond } from '../plugins/responses'
 import * as M from './model'
+import { roomRoutes } from './room-routes'
 import { chatV4Routes } from './v4'
 import { chatHistoryQuery, reactionList, reactionToRemove, specMessage, specReaction, specReactionResult } from './wire'
 
@@ -13,7 +13,11 @@ import { chatHistoryQuery, reactionList, reactionToRemove, specMessage, specReac
  * paths (`/chat/v4/rooms/...`, see v4.ts). Rate limits are charged in the core (ChatLimits).
  */
 export const chatRoutes = (core: Core) =>
-  new Elysia({ name: 'chat', normalize: false }).use(specChatRoutes(core)).use(chatV4Routes(core))
+  new Elysia({ name: 'chat', normalize: false })
+    .use(roomRoutes(core, '/chat'))
+    .use(specChatRoutes(core))
+    .use(roomRoutes(core, '/chat/v4', ' (v4 path)'))
+    .use(chatV4Routes(core))
 
 const messagesPage = paginated('messages', M.HistoryParams)
 
@@ -21,26 +25,6 @@ const specChatRoutes = (core: Core) => {
   const chat = core.chat
   return new Elysia({ name: 'chat-spec', prefix: '/chat', normalize: false })
     .use(authPlugin(core))
-    .get('/rooms', ({ request, query, principal }) => listRooms(core, request, query, principal), {
-      auth: true,
-      query: M.RoomListParams,
-      response: { 200: t.Array(M.RoomOut) },
-      detail: { summary: 'Active chat rooms (paginated)' },
-    })
-
-    .get(
-      '/rooms/:roomId',
-      async ({ request, query, params, principal }) =>
-        respond(request, query, await chat.room(principal, params.roomId)),
-      {
-        auth: true,
-        params: M.RoomParam,
-        query: M.AnyQuery,
-        response: { 200: M.RoomOut },
-        detail: { summary: 'A chat room: roomId, name, metadata' },
-      },
-    )
-
     .post(
       '/rooms/:roomId/messages',
       async ({ request, query, params, body, principal }) => {
@@ -117,33 +101,6 @@ const specChatRoutes = (core: Core) => {
         query: M.AnyQuery,
         response: { 200: M.SpecMessageOut },
         detail: { summary: 'Delete a message (soft: it stays in history, marked deleted)' },
-      },
-    )
-
-    .get(
-      '/rooms/:roomId/occupancy',
-      async ({ request, query, params, principal }) =>
-        respond(request, query, await chat.occupancy(principal, params.roomId)),
-      {
-        auth: true,
-        params: M.RoomParam,
-        query: M.AnyQuery,
-        response: { 200: M.OccupancyOut },
-        detail: { summary: 'Occupancy: connections and presence members' },
-      },
-    )
-
-    .post(
-      '/rooms/:roomId/typing',
-      async ({ request, query, params, body, principal }) =>
-        respond(request, query, await chat.typing.set(principal, params.roomId, body)),
-      {
-        auth: true,
-        params: M.RoomParam,
-        query: M.AnyQuery,
-        body: M.TypingBody,
-        response: { 200: M.TypingOut },
-        detail: { summary: 'Typing indicator on or off' },
       },
     )
 

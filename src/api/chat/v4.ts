@@ -2,7 +2,6 @@ import { Elysia, t } from 'elysia'
 import type { Core } from '../../core'
 import { paginated } from '../pagination'
 import { authPlugin } from '../plugins/auth'
-import { listRooms } from './rooms-route'
 import { respond } from '../plugins/responses'
 import * as M from './model'
 import { chatHistoryQuery, reactionList, reactionToRemove, v4Reaction } from './wire'
@@ -19,26 +18,6 @@ export const chatV4Routes = (core: Core) => {
   const chat = core.chat
   return new Elysia({ name: 'chat-v4', prefix: '/chat/v4', normalize: false })
     .use(authPlugin(core))
-    .get('/rooms', ({ request, query, principal }) => listRooms(core, request, query, principal), {
-      auth: true,
-      query: M.RoomListParams,
-      response: { 200: t.Array(M.RoomOut) },
-      detail: { summary: 'Active chat rooms (v4 path, paginated)' },
-    })
-
-    .get(
-      '/rooms/:roomId',
-      async ({ request, query, params, principal }) =>
-        respond(request, query, await chat.room(principal, params.roomId)),
-      {
-        auth: true,
-        params: M.RoomParam,
-        query: M.AnyQuery,
-        response: { 200: M.RoomOut },
-        detail: { summary: 'A chat room (v4 path)' },
-      },
-    )
-
     .post(
       '/rooms/:roomId/messages',
       async ({ request, query, params, body, principal }) => {
@@ -193,33 +172,6 @@ export const chatV4Routes = (core: Core) => {
         query: M.ClientReactionsParams,
         response: { 200: M.ClientReactionsOut },
         detail: { summary: 'Reaction summary trimmed to one client (v4)' },
-      },
-    )
-
-    .get(
-      '/rooms/:roomId/occupancy',
-      async ({ request, query, params, principal }) =>
-        respond(request, query, await chat.occupancy(principal, params.roomId)),
-      {
-        auth: true,
-        params: M.RoomParam,
-        query: M.AnyQuery,
-        response: { 200: M.OccupancyOut },
-        detail: { summary: 'Occupancy (v4)' },
-      },
-    )
-
-    .post(
-      '/rooms/:roomId/typing',
-      async ({ request, query, params, body, principal }) =>
-        respond(request, query, await chat.typing.set(principal, params.roomId, body)),
-      {
-        auth: true,
-        params: M.RoomParam,
-        query: M.AnyQuery,
-        body: M.TypingBody,
-        response: { 200: M.TypingOut },
-        detail: { summary: 'Typing indicator (v4 path)' },
       },
     )
 }
