@@ -139,7 +139,7 @@ export function realtime(core: Core, s: RealtimeLimits, log: Logger) {
       const { key } = await core.auth.key(principal.keyName)
       let id: string | undefined
       if (data.params.resumeKey) {
-        id = await core.auth.connectionOf(data.params.resumeKey, principal)
+        id = await core.auth.connectionOf(data.params.resumeKey, key)
         if (!id) resumeError = new GatewayError(80018, 'Unable to resume: invalid connection key')
       }
       if (id !== undefined && !live.has(id) && !remains.has(id) && (await ended(id, data.params.resumeKey!))) {

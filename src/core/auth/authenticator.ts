@@ -119,14 +119,14 @@ export class Authenticator {
 
   /**
    * The id of the realtime connection a connection key names, when the key was made under the
-   * secret of `p`'s API key or of another key of its app (a connection that re-authenticated with a
-   * token of another key resumes with the token, while its key is the one it was first given).
+   * secret of `key` (the resuming principal's API key) or of another key of its app (a connection
+   * that re-authenticated with a token of another key resumes with the token, while its key is the
+   * one it was first given).
    */
-  async connectionOf(connectionKey: string, p: Principal): Promise<string | undefined> {
-    const { key } = await this.key(p.keyName)
+  async connectionOf(connectionKey: string, key: ApiKey): Promise<string | undefined> {
     const id = verifyConnectionKey(connectionKey, key.secret)
     if (id !== undefined) return id
-    for (const other of await this.control.listKeys(p.appId)) {
+    for (const other of await this.control.listKeys(key.appId)) {
       const found = other.secret === key.secret ? undefined : verifyConnectionKey(connectionKey, other.secret)
       if (found !== undefined) return found
     }
