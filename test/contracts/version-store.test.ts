@@ -39,9 +39,8 @@ function change(of: string, serial: string, data: string | Uint8Array): { versio
   }
   return { version, latest }
 }
-const newest = (c: { latest: Message }) => c.latest.version!.serial
-/** Records change `c` of the message `s` of `ch`, expecting the newest version serial `expected`. */
-const put = (ch: string, s: string, expected: string | undefined, c: { version: Message; latest: Message }) =>
+/** Records change `c` of the message `s` of `ch`, expecting the record to hold `expected` versions (0: none). */
+const put = (ch: string, s: string, expected: number, c: { version: Message; latest: Message }) =>
   store.put(APP, ch, { original: original(s), expected, ...c })
 
 describe('VersionStore contract', () => {
@@ -51,23 +50,40 @@ describe('VersionStore contract', () => {
     expect(await store.get(APP, ch, s)).toBeUndefined()
     expect(await store.versions(APP, ch, s, { limit: 10, direction: 'forwards' })).toEqual([])
     const c = change(s, serialAt(2000), 'v1')
-    expect(await put(ch, s, undefined, c)).toBe(true)
+    expect(await put(ch, s, 0, c)).toBe(true)
     expect(await store.get(APP, ch, s)).toEqual({ latest: c.latest, count: 2 })
     expect(await store.versions(APP, ch, s, { limit: 10, direction: 'forwards' })).toEqual([original(s), c.version])
   })
 
-  test('a put is a compare-and-set on the newest version serial: a stale expectation writes nothing', async () => {
+  test('a put is a compare-and-set on the version count: a stale expectation writes nothing', async () => {
     const ch = fresh()
     const s = serialAt(1000)
     const a = change(s, serialAt(2000), 'a')
     const b = change(s, serialAt(3000), 'b')
-    expect(await put(ch, s, undefined, a)).toBe(true)
-    // a second "first" change, and one expecting a version that is not the newest
-    expect(await put(ch, s, undefined, b)).toBe(false)
-    expect(await put(ch, s, serialAt(1500), b)).toBe(false)
+    expect(await put(ch, s, 0, a)).toBe(true)
+    // a second "first" change, and one expecting a count the record no longer has
+    expect(await put(ch, s, 0, b)).toBe(false)
+    expect(await put(ch, s, 1, b)).toBe(false)
     expect((await store.get(APP, ch, s))?.latest).toEqual(a.latest)
-    expect(await put(ch, s, newest(a), b)).toBe(true)
+    expect(await put(ch, s, 2, b)).toBe(true)
     expect(await store.get(APP, ch, s)).toEqual({ latest: b.latest, count: 3 })
+  })
+
+  test('a write of an older version in between makes an expectation read before it stale (no lost change)', async () => {
+    const ch = fresh()
+    const s = serialAt(1000)
+    const newer = change(s, serialAt(3000), 'newer')
+    expect(await put(ch, s, 0, newer)).toBe(true)
+    // two writers read the record (2 versions); one records an older change, folded in its place
+    const read = (await store.get(APP, ch, s))!
+    expect(read).toEqual({ latest: newer.latest, count: 2 })
+    const older = change(s, serialAt(2000), 'older')
+    const refolded = { ...newer.latest, data: 'older+newer' }
+    expect(await put(ch, s, read.count, { version: older.version, latest: refolded })).toBe(true)
+    // the other, with a later change folded onto what it read, must not overwrite that
+    const latest = change(s, serialAt(4000), 'latest')
+    expect(await put(ch, s, read.count, latest)).toBe(false)
+    expect(await store.get(APP, ch, s)).toEqual({ latest: refolded, count: 3 })
   })
 
   test('an older version recorded after a newer one takes its place in the list; re-recording one replaces it', async () => {
@@ -75,11 +91,11 @@ describe('VersionStore contract', () => {
     const s = serialAt(1000)
     const newer = change(s, serialAt(3000), 'newer')
     const older = change(s, serialAt(2000), 'older')
-    await put(ch, s, undefined, newer)
+    await put(ch, s, 0, newer)
     const refolded = { ...newer.latest, data: 'refolded' }
-    expect(await put(ch, s, newest(newer), { version: older.version, latest: refolded })).toBe(true)
+    expect(await put(ch, s, 2, { version: older.version, latest: refolded })).toBe(true)
     const again = { ...older.version, name: 'same serial' }
-    expect(await put(ch, s, newest(newer), { version: again, latest: refolded })).toBe(true)
+    expect(await put(ch, s, 3, { version: again, latest: refolded })).toBe(true)
     expect(await store.get(APP, ch, s)).toEqual({ latest: refolded, count: 3 })
     const list = await store.versions(APP, ch, s, { limit: 10, direction: 'forwards' })
     expect(list.map((m) => m.serial)).toEqual([s, serialAt(2000), serialAt(3000)])
@@ -89,11 +105,9 @@ describe('VersionStore contract', () => {
   test('versions page by serial in both directions, after a cursor; binary data reads back', async () => {
     const ch = fresh()
     const s = serialAt(1000)
-    let expected: string | undefined
     for (let i = 1; i <= 5; i++) {
       const c = change(s, serialAt(1000 + i), new Uint8Array([i]))
-      expect(await put(ch, s, expected, c)).toBe(true)
-      expected = newest(c)
+      expect(await put(ch, s, i === 1 ? 0 : i, c)).toBe(true)
     }
     const serials = (ms: Message[]) => ms.map((m) => m.serial)
     const fwd = await store.versions(APP, ch, s, { limit: 3, direction: 'forwards' })
@@ -112,8 +126,8 @@ describe('VersionStore contract', () => {
     const [s1, s2, s3] = [serialAt(1000), serialAt(1001), serialAt(1002)]
     const c1 = change(s1, serialAt(2000), 'one')
     const c3 = change(s3, serialAt(2001), 'three')
-    await put(ch, s1, undefined, c1)
-    await put(ch, s3, undefined, c3)
+    await put(ch, s1, 0, c1)
+    await put(ch, s3, 0, c3)
     const latest = await store.latest(APP, ch, [s1, s2, s3])
     expect([...latest.keys()].sort()).toEqual([s1, s3])
     expect(latest.get(s3)).toEqual(c3.latest)
@@ -125,7 +139,7 @@ describe('VersionStore contract', () => {
     const ch = fresh()
     const s = serialAt(1000)
     const c = change(s, serialAt(2000), 'x')
-    await put(ch, s, undefined, c)
+    await put(ch, s, 0, c)
     if (gw.backend.kind === 'redis') {
       // Redis expires the keys itself (PEXPIRE with the retention): checked on the keys' TTLs
       const redis = createClient({ url: gw.config.redisUrl })
@@ -147,7 +161,7 @@ describe('VersionStore contract', () => {
     expect(await store.get(APP, ch, s)).toBeUndefined()
     expect(await store.versions(APP, ch, s, { limit: 10, direction: 'forwards' })).toEqual([])
     const d = change(s, serialAt(3000), 'y')
-    expect(await put(ch, s, undefined, d)).toBe(true)
+    expect(await put(ch, s, 0, d)).toBe(true)
     expect((await store.versions(APP, ch, s, { limit: 10, direction: 'forwards' })).map((m) => m.serial)).toEqual([
       s,
       serialAt(3000),

@@ -6,7 +6,7 @@ import type { Message } from '../../core/types'
 
 const PRUNE_EVERY_MS = 60_000
 
-type Row = { latest: Uint8Array; upto: string; n: number; ts: number }
+type Row = { latest: Uint8Array; n: number; ts: number }
 
 /**
  * Versions of mutable messages in SQLite, beside the persisted history of their channels, so
@@ -33,7 +33,7 @@ export class SqliteVersionStore implements VersionStore {
     db.exec('CREATE INDEX IF NOT EXISTS message_latest_ts ON message_latest (ts)')
     const versions = 'SELECT body FROM message_versions WHERE app = ? AND channel = ? AND serial = ?'
     this.q = {
-      get: db.prepare('SELECT latest, upto, n, ts FROM message_latest WHERE app = ? AND channel = ? AND serial = ?'),
+      get: db.prepare('SELECT latest, n, ts FROM message_latest WHERE app = ? AND channel = ? AND serial = ?'),
       has: db.prepare('SELECT 1 FROM message_versions WHERE app = ? AND channel = ? AND serial = ? AND version = ?'),
       putLatest: db.prepare(
         'INSERT OR REPLACE INTO message_latest (app, channel, serial, latest, upto, n, ts) VALUES (?, ?, ?, ?, ?, ?, ?)',
@@ -73,7 +73,7 @@ export class SqliteVersionStore implements VersionStore {
     const serial = version.mutation!.serial
     return this.db.transaction(() => {
       const cur = this.row(app, channel, serial)
-      if (cur?.upto !== expected) return false
+      if ((cur?.n ?? 0) !== expected) return false
       let n = cur?.n ?? 0
       if (!cur) {
         this.q.drop.run(app, channel, serial) // what an expired record left

@@ -29,13 +29,14 @@ export class RedisVersionStore implements VersionStore {
   }
 
   async get(app: string, channel: string, serial: string): Promise<VersionRecord | undefined> {
-    const [latest, count] = await this.t(
-      Promise.all([
-        this.cmd.sendCommand(['HGET', this.keys.versions(app, channel, serial), 'l'], BUFFERS),
-        this.cmd.sendCommand(['ZCARD', this.keys.versionIndex(app, channel, serial)]),
-      ]),
-    )
-    return latest ? { latest: unpack<Message>(latest as unknown as Buffer), count: Number(count) } : undefined
+    // one command: the latest version and the count as one write left them (the put compares the count)
+    const [latest, count] = (await this.t(
+      this.cmd.sendCommand(['HMGET', this.keys.versions(app, channel, serial), 'l', 'n'], BUFFERS),
+    )) as unknown as Array<Buffer | null>
+    if (!latest) return undefined
+    // a record written before the count was kept beside the latest version: its index counts
+    const n = count ?? (await this.t(this.cmd.sendCommand(['ZCARD', this.keys.versionIndex(app, channel, serial)])))
+    return { latest: unpack<Message>(latest), count: Number(String(n)) }
   }
 
   async latest(app: string, channel: string, serials: string[]): Promise<Map<string, Message>> {
@@ -57,12 +58,11 @@ export class RedisVersionStore implements VersionStore {
       this.putScript.run(
         [this.keys.versions(app, channel, serial), this.keys.versionIndex(app, channel, serial)],
         [
-          expected ?? '',
+          String(expected),
           serial,
           pack(original),
           version.serial,
           pack(version),
-          latest.version!.serial,
           pack(latest),
           String(this.retentionMs),
         ],

@@ -167,7 +167,7 @@ export class MutableMessages {
         !record || v.serial > record.latest.version!.serial
           ? fold(record?.latest ?? original, v)
           : await this.refold(appId, channel, v, record.latest)
-      const expected = record?.latest.version!.serial
+      const expected = record?.count ?? 0
       if (await this.store.put(appId, channel, { original, expected, version: v, latest })) return
       record = await this.store.get(appId, channel, v.mutation!.serial)
     }

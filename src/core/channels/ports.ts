@@ -27,8 +27,12 @@ export interface VersionQuery {
 export interface VersionWrite {
   /** The message as published (recorded as its first version with its first change). */
   original: Message
-  /** The newest version serial the record must still have (undefined: no record yet). */
-  expected: string | undefined
+  /**
+   * How many versions the record must still hold (its `count` as read; 0: no record yet). Every
+   * write of a version not recorded before adds one, so any write in between makes it stale, a
+   * write of an older version too (comparing the newest version serial would miss that one).
+   */
+  expected: number
   /** The change: an entry of kind `mutation` of the message. */
   version: Message
   /** The message in its latest version with the change. */
@@ -42,10 +46,10 @@ export interface VersionStore {
   latest(appId: string, channel: string, serials: string[]): Promise<Map<string, Message>>
   /**
    * Records `w.version` and `w.latest` as the message's latest version, atomically, provided the
-   * latest version recorded is still the one with the serial `w.expected` (undefined: the message
-   * has no record yet, and `w.original` is recorded as its first version). False when another
-   * write came first: nothing is written. Recording a version that is already recorded (same
-   * serial) replaces it.
+   * record still holds `w.expected` versions (0: the message has no record yet, and `w.original` is
+   * recorded as its first version). False when another write came first: nothing is written.
+   * Recording a version that is already recorded (same serial) replaces it. `get` reads `latest`
+   * and `count` together (one state of the record).
    */
   put(appId: string, channel: string, w: VersionWrite): Promise<boolean>
   /**
