@@ -62,6 +62,10 @@ const HEADER_BYTES = [
   2, 3, 5, 9, 3, 0, 0, 0, 0, 2, 3, 5, 3, 5, 3, 5, // int8-64, fixext1 (3), fixext2-16, str8/16/32, array16/32, map16/32
 ]
 
+/** Big-endian integers read from the bytes (a DataView would make the engine create the bytes' ArrayBuffer object). */
+const u16 = (b: Uint8Array, i: number) => (b[i]! << 8) | b[i + 1]!
+const u32 = (b: Uint8Array, i: number) => b[i]! * 0x1000000 + ((b[i + 1]! << 16) | (b[i + 2]! << 8) | b[i + 3]!)
+
 /**
  * Whether msgpack bytes nest arrays and maps deeper than `max` levels, or hold an extension type.
  * Extensions are refused because a decoder turns them into things that are not JSON data
@@ -70,7 +74,6 @@ const HEADER_BYTES = [
  * are left to the decoder to refuse.
  */
 export function msgpackProblem(b: Uint8Array, max: number): MsgpackProblem | undefined {
-  const view = new DataView(b.buffer, b.byteOffset, b.byteLength)
   /** Values still to read in each enclosing container (innermost last). */
   const open: number[] = []
   let left = 1 // values still to read at the current level; the top level is one value
@@ -95,26 +98,26 @@ export function msgpackProblem(b: Uint8Array, max: number): MsgpackProblem | und
           break
         case 0xc5: // bin 16
         case 0xda: // str 16
-          size += view.getUint16(i + 1)
+          size += u16(b, i + 1)
           break
         case 0xc6: // bin 32
         case 0xdb: // str 32
-          size += view.getUint32(i + 1)
+          size += u32(b, i + 1)
           break
         case 0xd4: // fixext 1: only type 0 (undefined)
           if (b[i + 1] !== 0) return 'extension'
           break
         case 0xdc: // array 16
-          items = view.getUint16(i + 1)
+          items = u16(b, i + 1)
           break
         case 0xdd: // array 32
-          items = view.getUint32(i + 1)
+          items = u32(b, i + 1)
           break
         case 0xde: // map 16
-          items = view.getUint16(i + 1) * 2
+          items = u16(b, i + 1) * 2
           break
         case 0xdf: // map 32
-          items = view.getUint32(i + 1) * 2
+          items = u32(b, i + 1) * 2
           break
       }
     }

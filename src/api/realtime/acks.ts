@@ -5,22 +5,49 @@ import { Action } from './protocol'
 export interface AckSlot {
   msgSerial: number
   done: boolean
+  /** A MESSAGE's slot: its outcome answers a resend after a resume. */
+  publish: boolean
   serials?: Array<string | null>
   error?: ErrorBody
+  /** Called once it is settled (set when a newer transport of the connection waits for its outcome). */
+  onSettled?: () => void
 }
 
 /** Outcomes remembered per connection, so a protocol message resent after a resume is answered, not published twice. */
 const REMEMBERED = 256
 
 /**
+ * The serials of the last REMEMBERED msgSerials acknowledged, each in the place of its msgSerial
+ * modulo REMEMBERED: msgSerials count up one by one, so that is the newest REMEMBERED of them,
+ * kept without a map entry or an allocation per answer.
+ */
+export class Answered {
+  private readonly msgSerials = new Float64Array(REMEMBERED).fill(-1)
+  private readonly serials: Array<Array<string | null> | undefined> = new Array(REMEMBERED)
+
+  get(msgSerial: number): Array<string | null> | undefined {
+    const i = msgSerial % REMEMBERED
+    return this.msgSerials[i] === msgSerial ? this.serials[i] : undefined
+  }
+
+  set(msgSerial: number, serials: Array<string | null>): void {
+    const i = msgSerial % REMEMBERED
+    this.msgSerials[i] = msgSerial
+    this.serials[i] = serials
+  }
+}
+
+/**
  * What a connection knows of its publishes, kept across a resume on the same node (the new
  * transport adopts the very same object, so publishes the old one started are recorded in it).
  */
 export interface PublishMemory {
-  /** Serials of the last REMEMBERED msgSerials acknowledged. */
-  answered: Map<number, Array<string | null>>
-  /** Publishes still in the broker: a resend of one waits for its outcome instead of publishing again. */
-  inflight: Map<number, Promise<Array<string | null>>>
+  answered: Answered
+  /**
+   * Publishes an earlier transport left in the broker (filled when it is handed over): a resend of
+   * one waits for its outcome instead of publishing again.
+   */
+  inflight: Map<number, Promise<AckSlot>>
 }
 
 /**
@@ -54,44 +81,58 @@ export class AckQueue {
     this.remembered = memory
   }
 
-  get memory(): PublishMemory {
-    return (this.remembered ??= { answered: new Map(), inflight: new Map() })
+  private get memory(): PublishMemory {
+    return (this.remembered ??= { answered: new Answered(), inflight: new Map() })
   }
 
   /**
-   * The serials a msgSerial was acknowledged with, or the outcome of its publish still in the
-   * broker, if this connection sent it before (a resend after a resume); undefined otherwise.
+   * What this transport knows of its publishes, for the one that resumes the connection: what
+   * was answered, and the outcomes of the publishes still in the broker (which go on being
+   * recorded in it as they settle).
    */
-  earlier(msgSerial: number): Array<string | null> | Promise<Array<string | null>> | undefined {
-    return this.remembered?.answered.get(msgSerial) ?? this.remembered?.inflight.get(msgSerial)
-  }
-
-  /** A publish of `msgSerial` is in the broker until `outcome` settles. */
-  track(msgSerial: number, outcome: Promise<Array<string | null>>): void {
-    const { inflight } = this.memory
-    inflight.set(msgSerial, outcome)
-    const untrack = () => {
-      if (inflight.get(msgSerial) === outcome) inflight.delete(msgSerial)
+  handOver(): PublishMemory {
+    const memory = this.memory
+    for (const slot of this.slots) {
+      if (!slot.publish || slot.done) continue
+      const outcome = new Promise<AckSlot>((resolve) => (slot.onSettled = () => resolve(slot)))
+      memory.inflight.set(slot.msgSerial, outcome)
+      void outcome.then(() => {
+        if (memory.inflight.get(slot.msgSerial) === outcome) memory.inflight.delete(slot.msgSerial)
+      })
     }
-    outcome.then(untrack, untrack)
+    return memory
   }
 
-  /** A slot for the next protocol message; settle it with `ack` or `nack`. */
-  open(msgSerial: number): AckSlot {
-    const slot: AckSlot = { msgSerial, done: false }
+  /**
+   * The serials a msgSerial was acknowledged with, or the outcome of its publish an earlier
+   * transport left in the broker, if this connection sent it before (a resend after a resume);
+   * undefined otherwise.
+   */
+  earlier(msgSerial: number): Array<string | null> | Promise<AckSlot> | undefined {
+    const r = this.remembered
+    return r && (r.answered.get(msgSerial) ?? r.inflight.get(msgSerial))
+  }
+
+  /** A slot for the next protocol message (`publish`: a MESSAGE); settle it with `ack` or `nack`. */
+  open(msgSerial: number, publish: boolean): AckSlot {
+    const slot: AckSlot = { msgSerial, done: false, publish }
     this.slots.push(slot)
     return slot
   }
 
   ack(slot: AckSlot, serials: Array<string | null>): void {
     slot.serials = serials
-    slot.done = true
-    this.schedule()
+    this.settle(slot)
   }
 
   nack(slot: AckSlot, error: ErrorBody): void {
     slot.error = error
+    this.settle(slot)
+  }
+
+  private settle(slot: AckSlot) {
     slot.done = true
+    slot.onSettled?.()
     this.schedule()
   }
 
@@ -123,7 +164,8 @@ export class AckQueue {
         this.slots[0]!.msgSerial === run[run.length - 1]!.msgSerial + 1
       )
         run.push(this.slots.shift()!)
-      for (const s of run) this.remember(s.msgSerial, s.serials!)
+      const { answered } = this.memory
+      for (const s of run) answered.set(s.msgSerial, s.serials!)
       this.send({
         action: Action.ACK,
         msgSerial: first.msgSerial,
@@ -132,11 +174,5 @@ export class AckQueue {
       })
     }
     if (this.slots.length === 0 && this.waiters?.length) for (const w of this.waiters.splice(0)) w()
-  }
-
-  private remember(msgSerial: number, serials: Array<string | null>) {
-    const { answered } = this.memory
-    answered.set(msgSerial, serials)
-    if (answered.size > REMEMBERED) answered.delete(answered.keys().next().value!)
   }
 }

@@ -7,7 +7,7 @@ import { toGatewayError } from '../plugins/errors'
 import { AckQueue } from './acks'
 import { Attachment, type AttachmentHost } from './attachment'
 import { ChannelOps } from './channel-ops'
-import { decodeFrame, encodeFrame, type Format, type Frame } from './frames'
+import { decodeFrame, encodeFrame, type ClientFrame, type Format, type Frame } from './frames'
 import { PresenceOps } from './presence-ops'
 import { Publishes, type PublishHost } from './publishes'
 import { Action, wireError, type ProtocolMessage } from './protocol'
@@ -29,7 +29,7 @@ export interface ConnectParams {
 export interface SocketData {
   params: ConnectParams
   conn?: RealtimeConnection
-  early?: Array<string | Buffer>
+  early?: ClientFrame[]
   /** A refusal decided at upgrade time (sent as ERROR once the socket is open). */
   refusal?: GatewayError
 }
@@ -153,7 +153,7 @@ export class RealtimeConnection implements AttachmentHost, PublishHost {
   }
 
   /** One client frame. Problems with the frame itself fail the connection; others are answered. */
-  receive(raw: string | Buffer): void {
+  receive(raw: ClientFrame): void {
     if (this.closed || this.leaving) return
     const size = typeof raw === 'string' ? Buffer.byteLength(raw) : raw.byteLength
     if (size > this.s.realtimeMaxFrameSize)

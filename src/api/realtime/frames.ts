@@ -14,6 +14,8 @@ import { plainMsgpack } from '../plugins/body'
  */
 export type Format = 'json' | 'msgpack'
 export type Frame = string | Uint8Array
+/** A frame as the socket hands it over: text, or binary as an ArrayBuffer (the socket's `binaryType`). */
+export type ClientFrame = string | ArrayBuffer
 
 /** Plain msgpack maps (no msgpackr records: the clients' decoders do not know them). */
 const packr = new Packr({ useRecords: false, moreTypes: false })
@@ -26,7 +28,7 @@ export function encodeFrame(pm: object, format: Format): Frame {
 }
 
 /** A client frame as a protocol message; 40000 when it is not one (malformed, wrong frame type, too deep). */
-export function decodeFrame(raw: string | Buffer, format: Format): ProtocolMessage {
+export function decodeFrame(raw: ClientFrame, format: Format): ProtocolMessage {
   const invalid = (why: string) => new GatewayError(40000, `Invalid protocol message: ${why}`)
   let value: unknown
   if (format === 'json') {
@@ -39,7 +41,7 @@ export function decodeFrame(raw: string | Buffer, format: Format): ProtocolMessa
     }
   } else {
     if (typeof raw === 'string') throw invalid('a text frame on a msgpack connection')
-    const r = plainMsgpack(raw, MAX_DEPTH)
+    const r = plainMsgpack(new Uint8Array(raw), MAX_DEPTH)
     if (!('value' in r))
       throw invalid(
         r.problem === 'too deep'

@@ -36,13 +36,13 @@ export class Publishes {
   constructor(private readonly host: PublishHost) {}
 
   /** A protocol message needing an answer: its slot, or the connection fails (it can't be answered). */
-  slotFor(pm: ProtocolMessage): AckSlot | undefined {
+  slotFor(pm: ProtocolMessage, publish = false): AckSlot | undefined {
     const msgSerial = pm.msgSerial
     if (typeof msgSerial !== 'number' || !Number.isInteger(msgSerial) || msgSerial < 0) {
       this.host.fail(new GatewayError(40000, 'Invalid protocol message: msgSerial must be a non-negative integer'))
       return undefined
     }
-    return this.host.acks.open(msgSerial)
+    return this.host.acks.open(msgSerial, publish)
   }
 
   /** A protocol message this gateway does not serve, answered with a NACK. */
@@ -52,31 +52,46 @@ export class Publishes {
   }
 
   publish(pm: ProtocolMessage): void {
-    const { acks, core } = this.host
-    const slot = this.slotFor(pm)
+    const slot = this.slotFor(pm, true)
     if (!slot) return
-    const nack = (e: unknown) => acks.nack(slot, wireError(toGatewayError('UNKNOWN', e)))
+    const { acks } = this.host
     // resent after a resume: answered with the first outcome (waited for when still in the broker), not published again
     const earlier = acks.earlier(slot.msgSerial)
     if (Array.isArray(earlier)) return acks.ack(slot, earlier)
-    if (earlier) return void earlier.then((serials) => acks.ack(slot, serials), nack)
+    if (earlier) return void earlier.then((s) => (s.error ? acks.nack(slot, s.error) : acks.ack(slot, s.serials!)))
     if (acks.pending > MAX_PENDING)
       return acks.nack(slot, new GatewayError(42910, 'Too many publishes awaiting acknowledgement').toBody())
     const channel = typeof pm.channel === 'string' ? pm.channel : ''
-    const ctx = { connectionId: this.host.id, msgSerial: slot.msgSerial }
-    const publishNow = () =>
-      core.channels.publish(this.host.principalOf, channel, pm.messages, ctx).then((r) => r.serials)
-    // resumed from a node that did not hand its memory over (it died): a resend may already be in the log
-    const publish =
-      Date.now() < this.unknownPastUntil
-        ? async () =>
-            (await core.channels
-              .publishedBefore(this.host.principalOf, channel, ctx, Array.isArray(pm.messages) ? pm.messages.length : 1)
-              .catch(() => undefined)) ?? publishNow()
-        : publishNow
     const attaching = this.host.pendingAttach(channel)
-    const outcome = attaching ? attaching.then(publish) : publish()
-    acks.track(slot.msgSerial, outcome)
-    outcome.then((serials) => acks.ack(slot, serials), nack)
+    if (attaching || this.unknownPastUntil > Date.now())
+      return void this.publishAfter(slot, channel, pm.messages, attaching)
+    // the common case, kept to one promise reaction
+    this.host.core.channels
+      .publish(this.host.principalOf, channel, pm.messages, { connectionId: this.host.id, msgSerial: slot.msgSerial })
+      .then(
+        (r) => acks.ack(slot, r.serials),
+        (e) => acks.nack(slot, wireError(toGatewayError('UNKNOWN', e))),
+      )
+  }
+
+  /**
+   * A publish after the channel's ATTACH under way, or looked up in the channel's log first
+   * (resumed from a node that did not hand its memory over: it died, a resend may be in the log).
+   */
+  private async publishAfter(slot: AckSlot, channel: string, messages: unknown, attaching?: Promise<void>) {
+    const { acks, core, principalOf } = this.host
+    const ctx = { connectionId: this.host.id, msgSerial: slot.msgSerial }
+    try {
+      if (attaching) await attaching
+      const before =
+        this.unknownPastUntil > Date.now()
+          ? await core.channels
+              .publishedBefore(principalOf, channel, ctx, Array.isArray(messages) ? messages.length : 1)
+              .catch(() => undefined)
+          : undefined
+      acks.ack(slot, before ?? (await core.channels.publish(principalOf, channel, messages, ctx)).serials)
+    } catch (e) {
+      acks.nack(slot, wireError(toGatewayError('UNKNOWN', e)))
+    }
   }
 }
