@@ -44,6 +44,18 @@ export const MAX_BATCH_CHANNELS = 100
 const RESEND_LOOKBACK = 1000
 export const MAX_BATCH_MESSAGES = 1000
 
+/** A publish validated and turned into drafts, ready for the broker. */
+interface Prepared {
+  channel: string
+  drafts: MessageDraft[]
+  /** Bytes as the size limit counts them. */
+  size: number
+  messageId: string
+  /** The messages carry ids of their publisher's (deduplicated within the idempotency window). */
+  clientIds: boolean
+  realtime: boolean
+}
+
 /** The channel REST use cases: publish, history, metadata, enumeration and batch publish. */
 export class ChannelService {
   private readonly ids = new IdGenerator()
@@ -69,18 +81,25 @@ export class ChannelService {
    * with a change action (update, delete, append) and the serial of the message it changes is
    * that change, as the official realtime client sends it.
    */
-  async publish(p: Principal, channelName: string, body: unknown, ctx?: PublishContext): Promise<PublishResponse> {
-    if (this.mutable && (Array.isArray(body) ? body.some(isChange) : isChange(body)))
-      return this.publishChange(p, channelName, body, ctx)
-    const prepared = this.prepare(p, channelName, body, ctx)
-    const charge = this.limits.enabled
-      ? await this.limits.charge(p.accountId, 'messages', prepared.drafts.length)
-      : undefined
-    return this.append(p, prepared, charge)
+  publish(p: Principal, channelName: string, body: unknown, ctx?: PublishContext): Promise<PublishResponse> {
+    // no async layers of its own (a promise and its reactions per layer, per message): one step
+    // for the broker and one for what follows it, and none at all for the rate-limit charge when
+    // limits are off; whatever goes wrong is a rejection, never a throw
+    try {
+      if (this.mutable && (Array.isArray(body) ? body.some(isChange) : isChange(body)))
+        return this.publishChange(p, channelName, body, ctx)
+      const prepared = this.prepare(p, channelName, body, ctx)
+      if (!this.limits.enabled) return this.append(p, prepared)
+      return this.limits
+        .charge(p.accountId, 'messages', prepared.drafts.length)
+        .then((charge) => this.append(p, prepared, charge))
+    } catch (e) {
+      return Promise.reject(e)
+    }
   }
 
   /** Validates and turns a publish body into drafts (no side effects). */
-  private prepare(p: Principal, channelName: string, body: unknown, ctx?: PublishContext) {
+  private prepare(p: Principal, channelName: string, body: unknown, ctx?: PublishContext): Prepared {
     const channel = checkChannelName(channelName)
     authorize(p, channel, 'publish')
     // service sub-channels carry chat and LiveObjects events: only those services publish there
@@ -113,29 +132,33 @@ export class ChannelService {
     return { channel, drafts, size, messageId, clientIds, realtime: ctx !== undefined }
   }
 
-  private async append(
-    p: Principal,
-    x: ReturnType<ChannelService['prepare']>,
-    charge?: LimitCharge,
-  ): Promise<PublishResponse> {
-    const persisted =
-      this.namespaces.persistedCached(p.appId, x.channel) ?? (await this.namespaces.isPersisted(p.appId, x.channel))
-    const res = await this.broker.publish(p.appId, x.channel, x.drafts, { persisted, clientIds: x.clientIds, charge })
-    if (charge) this.limits.settle(charge, res.charged!)
-    if (res.appended > 0) {
-      this.rules.published(p.appId, x.channel, x.drafts, res.serials)
-      this.push?.published(p.appId, x.channel, x.drafts)
-      published.inc(undefined, res.appended)
-      this.stats.messagesPublished(
-        p.appId,
-        p.accountId,
-        res.appended,
-        x.size,
-        persisted,
-        x.realtime ? 'realtime' : 'rest',
-      )
-    }
-    return { channel: x.channel, messageId: x.messageId, serials: res.serials }
+  private append(p: Principal, x: Prepared, charge?: LimitCharge): Promise<PublishResponse> {
+    const persisted = this.namespaces.persistedCached(p.appId, x.channel)
+    if (persisted === undefined)
+      return this.namespaces.isPersisted(p.appId, x.channel).then((known) => this.appendTo(p, x, known, charge))
+    return this.appendTo(p, x, persisted, charge)
+  }
+
+  private appendTo(p: Principal, x: Prepared, persisted: boolean, charge?: LimitCharge): Promise<PublishResponse> {
+    return this.broker
+      .publish(p.appId, x.channel, x.drafts, { persisted, clientIds: x.clientIds, charge })
+      .then((res) => {
+        if (charge) this.limits.settle(charge, res.charged!)
+        if (res.appended > 0) {
+          this.rules.published(p.appId, x.channel, x.drafts, res.serials)
+          this.push?.published(p.appId, x.channel, x.drafts)
+          published.inc(undefined, res.appended)
+          this.stats.messagesPublished(
+            p.appId,
+            p.accountId,
+            res.appended,
+            x.size,
+            persisted,
+            x.realtime ? 'realtime' : 'rest',
+          )
+        }
+        return { channel: x.channel, messageId: x.messageId, serials: res.serials }
+      })
   }
 
   /** One change (a lone message: a change is made whole or not at all); `serials` holds its version serial. */
