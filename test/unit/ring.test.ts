@@ -179,6 +179,31 @@ describe('Ring storage', () => {
     expect(r.byteSize).toBeLessThan(50 * 20_100)
   })
 
+  test('the index grows and shrinks while its entries wrap around its end, keeping every entry in order', () => {
+    // a window policy: entries leave from the old end while the ring is still growing, so the
+    // index is resized (both ways) with its live entries in two runs around the end
+    const r = new CoreRing({ minCount: 4, windowMs: 40, maxBytes: Infinity }, '0', ringCodec)
+    const slots = () => (r as unknown as { ms: Float64Array }).ms.length
+    const kept: Message[] = []
+    let resized = 0
+    for (let i = 0; i < 3000; i++) {
+      // bursts (many per ms) then lulls: the window holds from a few entries to a few hundred
+      const t = 1000 + Math.floor(i / (i % 1000 < 500 ? 10 : 1))
+      const m: Message = { id: `w${i}`, serial: formatSerial(t, i), timestamp: t, data: `d${i}` }
+      const before = slots()
+      r.push(m)
+      kept.push(m)
+      while (kept.length > 4 && kept[0]!.timestamp <= t - 40) kept.shift()
+      if (i % 50 === 0) {
+        r.expire(t - 30) // shrinks the index once few entries are left
+        while (kept.length && kept[0]!.timestamp < t - 30) kept.shift()
+      }
+      if (slots() !== before) resized++
+      if (i % 7 === 0) expect(r.after(formatSerial(0, 0)).map((e) => e.id)).toEqual(kept.map((e) => e.id))
+    }
+    expect(resized).toBeGreaterThan(4)
+  })
+
   test('binary data read from the ring stays intact after the ring moves on', () => {
     const r = new Ring(2, '0')
     r.push({ id: 'a', serial: formatSerial(1, 0), timestamp: 1, data: new Uint8Array([1, 2, 3]) })

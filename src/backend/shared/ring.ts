@@ -6,12 +6,13 @@ export interface RingCodec {
   /** At most how many bytes `write` needs for `m`; called right before it. */
   maxSize(m: Message): number
   /** Writes the body of `m` at `offset` of `target` (maxSize(m) bytes are free there); returns the offset after it. */
-  write(m: Message, target: Uint8Array, offset: number): number
+  write(m: Message, target: Buffer, offset: number): number
   /** The message of `bytes`, sharing no memory with them (the ring reuses its buffer). */
   decode(bytes: Uint8Array, serial: string, timestamp: number): Message
 }
 
 const MIN_BYTES = 512
+const EMPTY = Buffer.alloc(0)
 const MIN_SLOTS = 16
 
 /**
@@ -50,7 +51,7 @@ export class Ring {
   private len: Uint32Array
   /** Entry kind per slot (KIND_CODES; 0 a message), so history skips other kinds without decoding. */
   private kind: Uint8Array
-  private bytes = new Uint8Array(0)
+  private bytes: Buffer = EMPTY
   /** Where the next encoding goes; live bytes are [off of the oldest, end). */
   private end = 0
   private head = 0
@@ -197,7 +198,7 @@ export class Ring {
     if (this.count === 0) {
       // an idle channel holds no large buffers
       this.end = 0
-      if (this.bytes.length > MIN_BYTES) this.bytes = new Uint8Array(0)
+      if (this.bytes.length > MIN_BYTES) this.bytes = EMPTY
       if (this.ms.length > MIN_SLOTS) this.resize(MIN_SLOTS)
     } else if (this.ms.length > MIN_SLOTS && this.count * 4 < this.ms.length) {
       // a burst that has passed gives its slots back
@@ -244,9 +245,11 @@ export class Ring {
 
   /** Moves the slots, oldest first, into arrays of `slots` entries. */
   private resize(slots: number) {
-    const order = Array.from({ length: this.count }, (_, i) => this.slot(i))
+    // the live slots are [head, head + count) around the end: at most two runs, copied natively
+    const first = Math.min(this.count, this.ms.length - this.head)
     const move = <A extends Float64Array | Uint32Array | Uint8Array>(from: A, to: A): A => {
-      for (let i = 0; i < order.length; i++) to[i] = from[order[i]!]!
+      to.set(from.subarray(this.head, this.head + first))
+      if (first < this.count) to.set(from.subarray(0, this.count - first), first)
       return to
     }
     this.ms = move(this.ms, new Float64Array(slots))
@@ -269,7 +272,7 @@ export class Ring {
     const needed = live + extra
     let target = this.bytes
     if (target.length < needed * 1.5 || target.length > Math.max(MIN_BYTES, needed * 4))
-      target = new Uint8Array(Math.max(MIN_BYTES, needed * 2))
+      target = Buffer.allocUnsafeSlow(Math.max(MIN_BYTES, needed * 2)) // every byte read is written first
     if (target === this.bytes) target.copyWithin(0, from, this.end)
     else target.set(this.bytes.subarray(from, this.end))
     this.bytes = target
