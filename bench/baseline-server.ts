@@ -8,11 +8,26 @@
  *   POST /bare/text/:channel    `JSON.parse(await req.text())`
  *   POST /bare/bytes/:channel   `await req.arrayBuffer()` (not decoded)
  *   POST /channels/:channel/messages   the same as /bare/json (older bench runs)
+ *   GET / with `Upgrade: websocket`   the realtime protocol's publishing, bare: CONNECTED, then
+ *                                     each msgpack frame decoded (msgpackr) and the MESSAGEs of a
+ *                                     connection answered by one ACK per event-loop turn
  *
  * Listens on PORT (0 = any free port) and prints `listening <port>` once ready. Exits when its
  * parent is gone.
  */
+import { Packr } from 'msgpackr'
+
 const JSON_HEADERS = { 'content-type': 'application/json' }
+const packr = new Packr({ useRecords: false, moreTypes: false })
+const MESSAGE = 15
+const ACK = 1
+
+/** A bare realtime connection: the msgSerials of the MESSAGEs received this turn. */
+interface Bare {
+  serials: number[]
+  scheduled: boolean
+}
+let connections = 0
 
 const created = (channel: string, name: unknown) =>
   new Response(JSON.stringify({ channel, messageId: 'bare:0', serials: [String(name)] }), {
@@ -23,21 +38,48 @@ const created = (channel: string, name: unknown) =>
 type Req = Request & { params: { channel: string } }
 const json = async (req: Req) => created(req.params.channel, ((await req.json()) as { name?: string }).name)
 
-const server = Bun.serve({
+const server = Bun.serve<Bare>({
   hostname: process.env.HOST ?? '127.0.0.1',
   port: Number(process.env.PORT ?? 0),
   idleTimeout: 0,
   routes: {
     '/bare/json/:channel': { POST: json },
     '/bare/text/:channel': {
-      POST: async (req) => created(req.params.channel, (JSON.parse(await req.text()) as { name?: string }).name),
+      POST: async (req: Req) => created(req.params.channel, (JSON.parse(await req.text()) as { name?: string }).name),
     },
     '/bare/bytes/:channel': {
-      POST: async (req) => created(req.params.channel, (await req.arrayBuffer()).byteLength),
+      POST: async (req: Req) => created(req.params.channel, (await req.arrayBuffer()).byteLength),
     },
     '/channels/:channel/messages': { POST: json },
   },
-  fetch: () => new Response('Hello, world!'),
+  fetch: (req, srv) => {
+    if (
+      req.headers.get('upgrade')?.toLowerCase() === 'websocket' &&
+      srv.upgrade(req, { data: { serials: [], scheduled: false } })
+    )
+      return undefined
+    return new Response('Hello, world!')
+  },
+  websocket: {
+    open(ws) {
+      const details = { connectionKey: `bare-${connections}`, maxMessageSize: 65536, maxIdleInterval: 15000 }
+      ws.send(packr.pack({ action: 4, connectionId: `bare-${connections++}`, connectionDetails: details }))
+    },
+    message(ws, frame) {
+      const pm = packr.unpack(frame as Buffer) as { action?: number; msgSerial?: number }
+      if (pm.action !== MESSAGE || typeof pm.msgSerial !== 'number') return
+      const c = ws.data
+      c.serials.push(pm.msgSerial)
+      if (c.scheduled) return
+      c.scheduled = true
+      setImmediate(() => {
+        c.scheduled = false
+        const serials = c.serials.splice(0)
+        const res = serials.map((n) => ({ serials: [`0-${n}`] }))
+        ws.send(packr.pack({ action: ACK, msgSerial: serials[0], count: serials.length, res }))
+      })
+    },
+  },
 })
 process.stdout.write(`listening ${server.port}\n`)
 

@@ -6,7 +6,10 @@
  * the sequence publisher over realtime connections (one MESSAGE protocol message per publish,
  * `msgSerial` numbered, every one answered by an ACK carrying its serial). A fresh gateway per
  * run, the two alternated over `--rounds` (default 2). Reports messages/s of both, per core-second
- * of the publishing gateway node too, and their ratio (target: realtime ≥ 2 × HTTP). In short
+ * of the publishing gateway node too, and their ratio (target: realtime ≥ 2 × HTTP). Each round
+ * also runs the realtime publisher against the bare WebSocket server of bench/baseline-server.ts
+ * (msgpackr decoding, one ACK per connection per turn, nothing stored): the ceiling Bun sets, as
+ * the gateway's messages per core-second ÷ the bare server's (not in short mode). In short
  * mode every acknowledged message is also counted back from history. With --redis the runs
  * follow on a Redis cluster (publishes to node A, history read on node B).
  */
@@ -26,12 +29,14 @@ import {
 } from '../lib/publish-checks'
 import { startPublisher } from '../lib/publisher-client'
 import type { Chart, Check, Headline, RunOptions, ScenarioResult, Series } from '../lib/scenario'
+import { BENCH_KEY, startBaseline, type Target } from '../lib/targets'
 import { Timeline } from '../lib/timeline'
 
 const TARGET_RATIO = 2
 const MESSAGE_BYTES = 100
 
-type Variant = 'http' | 'realtime'
+/** `bare`: the realtime publisher against the bare WebSocket server of bench/baseline-server.ts. */
+type Variant = 'http' | 'realtime' | 'bare'
 
 interface Run {
   backend: Backend
@@ -45,8 +50,12 @@ interface Run {
   perCoreSecond: number
 }
 
+const VARIANT_NAMES: Record<Variant, string> = { http: 'HTTP', realtime: 'realtime', bare: 'bare WebSocket server' }
+
 const label = (v: Variant, backend: Backend, round: number) =>
-  `${v === 'http' ? 'HTTP' : 'realtime'} publish, ${backend}, round ${round}`
+  v === 'bare'
+    ? `${VARIANT_NAMES.bare} publish, round ${round}`
+    : `${VARIANT_NAMES[v]} publish, ${backend}, round ${round}`
 
 export async function realtimePublishScenario(o: RunOptions): Promise<ScenarioResult> {
   const rounds = o.rounds ?? (o.short ? 1 : 2)
@@ -71,7 +80,7 @@ export async function realtimePublishScenario(o: RunOptions): Promise<ScenarioRe
       try {
         const auth = `Basic ${Buffer.from(d.key).toString('base64')}`
         await probe(d.publishTo.base, auth, body)
-        const r = variant === 'http' ? await httpRun(o, d, name, body) : await realtimeRun(o, d, name)
+        const r = variant === 'http' ? await httpRun(o, d, name, body) : await realtimeRun(o, d.publishTo, name)
         runs.push({ backend, variant, round, ...r.run })
         checks.push(...r.checks)
         series.push({ name, points: r.points, dashed: variant === 'http' })
@@ -91,6 +100,20 @@ export async function realtimePublishScenario(o: RunOptions): Promise<ScenarioRe
           )
       } finally {
         await d.stop()
+      }
+      // the ceiling, in the same rounds: what Bun's WebSocket server with msgpackr alone takes
+      if (variant === 'realtime' && backend === 'memory' && !o.short) {
+        const bareName = label('bare', backend, round)
+        console.log(`${bareName} …`)
+        const bare = await startBaseline(o.outDir)
+        try {
+          const r = await realtimeRun(o, { ...bare, key: BENCH_KEY }, bareName)
+          runs.push({ backend, variant: 'bare', round, ...r.run })
+          checks.push(...r.checks)
+          series.push({ name: bareName, points: r.points, dashed: true })
+        } finally {
+          await bare.stop()
+        }
       }
     }
 
@@ -120,11 +143,21 @@ export async function realtimePublishScenario(o: RunOptions): Promise<ScenarioRe
       },
     )
     ratios[`realtime ÷ HTTP publish messages/s (${backend})`] = ratio
+    const bare = of('bare', 'perCoreSecond')
+    if (bare.length) {
+      const share = mean(of('realtime', 'perCoreSecond')) / mean(bare)
+      headlines.push({
+        name: `realtime gateway ÷ bare WebSocket server, messages per core-second (${backend}; bare ${range(bare, fmt)})`,
+        value: share,
+        unit: '',
+      })
+      ratios[`realtime gateway ÷ bare WebSocket server per core-second (${backend})`] = share
+    }
   }
   const charts: Chart[] = [
     {
       file: 'throughput.svg',
-      title: 'Messages acknowledged per second over each run (HTTP dashed)',
+      title: 'Messages acknowledged per second over each run (HTTP and the bare server dashed)',
       kind: 'line',
       xLabel: 'seconds',
       yLabel: 'messages/s',
@@ -155,7 +188,7 @@ export async function realtimePublishScenario(o: RunOptions): Promise<ScenarioRe
         rows: runs.map((r) => [
           String(r.round),
           r.backend,
-          r.variant === 'http' ? 'HTTP' : 'realtime',
+          VARIANT_NAMES[r.variant],
           fmt(r.messagesPerSec),
           `${r.gatewayCpu.toFixed(0)}%`,
           fmt(r.perCoreSecond),
@@ -211,8 +244,7 @@ async function httpRun(o: RunOptions, d: Deployment, name: string, body: string)
 }
 
 /** Realtime: the sequence publisher over realtime connections, `pipeline` lanes (one publish in flight each) per connection. */
-async function realtimeRun(o: RunOptions, d: Deployment, name: string): Promise<VariantResult> {
-  const t = d.publishTo
+async function realtimeRun(o: RunOptions, t: Target & { key: string }, name: string): Promise<VariantResult> {
   const pub = await startPublisher({
     transport: 'realtime',
     base: t.base,
