@@ -25,8 +25,11 @@ test('msgpack: depth counts arrays and maps (empty ones too) as JSON does', () =
   expect(msgpackProblem(pack({ d: { e: [[[]]] } }), 4)).toBe('too deep')
   const everything = {
     str: 'x'.repeat(70_000),
+    mid: 'y'.repeat(300), // str 16
     short: 'abc',
     bin: new Uint8Array(70_000),
+    bin16: new Uint8Array(300),
+    list16: Array.from({ length: 300 }, (_, i) => i), // array 16
     nums: [0, 1, 127, 128, 65_536, 2 ** 40, -1, -200, -70_000, -(2 ** 40), 1.5],
     flags: [true, false, null],
     map: Object.fromEntries(Array.from({ length: 40 }, (_, i) => [`k${i}`, i])),

@@ -93,7 +93,7 @@ export class AckQueue {
   handOver(): PublishMemory {
     const memory = this.memory
     for (const slot of this.slots) {
-      if (!slot.publish || slot.done) continue
+      if (!slot.publish || slot.done || slot.onSettled) continue // handed over already: its outcome is in `inflight`
       const outcome = new Promise<AckSlot>((resolve) => (slot.onSettled = () => resolve(slot)))
       memory.inflight.set(slot.msgSerial, outcome)
       void outcome.then(() => {
