@@ -68,6 +68,12 @@ export interface Broker {
    */
   publish(appId: string, channel: string, messages: MessageDraft[], opts: PublishOptions): Promise<PublishResult>
   /**
+   * The same append done at once, for a broker that needs no I/O to make it (the embedded one):
+   * its result, or what `publish` would reject with thrown. A realtime publish answered without
+   * a promise turn is ~10% cheaper for the node.
+   */
+  publishNow?(appId: string, channel: string, messages: MessageDraft[], opts: PublishOptions): PublishResult
+  /**
    * Messages of the channel in the query's order, honouring start/end (timestamps), cursor and
    * limit; with `entries: 'all'`, every entry kind of the log (retained in memory or the stream).
    */

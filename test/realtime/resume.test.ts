@@ -102,13 +102,14 @@ describe.each(FORMATS)('ably-js Realtime over %s', (_format, binary) => {
     const pub = await client()
     const id = pub.connection.id!
     const ch = pub.channels.get(name)
-    // the broker has the publish, but answers only after the client resumed and resent it
+    // the broker has the publish, but answers only after the client resumed and resent it (the
+    // realtime transport publishes through publishNow)
     const channels = rt.gw.core.channels
-    const publish = channels.publish.bind(channels)
+    const publish = channels.publishNow.bind(channels)
     let resent!: () => void
     const resentArrived = new Promise<void>((r) => (resent = r))
     let calls = 0
-    channels.publish = async (...args: Parameters<typeof publish>) => {
+    channels.publishNow = async (...args: Parameters<typeof publish>) => {
       if (args[1] !== name || calls++ > 0) return publish(...args)
       const result = publish(...args)
       pub.connection.once('connected', () => {
@@ -128,7 +129,7 @@ describe.each(FORMATS)('ably-js Realtime over %s', (_format, binary) => {
     try {
       await ch.publish('n', 'slow')
     } finally {
-      channels.publish = publish
+      channels.publishNow = publish
     }
     const items = await history(name)
     expect(items.map((m) => [m.data, m.id])).toEqual([['slow', `${id}:0:0`]])

@@ -98,6 +98,10 @@ export class MemoryBroker implements Broker {
   }
 
   async publish(appId: string, channel: string, drafts: MessageDraft[], opts: PublishOptions): Promise<PublishResult> {
+    return this.publishNow(appId, channel, drafts, opts)
+  }
+
+  publishNow(appId: string, channel: string, drafts: MessageDraft[], opts: PublishOptions): PublishResult {
     const charged = opts.charge && this.limits.takeNow(opts.charge)
     if (charged && !charged.ok) return { serials: [], appended: 0, charged }
     const c = this.state(appId, channel)

@@ -5,7 +5,7 @@ import type { Principal } from '../auth/principal'
 import type { Namespaces } from '../control/namespaces'
 import type { Occupancy } from '../fanout/occupancy'
 import { asGatewayError, summarize } from '../model/batch'
-import type { Broker } from '../ports'
+import type { Broker, PublishResult } from '../ports'
 import type { PresenceService } from '../presence/presence-service'
 import type { LimitCharge, Limits } from '../limits/limits'
 import type { RulesEngine } from '../rules/rules-engine'
@@ -43,6 +43,9 @@ export const MAX_BATCH_CHANNELS = 100
 /** Latest entries of a channel searched for a resent publish (publishedBefore). */
 const RESEND_LOOKBACK = 1000
 export const MAX_BATCH_MESSAGES = 1000
+
+/** A result, or its promise when it has to wait for something (I/O, a lookup not cached). */
+export type Answer<T> = T | Promise<T>
 
 /** A publish validated and turned into drafts, ready for the broker. */
 interface Prepared {
@@ -82,20 +85,27 @@ export class ChannelService {
    * that change, as the official realtime client sends it.
    */
   publish(p: Principal, channelName: string, body: unknown, ctx?: PublishContext): Promise<PublishResponse> {
-    // no async layers of its own (a promise and its reactions per layer, per message): one step
-    // for the broker and one for what follows it, and none at all for the rate-limit charge when
-    // limits are off; whatever goes wrong is a rejection, never a throw
     try {
-      if (this.mutable && (Array.isArray(body) ? body.some(isChange) : isChange(body)))
-        return this.publishChange(p, channelName, body, ctx)
-      const prepared = this.prepare(p, channelName, body, ctx)
-      if (!this.limits.enabled) return this.append(p, prepared)
-      return this.limits
-        .charge(p.accountId, 'messages', prepared.drafts.length)
-        .then((charge) => this.append(p, prepared, charge))
+      return Promise.resolve(this.publishNow(p, channelName, body, ctx))
     } catch (e) {
       return Promise.reject(e)
     }
+  }
+
+  /**
+   * `publish`, answered at once when nothing on the way waits (an embedded broker, rate limits
+   * off, the namespace's rules cached): no promise and no turn of the event loop per message,
+   * which the realtime transport's publishes take. Otherwise its promise. A refusal is thrown
+   * (or the promise rejects).
+   */
+  publishNow(p: Principal, channelName: string, body: unknown, ctx?: PublishContext): Answer<PublishResponse> {
+    if (this.mutable && (Array.isArray(body) ? body.some(isChange) : isChange(body)))
+      return this.publishChange(p, channelName, body, ctx)
+    const prepared = this.prepare(p, channelName, body, ctx)
+    if (!this.limits.enabled) return this.append(p, prepared)
+    return this.limits
+      .charge(p.accountId, 'messages', prepared.drafts.length)
+      .then((charge) => this.append(p, prepared, charge))
   }
 
   /** Validates and turns a publish body into drafts (no side effects). */
@@ -132,33 +142,35 @@ export class ChannelService {
     return { channel, drafts, size, messageId, clientIds, realtime: ctx !== undefined }
   }
 
-  private append(p: Principal, x: Prepared, charge?: LimitCharge): Promise<PublishResponse> {
+  private append(p: Principal, x: Prepared, charge?: LimitCharge): Answer<PublishResponse> {
     const persisted = this.namespaces.persistedCached(p.appId, x.channel)
     if (persisted === undefined)
       return this.namespaces.isPersisted(p.appId, x.channel).then((known) => this.appendTo(p, x, known, charge))
     return this.appendTo(p, x, persisted, charge)
   }
 
-  private appendTo(p: Principal, x: Prepared, persisted: boolean, charge?: LimitCharge): Promise<PublishResponse> {
-    return this.broker
-      .publish(p.appId, x.channel, x.drafts, { persisted, clientIds: x.clientIds, charge })
-      .then((res) => {
-        if (charge) this.limits.settle(charge, res.charged!)
-        if (res.appended > 0) {
-          this.rules.published(p.appId, x.channel, x.drafts, res.serials)
-          this.push?.published(p.appId, x.channel, x.drafts)
-          published.inc(undefined, res.appended)
-          this.stats.messagesPublished(
-            p.appId,
-            p.accountId,
-            res.appended,
-            x.size,
-            persisted,
-            x.realtime ? 'realtime' : 'rest',
-          )
-        }
-        return { channel: x.channel, messageId: x.messageId, serials: res.serials }
-      })
+  private appendTo(p: Principal, x: Prepared, persisted: boolean, charge?: LimitCharge): Answer<PublishResponse> {
+    const opts = { persisted, clientIds: x.clientIds, charge }
+    const appended = (res: PublishResult): PublishResponse => {
+      if (charge) this.limits.settle(charge, res.charged!)
+      if (res.appended > 0) {
+        this.rules.published(p.appId, x.channel, x.drafts, res.serials)
+        this.push?.published(p.appId, x.channel, x.drafts)
+        published.inc(undefined, res.appended)
+        this.stats.messagesPublished(
+          p.appId,
+          p.accountId,
+          res.appended,
+          x.size,
+          persisted,
+          x.realtime ? 'realtime' : 'rest',
+        )
+      }
+      return { channel: x.channel, messageId: x.messageId, serials: res.serials }
+    }
+    return this.broker.publishNow
+      ? appended(this.broker.publishNow(p.appId, x.channel, x.drafts, opts))
+      : this.broker.publish(p.appId, x.channel, x.drafts, opts).then(appended)
   }
 
   /** One change (a lone message: a change is made whole or not at all); `serials` holds its version serial. */
