@@ -112,19 +112,9 @@ export class Ring {
     const size = this.codec.maxSize(m)
     if (this.end + size > this.bytes.length) this.compact(size)
     const slot = this.slot(this.count)
-    // `<ms>-<seq>`, digits only (formatSerial): read in place, no substrings
-    const serial = m.serial
-    let ms = 0
-    let i = 0
-    for (; i < serial.length; i++) {
-      const c = serial.charCodeAt(i)
-      if (c === 45) break
-      ms = ms * 10 + c - 48
-    }
-    let seq = 0
-    for (i++; i < serial.length; i++) seq = seq * 10 + serial.charCodeAt(i) - 48
-    this.ms[slot] = ms
-    this.seq[slot] = seq
+    const dash = m.serial.indexOf('-')
+    this.ms[slot] = Number(m.serial.slice(0, dash))
+    this.seq[slot] = Number(m.serial.slice(dash + 1))
     this.ts[slot] = m.timestamp
     const written = this.codec.write(m, this.bytes, this.end)
     this.off[slot] = this.end
