@@ -64,16 +64,9 @@ export class SqlitePushStore implements PushStore {
   }
 
   async listDevices(app: string, q: DeviceQuery): Promise<DeviceRecord[]> {
-    const where = ['app = ?', 'id > ?']
-    const args: Array<string | number> = [app, q.after ?? '']
-    if (q.deviceId !== undefined) {
-      where.push('id = ?')
-      args.push(q.deviceId)
-    }
-    if (q.clientId !== undefined) {
-      where.push('client = ?')
-      args.push(q.clientId)
-    }
+    const { where, args } = deviceFilter(app, q)
+    where.push('id > ?')
+    args.push(q.after ?? '')
     if (q.state !== undefined) {
       where.push('state = ?')
       args.push(q.state)
@@ -86,17 +79,8 @@ export class SqlitePushStore implements PushStore {
   }
 
   async deleteDevices(app: string, q: { deviceId?: string; clientId?: string }): Promise<number> {
-    const where = ['app = ?']
-    const args: string[] = [app]
-    if (q.deviceId !== undefined) {
-      where.push('id = ?')
-      args.push(q.deviceId)
-    }
-    if (q.clientId !== undefined) {
-      where.push('client = ?')
-      args.push(q.clientId)
-    }
-    if (args.length === 1) return 0
+    const { where, args } = deviceFilter(app, q)
+    if (args.length === 1) return 0 // neither filter: nothing is deleted
     const select = this.db.prepare(`SELECT id FROM push_devices WHERE ${where.join(' AND ')}`)
     return this.db.transaction(() => {
       const ids = (select.all(...args) as { id: string }[]).map((r) => r.id)
@@ -168,6 +152,21 @@ function toDevice(r: Row): DeviceRecord {
   d.failures = r.failures
   if (r.error) d.error = JSON.parse(r.error)
   return d
+}
+
+/** WHERE clause of an app's devices with the deviceId / clientId filters that are given. */
+function deviceFilter(app: string, q: { deviceId?: string; clientId?: string }) {
+  const where = ['app = ?']
+  const args: Array<string | number> = [app]
+  if (q.deviceId !== undefined) {
+    where.push('id = ?')
+    args.push(q.deviceId)
+  }
+  if (q.clientId !== undefined) {
+    where.push('client = ?')
+    args.push(q.clientId)
+  }
+  return { where, args }
 }
 
 /** WHERE clause of the channel / deviceId / clientId filters (deviceId OR clientId with `concat`). */
