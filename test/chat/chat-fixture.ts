@@ -1,6 +1,6 @@
 import { expect } from 'bun:test'
 import type { Capability } from '../../src/core/types'
-import { APP_ID, type TestGateway } from '../helpers/gateway'
+import { addKey, APP_ID, type TestGateway } from '../helpers/gateway'
 
 /** Shared helpers of the chat suites (they run on both backends). */
 
@@ -14,20 +14,8 @@ export const as = (clientId: string): Record<string, string> => ({
 })
 
 /** Creates a key of the test app with `capability`; returns the key string. */
-export async function keyWith(gw: TestGateway, id: string, capability: Capability): Promise<string> {
-  await gw.backend.control.createKey({
-    appId: APP_ID,
-    id,
-    name: id,
-    secret: `${id}-secret`,
-    capability,
-    status: 0,
-    revocableTokens: false,
-    created: 0,
-    modified: 0,
-  })
-  return `${APP_ID}.${id}:${id}-secret`
-}
+export const keyWith = (gw: TestGateway, id: string, capability: Capability): Promise<string> =>
+  addKey(gw, id, { capability })
 
 export async function json(r: Response, status = 200): Promise<any> {
   const text = await r.text()

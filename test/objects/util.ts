@@ -1,5 +1,5 @@
 import { expect } from 'bun:test'
-import { APP_ID, type TestGateway } from '../helpers/gateway'
+import { addKey as addTestKey, type TestGateway } from '../helpers/gateway'
 
 /** Request helpers of the LiveObjects suites (paths are URL-encoded here). */
 export const objPath = (ns: string, id?: string, tail = '') =>
@@ -32,20 +32,9 @@ export function nextLink(r: Response, path: string): string | undefined {
   return u.pathname + u.search
 }
 
-export async function addKey(gw: TestGateway, id: string, capability: Record<string, string[]>): Promise<string> {
-  await gw.backend.control.createKey({
-    appId: APP_ID,
-    id,
-    name: id,
-    secret: `${id}-secret`,
-    capability,
-    status: 0,
-    revocableTokens: false,
-    created: 0,
-    modified: 0,
-  })
-  return `${APP_ID}.${id}:${id}-secret`
-}
+/** Creates a key of the test app with `capability`; returns the key string. */
+export const addKey = (gw: TestGateway, id: string, capability: Record<string, string[]>): Promise<string> =>
+  addTestKey(gw, id, { capability })
 
 /** These suites send bursts far above the per-account LiveObjects rate limits (tested elsewhere). */
 export const NO_LIMITS = { rateLimits: false } as const
