@@ -36,6 +36,11 @@ export class Publishes {
 
   constructor(private readonly host: PublishHost) {}
 
+  /** Whether a publish is looked up in the log first (no clock read on a connection that never resumed so). */
+  private get pastUnknown(): boolean {
+    return this.unknownPastUntil !== 0 && this.unknownPastUntil > Date.now()
+  }
+
   /** A protocol message needing an answer: its slot, or the connection fails (it can't be answered). */
   slotFor(pm: ProtocolMessage, publish = false): AckSlot | undefined {
     const msgSerial = pm.msgSerial
@@ -64,8 +69,7 @@ export class Publishes {
       return acks.nack(slot, new GatewayError(42910, 'Too many publishes awaiting acknowledgement').toBody())
     const channel = typeof pm.channel === 'string' ? pm.channel : ''
     const attaching = this.host.pendingAttach(channel)
-    if (attaching || this.unknownPastUntil > Date.now())
-      return void this.publishAfter(slot, channel, pm.messages, attaching)
+    if (attaching || this.pastUnknown) return void this.publishAfter(slot, channel, pm.messages, attaching)
     // the common case: answered at once on an embedded node, else after one promise reaction
     let answer: Answer<PublishResponse>
     try {
@@ -93,12 +97,11 @@ export class Publishes {
     const ctx = { connectionId: this.host.id, msgSerial: slot.msgSerial }
     try {
       if (attaching) await attaching
-      const before =
-        this.unknownPastUntil > Date.now()
-          ? await core.channels
-              .publishedBefore(principalOf, channel, ctx, Array.isArray(messages) ? messages.length : 1)
-              .catch(() => undefined)
-          : undefined
+      const before = this.pastUnknown
+        ? await core.channels
+            .publishedBefore(principalOf, channel, ctx, Array.isArray(messages) ? messages.length : 1)
+            .catch(() => undefined)
+        : undefined
       acks.ack(slot, before ?? (await core.channels.publish(principalOf, channel, messages, ctx)).serials)
     } catch (e) {
       refused(acks, slot, e)
