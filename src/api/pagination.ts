@@ -1,5 +1,5 @@
 import { respond } from './plugins/responses'
-import type { Q } from './query'
+import { DEFAULT_PAGE_LIMIT, type Q } from './query'
 
 /** One page of a collection: its items and, when there is a next page, the cursor of its position. */
 export interface Page<T = unknown> {
@@ -29,6 +29,9 @@ export function pageLinks(segment: string, pageParams: readonly string[], q: Q, 
     const v = q[k]
     if (v !== undefined) base[k] = v
   }
+  // a link with an empty query is dropped by the client (`first()` / `current()` then fail with
+  // 40400): the page size every paginated route defaults to is written out when none was asked
+  if (pageParams.includes('limit') && !base.limit) base.limit = String(DEFAULT_PAGE_LIMIT)
   const url = (cursor: string | undefined) =>
     `./${segment}?${new URLSearchParams(cursor === undefined ? base : { ...base, cursor }).toString()}`
   const links: Record<string, string> = { first: url(undefined), current: url(q.cursor || undefined) }

@@ -33,7 +33,9 @@ export const optionalQuery = (fields: Record<string, ReturnType<typeof t.String>
     additionalProperties: true,
   })
 
-export const LIMIT = param('page size, default 100, max 1000', 16)
+/** The page size of every paginated route when the query names none. */
+export const DEFAULT_PAGE_LIMIT = 100
+export const LIMIT = param(`page size, default ${DEFAULT_PAGE_LIMIT}, max 1000`, 16)
 export const CURSOR = param('page position, from a Link header', 2048)
 
 export const HISTORY_FIELDS = {
@@ -75,7 +77,7 @@ function timeParam(q: Q, name: 'start' | 'end'): number | undefined {
 }
 
 /** start / end / limit / direction / cursor of a history-style query. */
-export function historyQuery(q: Q, maxLimit = 1000, defLimit = 100): HistoryQuery {
+export function historyQuery(q: Q, maxLimit = 1000, defLimit = DEFAULT_PAGE_LIMIT): HistoryQuery {
   const start = timeParam(q, 'start')
   const end = timeParam(q, 'end')
   if (start !== undefined && end !== undefined && start > end)

@@ -63,11 +63,13 @@ test('page-defining parameters are bounded in length (400 / 40003, not a huge he
 
 test('every paginated interface links with its own segment and its page parameters only', async () => {
   const cases: Array<[string, string, Record<string, string>]> = [
-    ['/channels/pages/presence?clientId=a&rnd=1', 'presence', { clientId: 'a' }],
+    // the default page size is written out when the query names none (a link needs a query)
+    ['/channels/pages/presence?clientId=a&rnd=1', 'presence', { clientId: 'a', limit: '100' }],
     ['/channels/pages/presence/history?limit=2&rnd=1', 'history', { limit: '2' }],
-    ['/stats?unit=hour&rnd=1', 'stats', { unit: 'hour' }],
-    ['/push/deviceRegistrations?clientId=c&rnd=1', 'deviceRegistrations', { clientId: 'c' }],
-    ['/push/channelSubscriptions?channel=ch&rnd=1', 'channelSubscriptions', { channel: 'ch' }],
+    ['/stats?unit=hour&rnd=1', 'stats', { unit: 'hour', limit: '100' }],
+    ['/push/deviceRegistrations?clientId=c&rnd=1', 'deviceRegistrations', { clientId: 'c', limit: '100' }],
+    ['/push/channelSubscriptions?channel=ch&rnd=1', 'channelSubscriptions', { channel: 'ch', limit: '100' }],
+    ['/channels/pages/messages', 'messages', { limit: '100' }],
     ['/chat/rooms?limit=3&rnd=1', 'rooms', { limit: '3' }],
     ['/liveobjects?limit=3&rnd=1', 'liveobjects', { limit: '3' }],
   ]
