@@ -18,6 +18,7 @@ import { bodyParser, checkDeclaredLength, type BodyLimits } from './api/plugins/
 import { CorsPolicy, useCors } from './api/plugins/cors'
 import { errorsPlugin } from './api/plugins/errors'
 import { bodyValidation, type RouteEntry } from './api/plugins/validation'
+import { decodeParams } from './api/plugins/params'
 import { observability, type AddressOf } from './api/observability'
 import { isLongLived } from './api/long-lived'
 import { sseRoutes, type SseSettings } from './api/sse'
@@ -69,6 +70,7 @@ export function buildApp(
       checkDeclaredLength(request, s.maxBodySize)
     })
     .onParse({ as: 'global' }, ({ request, contentType, route }) => parse(request, contentType, route))
+    .onTransform({ as: 'global' }, decodeParams)
     .onTransform({ as: 'global' }, validate)
     .use(openapiRoutes(() => root!))
     .use(consoleRoutes(s.webConsole))

@@ -169,3 +169,40 @@ test('queued messages survive a restart until acknowledged, with their delivery 
     rmSync(dir3, { recursive: true, force: true })
   }
 })
+
+test('a client-supplied id published before and after a graceful restart is stored once, persisted or not', async () => {
+  const dir4 = mkdtempSync(join(tmpdir(), 'gw-persist-ids-'))
+  const publish = (gw: Awaited<ReturnType<typeof createTestGateway>>, channel: string, data: string) =>
+    gw.request(`/channels/${channel}/messages`, { method: 'POST', json: { id: 'pay-7:0', name: 'n', data } })
+  try {
+    const first = await createTestGateway({ dataDir: dir4 })
+    await first.backend.control.putNamespace({
+      appId: APP_ID,
+      id: 'keep',
+      persisted: true,
+      pushEnabled: false,
+      mutableMessages: false,
+    })
+    const serials: Record<string, string> = {}
+    for (const channel of ['keep:ids', 'volatile-ids']) {
+      const r = await publish(first, channel, 'before')
+      expect(r.status).toBe(201)
+      serials[channel] = ((await r.json()) as any).serials[0]
+    }
+    await first.close()
+    const second = await createTestGateway({ dataDir: dir4 })
+    try {
+      for (const channel of ['keep:ids', 'volatile-ids']) {
+        const r = await publish(second, channel, 'after')
+        expect(r.status).toBe(201)
+        expect(((await r.json()) as any).serials).toEqual([serials[channel]])
+        const items = (await (await second.request(`/channels/${channel}/messages`)).json()) as any[]
+        expect(items.map((m) => [m.id, m.data])).toEqual([['pay-7:0', 'before']])
+      }
+    } finally {
+      await second.close()
+    }
+  } finally {
+    rmSync(dir4, { recursive: true, force: true })
+  }
+})

@@ -1,5 +1,6 @@
 import { t } from 'elysia'
 import { GatewayError } from '../errors'
+import { decimalInteger } from '../lib/decimal'
 import type { Direction, HistoryQuery } from '../core/types'
 import type { StatsUnit } from '../core/ports'
 import type { StatsQuery } from '../core/stats/stats-service'
@@ -55,8 +56,8 @@ export const AnyQuery = t.Object({}, { additionalProperties: true })
 export function intParam(q: Q, name: string, def: number, min: number, max: number): number {
   const raw = q[name]
   if (raw === undefined || raw === '') return def
-  const n = Number(raw)
-  if (!Number.isInteger(n) || n < min || n > max)
+  const n = decimalInteger(raw) // plain digits: Number() would read "0x10" as 16
+  if (n === undefined || n < min || n > max)
     throw new GatewayError(40003, `Invalid ${name} param: must be an integer from ${min} to ${max}`)
   return n
 }

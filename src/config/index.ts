@@ -36,6 +36,16 @@ export function loadConfig(
   // processes sharing a port are separate nodes: only Redis shares channels between nodes
   if (!problems.length && out.reusePort && !out.redisUrl)
     problems.push('REUSE_PORT needs REDIS_URL: every process is a node, and only Redis shares channels between nodes')
+  // workers are nodes sharing the port: only Redis gives nodes one order per channel
+  if (!problems.length && (out.workers as number) > 1 && !out.redisUrl) {
+    if (!('workers' in overrides) && env[SETTINGS.workers.env]?.trim().toLowerCase() === 'auto') out.workers = 1
+    else
+      problems.push(
+        `WORKERS=${out.workers} needs REDIS_URL: every worker is a node, and the embedded store keeps a channel's order in one process only (set REDIS_URL, or WORKERS=1)`,
+      )
+  }
+  if (!problems.length && (out.workers as number) > 1 && !out.workerId && out.port === 0)
+    problems.push('WORKERS above 1 needs a fixed PORT: with 0 every worker would listen on a port of its own')
   if (problems.length) throw new Error(`invalid configuration:\n  ${problems.join('\n  ')}`)
   return out as Config
 }
@@ -46,4 +56,19 @@ export function settingsTable(): string {
     (s) => `| \`${s.env}\` | ${s.default ? `\`${s.default}\`` : '(unset)'} | ${s.description} |`,
   )
   return ['| Variable | Default | Meaning |', '|---|---|---|', ...rows].join('\n')
+}
+
+/**
+ * The environment of worker `id` (1..WORKERS) of a supervisor: this process's, with REUSE_PORT on
+ * (the workers share the port) and WORKER_ID set (so the worker serves instead of supervising).
+ */
+export function workerEnvironment(
+  id: number,
+  env: Record<string, string | undefined> = process.env,
+): Record<string, string> {
+  const out: Record<string, string> = {}
+  for (const [name, value] of Object.entries(env)) if (value !== undefined) out[name] = value
+  out[SETTINGS.reusePort.env] = 'true'
+  out[SETTINGS.workerId.env] = String(id)
+  return out
 }

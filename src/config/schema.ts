@@ -3,6 +3,8 @@
  * settings table and the binary's --help are generated from this list, so it is the only place
  * a setting is declared.
  */
+import { availableParallelism } from 'node:os'
+
 export type Parser<T> = (raw: string) => T
 
 const int =
@@ -36,6 +38,17 @@ const oneOf =
     if (!(values as string[]).includes(raw)) throw new Error(`must be one of ${values.join(', ')}`)
     return raw as T
   }
+
+/** The most processes `WORKERS` may ask for. */
+export const MAX_WORKERS = 256
+/** `auto`: one per CPU this process may use (capped at MAX_WORKERS); else an integer in [1, MAX_WORKERS]. */
+const workerCount: Parser<number> = (raw) =>
+  raw.trim().toLowerCase() === 'auto' ? Math.min(availableParallelism(), MAX_WORKERS) : int(1, MAX_WORKERS)(raw.trim())
+/** Empty: 0 (unset); else an integer in [min, max]. */
+const optionalInt =
+  (min: number, max: number): Parser<number> =>
+  (raw) =>
+    raw === '' ? 0 : int(min, max)(raw)
 
 /** `*` (any origin), `none`, or a comma-separated list of origins (`scheme://host[:port]`). */
 const origins: Parser<string[]> = (raw) => {
@@ -91,6 +104,18 @@ export const SETTINGS = {
     'false',
     'Let several gateway processes listen on the same PORT (SO_REUSEPORT: the kernel spreads connections among them), one per core; each process is a node, so REDIS_URL is required.',
     bool,
+  ),
+  workers: setting(
+    'WORKERS',
+    '1',
+    'Gateway processes this command runs on this machine, sharing PORT (SO_REUSEPORT) under one supervisor that restarts a worker that dies: an integer up to 256, or `auto` for one per CPU. Each worker is a node, so more than 1 needs REDIS_URL; `auto` without REDIS_URL runs 1.',
+    workerCount,
+  ),
+  workerId: setting(
+    'WORKER_ID',
+    '',
+    'Set by the supervisor (WORKERS above 1) on each worker it starts, 1 to WORKERS: the process serves instead of supervising and its log lines carry `worker`. Not for operators.',
+    optionalInt(1, MAX_WORKERS),
   ),
   dataDir: setting(
     'DATA_DIR',
@@ -245,6 +270,18 @@ export const SETTINGS = {
     'Allowed clock skew of a signed token request timestamp (ms).',
     int(1000),
   ),
+  tokenNoncesPerAccount: setting(
+    'TOKEN_NONCES_PER_ACCOUNT',
+    '20000',
+    "Signed token requests one account may have in the replay window at once: each nonce is remembered for twice TOKEN_REQUEST_WINDOW_MS and never forgotten sooner, so past this the account's signed token requests get 429 until its oldest nonces expire.",
+    int(1),
+  ),
+  connectionMarksPerApp: setting(
+    'CONNECTION_MARKS_PER_APP',
+    '50000',
+    "Records one app's realtime connections leave behind for 24 h (closed or expired, so their resume keys are refused; identities they were re-authorised as); past this the app's oldest are forgotten.",
+    int(1),
+  ),
   sseKeepaliveMs: setting(
     'SSE_KEEPALIVE_MS',
     '15000',
@@ -290,7 +327,7 @@ export const SETTINGS = {
   tokenRenewLeadMs: setting(
     'TOKEN_RENEW_LEAD_MS',
     '30000',
-    'A realtime connection authenticated with a token is asked to renew it (AUTH) this long before it expires (ms).',
+    "A realtime connection authenticated with a token is asked to renew it (AUTH) this long before it expires, or a quarter of the token's remaining life when that is less; once per token (ms).",
     int(0),
   ),
   presenceLeaseMs: setting(

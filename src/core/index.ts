@@ -1,6 +1,7 @@
 import { Authenticator } from './auth/authenticator'
 import { TokenRequests, type TokenRequestSettings } from './auth/token-requests'
-import { EndedConnections } from './auth/ended-connections'
+import { ConnectionKeys } from './auth/connection-keys'
+import { EndedConnections, type EndedConnectionSettings } from './auth/ended-connections'
 import { TokenRevocations } from './auth/token-revocations'
 import { ChannelService, type ChannelSettings } from './channels/channel-service'
 import { MutableMessages, type MutableSettings } from './channels/mutable-messages'
@@ -25,6 +26,7 @@ import type { Backend, Clock } from './ports'
 import { StatsService } from './stats/stats-service'
 
 export type CoreSettings = TokenRequestSettings &
+  EndedConnectionSettings &
   ChannelSettings &
   MutableSettings &
   LimitSettings &
@@ -49,6 +51,8 @@ export interface Core {
   memory(): { channels: number; messages: number; bytes: number }
   auth: Authenticator
   tokens: TokenRequests
+  /** Realtime connection keys: issued and verified with the servers' secret, bound to app and identity. */
+  connectionKeys: ConnectionKeys
   /** Realtime connections closed or expired: not resumable on any node. */
   endedConnections: EndedConnections
   /** Token revocation (keys with revocableTokens). */
@@ -115,7 +119,8 @@ export function createCore(backend: Backend, clock: Clock, s: CoreSettings): Cor
     memory: () => backend.broker.memory?.() ?? { channels: 0, messages: 0, bytes: 0 },
     auth,
     tokens: new TokenRequests(auth, backend.nonces, limits, stats, clock, s),
-    endedConnections: new EndedConnections(backend.nonces),
+    connectionKeys: new ConnectionKeys(backend.control, backend.marks, clock, s.connectionMarksPerApp),
+    endedConnections: new EndedConnections(backend.marks, s.connectionMarksPerApp),
     revocations: new TokenRevocations(auth, backend.revocations, limits, clock),
     namespaces,
     hub,

@@ -38,6 +38,12 @@ export interface PublishOptions {
    */
   clientIds?: boolean
   /**
+   * The ids may be looked up after the publish (`serialsOf`, and `clientIds` after a restart):
+   * client-supplied ones, and those of a realtime connection's protocol message, which its client
+   * resends after a resume. A backend that indexes ids for the lookup may leave out the others.
+   */
+  findable?: boolean
+  /**
    * A rate-limit charge taken in the same atomic step as the append (one round trip on Redis):
    * when its bucket lacks the tokens, nothing is appended and `charged.ok` is false.
    */
@@ -78,6 +84,15 @@ export interface Broker {
    * limit; with `entries: 'all'`, every entry kind of the log (retained in memory or the stream).
    */
   history(appId: string, channel: string, query: HistoryQuery, opts: PublishOptions): Promise<Message[]>
+  /**
+   * The serials of the channel's messages with these ids (published `findable`) within the
+   * idempotency window, by id; an id not found is absent. How a publish that may have been
+   * appended before is told from a new one when nothing in memory knows: a realtime connection
+   * resumed on a node without its publish memory (its earlier node died, or this one restarted)
+   * resends what was not acknowledged. Read from the durable log where it indexes ids (persisted
+   * channels, embedded), else from the newest entries retained, as far back as a bounded scan reaches.
+   */
+  serialsOf(appId: string, channel: string, ids: string[], opts: PublishOptions): Promise<Map<string, string>>
   /**
    * The channel's current position: its newest serial, or, when it has none, a serial below any
    * future one. A subscriber registers first, then asks, and skips deliveries at or below it.
@@ -163,6 +178,11 @@ export interface ControlStore {
   epoch(): Promise<string | undefined>
   /** Records that the store's data was lost (so nodes starting later do not bootstrap over it silently). */
   markDataLost(): Promise<void>
+  /**
+   * A random secret made once by whichever node asks first and the same on every node of the
+   * store; never leaves the servers (it signs what only servers may mint: connection keys).
+   */
+  secret(): Promise<string>
   ready(): Promise<boolean>
   close(): Promise<void>
 }
@@ -288,10 +308,36 @@ export interface RevocationStore {
   onChange(listener: (revocations: TokenRevocation[]) => void): () => void
 }
 
-/** Short-lived set of seen values (token-request nonces, ended connections) shared by all nodes. */
+/**
+ * What a nonce claim found: `claimed` (not live before; recorded now), `seen` (live: a replay),
+ * `scopeFull` (the scope already holds its bound of live keys) or `storeFull` (the store holds
+ * its whole bound). The last two record nothing.
+ */
+export type NonceClaim = 'claimed' | 'seen' | 'scopeFull' | 'storeFull'
+
+/**
+ * Seen token-request nonces, shared by all nodes, counted per scope (an account). A live key is
+ * never forgotten before its ttl, whatever else is recorded: where there is no room for a new
+ * one the claim says so and the request is refused. Nothing else shares this store (marks about
+ * connections have their own, MarkStore), so no other record can take a nonce's room.
+ */
 export interface NonceStore {
-  /** True when `key` was not seen in the last `ttlMs`; records it. */
-  claim(key: string, ttlMs: number): Promise<boolean>
+  /** Records `key` in `scope` for `ttlMs` unless it is live, or `scope` already holds `maxPerScope` live keys. */
+  claim(scope: string, key: string, ttlMs: number, maxPerScope: number): Promise<NonceClaim>
+  /** Whether `key` is recorded in `scope` and has not expired (records nothing). */
+  has(scope: string, key: string): Promise<boolean>
+}
+
+/**
+ * Short-lived marks about realtime connections (closed or expired, so their keys no longer
+ * resume; re-authorised as another identity), shared by all nodes and bounded per scope (an app):
+ * past `maxPerScope` the scope's oldest mark is forgotten, so one tenant can crowd out only its
+ * own. Forgetting a mark early costs little (see core/auth/ended-connections.ts), unlike a nonce,
+ * which is why nonces have a store of their own. A store may also bound all its marks, oldest first.
+ */
+export interface MarkStore {
+  /** Records `key` for `ttlMs`; without a scope it counts only towards the store's whole bound. */
+  add(scope: string | undefined, key: string, ttlMs: number, maxPerScope: number): Promise<void>
   /** Whether `key` is recorded and has not expired (records nothing). */
   has(key: string): Promise<boolean>
 }
@@ -325,7 +371,10 @@ export interface Backend {
   control: ControlStore
   presence: PresenceStore
   stats: StatsStore
+  /** Token-request nonces (never evicted while live). */
   nonces: NonceStore
+  /** Marks about realtime connections (kept apart from the nonces). */
+  marks: MarkStore
   /** Token revocations (keys with revocableTokens). */
   revocations: RevocationStore
   limits: RateLimitStore

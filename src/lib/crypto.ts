@@ -25,3 +25,6 @@ export function randomId(len: number): string {
   for (let i = 0; i < len; i++) out += ALNUM[bytes[i]! % ALNUM.length]
   return out
 }
+
+/** 256 random bits, base64url: a secret to sign with. */
+export const randomSecret = (): string => randomBytes(32).toString('base64url')

@@ -50,7 +50,7 @@ export function jsonTooDeep(text: string, max: number): boolean {
   return false
 }
 
-export type MsgpackProblem = 'too deep' | 'extension'
+export type MsgpackProblem = 'too deep' | 'extension' | 'not finite'
 
 /**
  * Bytes before the payload (type byte included) of the types 0xc0-0xdf, with the payload for
@@ -67,13 +67,14 @@ const u16 = (b: Uint8Array, i: number) => (b[i]! << 8) | b[i + 1]!
 const u32 = (b: Uint8Array, i: number) => b[i]! * 0x1000000 + ((b[i + 1]! << 16) | (b[i + 2]! << 8) | b[i + 3]!)
 
 /**
- * Whether msgpack bytes nest arrays and maps deeper than `max` levels, or hold an extension type.
- * Extensions are refused because a decoder turns them into things that are not JSON data
- * (dates, sets, errors, records, shared or cyclic references); the one allowed is fixext 1 of
- * type 0, which the hosted service's clients write for `undefined`. Truncated or invalid bytes
+ * Whether msgpack bytes nest arrays and maps deeper than `max` levels, or hold an extension type,
+ * or (with `finite`) a float that is NaN or infinite, which JSON cannot hold (a JSON reader would
+ * get null). Extensions are refused because a decoder turns them into things that are not JSON
+ * data (dates, sets, errors, records, shared or cyclic references); the one allowed is fixext 1
+ * of type 0, which the hosted service's clients write for `undefined`. Truncated or invalid bytes
  * are left to the decoder to refuse.
  */
-export function msgpackProblem(b: Uint8Array, max: number): MsgpackProblem | undefined {
+export function msgpackProblem(b: Uint8Array, max: number, finite = false): MsgpackProblem | undefined {
   /** Values still to read in each enclosing container (innermost last). */
   const open: number[] = []
   let left = 1 // values still to read at the current level; the top level is one value
@@ -106,6 +107,12 @@ export function msgpackProblem(b: Uint8Array, max: number): MsgpackProblem | und
           break
         case 0xd4: // fixext 1: only type 0 (undefined)
           if (b[i + 1] !== 0) return 'extension'
+          break
+        case 0xca: // float 32: exponent all ones is NaN or infinite
+          if (finite && (b[i + 1]! & 0x7f) === 0x7f && (b[i + 2]! & 0x80) === 0x80) return 'not finite'
+          break
+        case 0xcb: // float 64: the same
+          if (finite && (b[i + 1]! & 0x7f) === 0x7f && (b[i + 2]! & 0xf0) === 0xf0) return 'not finite'
           break
         case 0xdc: // array 16
           items = u16(b, i + 1)

@@ -90,7 +90,8 @@ describe('Broker contract', () => {
     async (_what, opts) => {
       const ch = fresh()
       const sub = collect(ch)
-      await Bun.sleep(50) // a Redis subscription is confirmed asynchronously
+      // a subscriber registers, then asks the position: deliveries after it reach the subscriber
+      // (a Redis subscription is confirmed asynchronously; position waits for it)
       const start = await broker.position(APP, ch)
       const [serial] = (await broker.publish(APP, ch, [{ id: 'orig:0', name: 'n', data: 'a', clientId: 'pub' }], opts))
         .serials
@@ -154,7 +155,7 @@ describe('Broker contract', () => {
   test('subscribers get every entry once, in publish order, from every publish; unsubscribe stops delivery', async () => {
     const ch = fresh()
     const sub = collect(ch)
-    await Bun.sleep(50) // a Redis subscription is confirmed asynchronously
+    await broker.position(APP, ch) // registered, then asked: what is published from here on is delivered
     const published: string[] = []
     for (let i = 0; i < 20; i++) {
       const r = await broker.publish(APP, ch, drafts(`x${i}`, `y${i}`), plain)
@@ -173,6 +174,42 @@ describe('Broker contract', () => {
     for (const s of ['b', 'a', 'c']) await broker.publish(APP, prefix + s, drafts('x'), plain)
     expect(await broker.channels(APP, prefix, undefined, 10)).toEqual([prefix + 'a', prefix + 'b', prefix + 'c'])
     expect(await broker.channels(APP, prefix, prefix + 'a', 1)).toEqual([prefix + 'b'])
+  })
+
+  test.each([
+    ['not persisted', false],
+    ['persisted', true],
+  ])('serialsOf finds messages published findable by id (%s); ids not there are absent', async (_what, persisted) => {
+    const ch = fresh()
+    const opts: PublishOptions = { persisted, findable: true }
+    const { serials } = await broker.publish(
+      APP,
+      ch,
+      [
+        { id: 'conn-a:7:0', data: 'x' },
+        { id: 'conn-a:7:1', data: 'y' },
+      ],
+      opts,
+    )
+    await broker.publish(APP, ch, [{ id: 'conn-a:8:0', data: 'z' }], opts)
+    const found = await broker.serialsOf(APP, ch, ['conn-a:7:0', 'conn-a:7:1', 'conn-a:9:0', 'conn-a:7:'], {
+      persisted,
+    })
+    expect(Object.fromEntries(found)).toEqual({ 'conn-a:7:0': serials[0]!, 'conn-a:7:1': serials[1]! })
+    expect((await broker.serialsOf(APP, fresh(), ['conn-a:7:0'], { persisted })).size).toBe(0)
+  })
+
+  test('serialsOf of a persisted channel finds a message behind 1,500 newer ones', async () => {
+    const ch = fresh()
+    const opts: PublishOptions = { persisted: true, findable: true }
+    const [serial] = (await broker.publish(APP, ch, [{ id: 'conn-b:1:0', data: 'first' }], opts)).serials
+    for (let i = 0; i < 15; i++) {
+      const batch = Array.from({ length: 100 }, (_, j) => ({ id: `conn-c:${i}:${j}`, data: 'later' }))
+      await broker.publish(APP, ch, batch, opts)
+    }
+    expect([...(await broker.serialsOf(APP, ch, ['conn-b:1:0'], { persisted: true }))]).toEqual([
+      ['conn-b:1:0', serial!],
+    ])
   })
 
   test('ready answers true while the backend is reachable', async () => {

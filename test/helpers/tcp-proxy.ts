@@ -1,4 +1,5 @@
 import { createServer, connect, type Server, type Socket } from 'node:net'
+import { Transform } from 'node:stream'
 
 /**
  * A TCP proxy of the test's own, as a load balancer in front of gateway nodes: every new
@@ -7,6 +8,8 @@ import { createServer, connect, type Server, type Socket } from 'node:net'
  */
 export class TcpProxy {
   private readonly sockets = new Set<Socket>()
+  /** Of each connection open, whether what its upstream sends is dropped. */
+  private readonly replies = new Set<{ dropped: boolean }>()
 
   private constructor(
     private readonly server: Server,
@@ -34,10 +37,26 @@ export class TcpProxy {
       s.on('error', () => s.destroy())
       s.on('close', () => this.sockets.delete(s))
     }
+    const replies = { dropped: false }
+    this.replies.add(replies)
     client.on('close', () => upstream.destroy())
-    upstream.on('close', () => client.destroy())
+    upstream.on('close', () => {
+      this.replies.delete(replies)
+      client.destroy()
+    })
     client.pipe(upstream)
-    upstream.pipe(client)
+    const filter = new Transform({
+      transform: (chunk, _enc, done) => done(null, replies.dropped ? undefined : chunk),
+    })
+    upstream.pipe(filter).pipe(client)
+  }
+
+  /**
+   * From now on, what the upstreams of the connections open now send is lost on its way to the
+   * clients (as a node's last answers are when it crashes); connections made later are not affected.
+   */
+  dropReplies(): void {
+    for (const r of this.replies) r.dropped = true
   }
 
   async stop(): Promise<void> {

@@ -11,13 +11,14 @@ import {
   expectShape,
   hostileNode,
   packed,
+  STALL_MS,
   watchHealth,
 } from './fixture'
 
 /**
  * Hostile bodies and parameters against every route family, sent to a gateway in a process of its
  * own while `/health` is polled: every answer is the right 4xx in the spec's error shape, and no
- * request stalls the gateway (each /health answer within 100 ms).
+ * request stalls the gateway (no /health answer takes STALL_MS, 2 s: a stall, not a busy machine).
  */
 let node: GatewayNode
 beforeAll(async () => {
@@ -193,7 +194,7 @@ const PARAM_ATTACKS: Array<{ what: string; path: string; auth: Record<string, st
     { what: 'sse: a malformed key', path: `/sse?v=1.2&channels=a&key=no-colon`, auth: {}, status: 401, code: 40101 },
   ]
 
-test('every hostile body and parameter gets its 4xx in the error shape, and /health never waits 100 ms', async () => {
+test('every hostile body and parameter gets its 4xx in the error shape, and /health never stalls', async () => {
   const health = watchHealth(node.url)
   let failure: unknown
   try {
@@ -209,7 +210,7 @@ test('every hostile body and parameter gets its 4xx in the error shape, and /hea
   const { slowest, answers } = await health.stop()
   if (failure) throw failure
   expect(answers).toBeGreaterThanOrEqual(5) // polled throughout
-  expect(slowest).toBeLessThan(100)
+  expect(slowest).toBeLessThan(STALL_MS)
 }, 60_000)
 
 test('the gateway still serves ordinary requests afterwards', async () => {

@@ -44,6 +44,14 @@ export async function expectShape(r: Response, status: number, codes: number[], 
 }
 
 /**
+ * The bound on one `/health` answer while hostile requests are served: a stall, not a figure. A
+ * request that blocks the gateway's event loop (a parse gone quadratic, a catastrophic pattern)
+ * holds it for seconds; a busy machine delays an answer by tens or hundreds of milliseconds, and
+ * must not fail a test (how fast `/health` answers under load is a figure for `bench/`).
+ */
+export const STALL_MS = 2000
+
+/**
  * Polls `/health` one request at a time until stopped; reports the slowest answer. A stall of the
  * gateway's event loop (a request that blocks it) shows up as one slow answer.
  */

@@ -154,7 +154,7 @@ describe.each(FORMATS)('ably-js Realtime over %s', (_format, binary) => {
     expect(rt.gw.server!.realtime.connection(id)).toBeDefined()
     client.close()
     await reach(client.connection, 'closed')
-    for (let i = 0; i < 50 && rt.gw.server!.realtime.connection(id); i++) await Bun.sleep(10)
+    for (let i = 0; i < 200 && rt.gw.server!.realtime.connection(id); i++) await Bun.sleep(10)
     expect(rt.gw.server!.realtime.connection(id)).toBeUndefined()
   })
 })

@@ -4,7 +4,7 @@
  * connection with error 80008 (and a key issued after a resume elsewhere stays good).
  */
 import { describe, expect, test } from 'bun:test'
-import { connectionKey, newConnectionId } from '../../src/core/auth/connection-keys'
+import { newConnectionId } from '../../src/core/auth/connection-keys'
 import { rawConnected } from '../helpers/realtime-raw'
 import {
   collect,
@@ -74,13 +74,19 @@ describe.each(FORMATS)('ably-js Realtime over %s', (_format, binary) => {
 })
 
 describe('resume keys of connections this node knows nothing of (served elsewhere)', () => {
-  const secret = async () => (await rt.gw.core.auth.key(rt.gw.key.slice(0, rt.gw.key.indexOf(':')))).key.secret
+  // a key as the node that served the connection issued it (the servers share their secret)
+  const connectionKey = async (id: string, issuedAt?: number) =>
+    rt.gw.core.connectionKeys.issue(
+      id,
+      await rt.gw.core.auth.authenticate({ key: rt.gw.key, secure: () => false }),
+      issuedAt,
+    )
   const resume = (key: string) => rawConnected(rt.base, { key: rt.gw.key, resume: key })
 
   test('a key that expired where it was issued is refused with 80008; a newer key of the same connection resumes it', async () => {
     const id = newConnectionId()
-    const older = connectionKey(id, await secret(), Date.now() - 60_000)
-    const newer = connectionKey(id, await secret())
+    const older = await connectionKey(id, Date.now() - 60_000)
+    const newer = await connectionKey(id)
     // what the first node records when the state it kept for the older key expires
     await rt.gw.core.endedConnections.expired(older)
     const a = await resume(older)
@@ -96,7 +102,7 @@ describe('resume keys of connections this node knows nothing of (served elsewher
   test('any key of a connection its client closed is refused with 80008', async () => {
     const id = newConnectionId()
     await rt.gw.core.endedConnections.closed(id)
-    const { raw, connected } = await resume(connectionKey(id, await secret()))
+    const { raw, connected } = await resume(await connectionKey(id))
     expect(connected.connectionId).not.toBe(id)
     expect(connected.error.code).toBe(80008)
     raw.close()

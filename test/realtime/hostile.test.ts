@@ -136,21 +136,54 @@ describe.each(['json', 'msgpack'] as const)('%s connections', (format) => {
   })
 
   test.each([
-    ['no channel', {}],
-    ['an empty channel name', { channel: '' }],
-    ['a channel that is not a string', { channel: 42 }],
     ['params that are not an object', { channel: 'p', params: 'rewind=1' }],
     ['flags that are not a number', { channel: 'f', flags: 'all' }],
     ['a garbage channelSerial', { channel: 'cs', channelSerial: '../../etc' }],
-  ])('an ATTACH with %s: ATTACHED or a channel ERROR, the connection serves on', async (_what, fields) => {
-    const raw = await connect()
-    raw.send({ action: 10, ...fields })
-    const answer = await raw.next((f) => f.action === 11 || f.action === 9)
-    if (answer.action === 9) expect(answer.channel).toBeDefined()
-    raw.send({ action: 0, id: 'alive' })
-    await raw.next((f) => f.action === 0 && f.id === 'alive')
-    expect(raw.closed).toBeUndefined()
-    raw.close()
+    ['a qualified channel name', { channel: '[?rewind=1]q' }],
+    ['a channel name with a control character', { channel: 'a\u0001b' }],
+    ['a channel name over 1,024 characters', { channel: 'x'.repeat(2000) }],
+  ])(
+    'an ATTACH with %s: ATTACHED or a channel ERROR naming the channel, the connection serves on',
+    async (_what, fields) => {
+      const raw = await connect()
+      raw.send({ action: 10, ...fields })
+      const answer = await raw.next((f) => f.action === 11 || f.action === 9)
+      expect(answer.channel).toBe(fields.channel)
+      if (answer.action === 9) expect(answer.error.code).toBe(40010)
+      raw.send({ action: 0, id: 'alive' })
+      await raw.next((f) => f.action === 0 && f.id === 'alive')
+      expect(raw.closed).toBeUndefined()
+      raw.close()
+    },
+  )
+
+  // a channel ERROR must name its channel: one naming none (or "") reads as the connection's
+  test.each([
+    ['ATTACH', 10],
+    ['DETACH', 12],
+    ['SYNC', 16],
+  ])('%s naming no channel: ERROR 40000 and the socket closes', async (_name, action) => {
+    for (const fields of [{}, { channel: '' }, { channel: null }]) {
+      const raw = await connect()
+      raw.send({ action, ...fields })
+      expect((await fatal(raw)).code).toBe(40000)
+    }
+  })
+
+  test.each([
+    ['ATTACH', { action: 10 }],
+    ['DETACH', { action: 12 }],
+    ['SYNC', { action: 16 }],
+    ['MESSAGE', { action: 15, msgSerial: 0, messages: [{ data: 'x' }] }],
+    ['PRESENCE', { action: 14, msgSerial: 0, presence: [{ action: 2 }] }],
+  ])('%s with a channel that is not a string: ERROR 40000 and the socket closes', async (_name, frame) => {
+    for (const channel of [5, { name: 'x' }, ['x'], true]) {
+      const raw = await connect()
+      raw.send({ ...frame, channel })
+      const err = await fatal(raw)
+      expect(err.code).toBe(40000)
+      expect(err.message).toContain('channel must be a string')
+    }
   })
 
   test('attaching more channels than REALTIME_MAX_CHANNELS: channel ERROR 90021 for the extra ones', async () => {

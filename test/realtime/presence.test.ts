@@ -118,8 +118,8 @@ for (const binary of [true, false]) {
       // the socket dies without a goodbye, and the client does not come back
       const conn = gw.server!.realtime.connection(dropper.connection.id!)!
       ;(dropper as any).connection.connectionManager.requestState({ state: 'suspended' })
+      const t = Date.now() // before the drop: the grace period cannot start earlier
       conn.terminate()
-      const t = Date.now()
       await until(() => left.includes('dropper'), 5000)
       expect(Date.now() - t).toBeGreaterThanOrEqual(900)
 

@@ -18,7 +18,7 @@ import {
   realtimeGateway,
 } from '../helpers/realtime'
 import { rawConnected } from '../helpers/realtime-raw'
-import { connectionKey, newConnectionId } from '../../src/core/auth/connection-keys'
+import { newConnectionId } from '../../src/core/auth/connection-keys'
 
 const rt = realtimeGateway()
 const history = async (channel: string) =>
@@ -274,7 +274,6 @@ describe('resume on the wire (raw WebSocket)', () => {
   test('a connection resumed on a node that never saw it: a resend already in the log is answered, not published twice', async () => {
     // what a node that died had appended for connection X before it could answer (X's own key,
     // made as that node made it), and that this node knows nothing of
-    const { key } = await rt.gw.core.auth.key(rt.gw.key.slice(0, rt.gw.key.indexOf(':')))
     const id = newConnectionId()
     const channel = fresh('raw-foreign-resend')
     const principal = await rt.gw.core.auth.authenticate({ key: rt.gw.key, secure: () => false })
@@ -282,7 +281,8 @@ describe('resume on the wire (raw WebSocket)', () => {
       connectionId: id,
       msgSerial: 7,
     })
-    const { raw, connected } = await rawConnected(rt.base, { key: rt.gw.key, resume: connectionKey(id, key.secret) })
+    const resume = await rt.gw.core.connectionKeys.issue(id, principal)
+    const { raw, connected } = await rawConnected(rt.base, { key: rt.gw.key, resume })
     expect(connected.connectionId).toBe(id)
     raw.send({ action: 15, channel, msgSerial: 7, messages: [{ data: 'stored' }] }) // the client's resend
     raw.send({ action: 15, channel, msgSerial: 8, messages: [{ data: 'new' }] })

@@ -22,10 +22,11 @@ test('an idle keep-alive connection is closed, an event stream stays open past t
   const stream = await openSse(`${base}/sse?v=1.2&channels=quiet&key=${encodeURIComponent(ROOT_KEY)}`)
   expect(stream.status).toBe(200)
   const idle = await RawConnection.open(base)
+  // taken before the request: the server's idle timer cannot start earlier, however late its answer is read here
+  const opened = Date.now()
   idle.write('GET /health HTTP/1.1\r\nHost: gw.test\r\n\r\n')
   await idle.until((t) => parseResponse(t) !== undefined)
   expect(idle.response()?.status).toBe(200)
-  const opened = Date.now()
 
   await idle.until(() => false, 10_000)
   expect(idle.isClosed).toBe(true)

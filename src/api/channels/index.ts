@@ -28,9 +28,9 @@ export const channelRoutes = (core: Core, publish: PublishHandler) =>
       PUBLISH_ROUTE,
       // the parse hook leaves this route's body unread (OWN_BODY): the handler reads it, with the
       // credentials, as for every publish; `body` documents what it reads
-      async ({ request, params }) => {
+      async ({ request }) => {
         const party: PublishParty = {}
-        const res = await publish(request, params.channel, party)
+        const res = await publish(request, party)
         if (party.principal) actingFor(request, party.principal)
         return res
       },

@@ -6,6 +6,7 @@ import { credentialsOf } from '../plugins/auth'
 import { checkDeclaredLength, decodeBody, structured, type BodyLimits } from '../plugins/body'
 import { useCors, type CorsPolicy } from '../plugins/cors'
 import { toGatewayError } from '../plugins/errors'
+import { checkQueryEncoding, pathParams } from '../plugins/params'
 import { respond, respondError } from '../plugins/responses'
 import { clientAddress, recordRequest } from '../observability'
 import { queryOf } from '../query'
@@ -17,30 +18,34 @@ export interface PublishParty {
   principal?: Principal
 }
 
-export type PublishHandler = (request: Request, channel: string, party: PublishParty) => Promise<Response>
+export type PublishHandler = (request: Request, party: PublishParty) => Promise<Response>
 
 /**
  * `POST /channels/{channel}/messages`, every format through one function: credentials (header
  * or query), the body by its Content-Type (JSON, also as text/plain; msgpack; form-urlencoded;
  * declared or chunked, within the body limits), the core's publish (which validates every
  * message), and the answer in the negotiated format (`Accept`, `format=`, `envelope=`,
- * `callback=`). Every failure is answered here in the spec's error shape, never thrown.
+ * `callback=`). Every failure is answered here in the spec's error shape, never thrown. The
+ * channel name is decoded from the URL by the rule of every route (plugins/params.ts), not taken
+ * from a router: Bun's puts U+FFFD in for bytes that are not UTF-8.
  *
  * Bun's native router calls it for every publish (`publishRoute`); the Elysia route calls it too
  * (in-process requests), its parse hook leaving the body unread. Credentials are resolved before
  * the body is read, so a request without valid credentials costs no body parsing.
  */
 export function publishHandler(core: Core, limits: BodyLimits, log: Logger): PublishHandler {
-  return async (request, channel, party) => {
+  return async (request, party) => {
     const query = queryOf(request)
     try {
+      const { channel } = pathParams(PUBLISH_ROUTE, request.url)
+      checkQueryEncoding(request.url)
       checkDeclaredLength(request, limits.maxBodySize)
       const creds = credentialsOf(request, query)
       const principal = core.auth.cached(creds) ?? (await core.auth.authenticate(creds))
       party.principal = principal
       core.stats.apiRequest(principal.appId, principal.accountId)
       const body = structured(await decodeBody(request, request.headers.get('content-type') ?? '', limits))
-      return respond(request, query, await core.channels.publish(principal, channel, body), { status: 201 })
+      return respond(request, query, await core.channels.publish(principal, channel!, body), { status: 201 })
     } catch (e) {
       return respondError(request, query, toGatewayError('UNKNOWN', e, log, request))
     }
@@ -57,7 +62,7 @@ export function publishRoute<S>(handler: PublishHandler, cors: CorsPolicy, log: 
     const started = performance.now()
     useCors(req, cors)
     const party: PublishParty = {}
-    const res = await handler(req, req.params.channel, party)
+    const res = await handler(req, party)
     recordRequest(log, req, PUBLISH_ROUTE, res.status, started, res, party.principal, (r) => clientAddress(server, r))
     return res
   }

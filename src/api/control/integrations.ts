@@ -1,6 +1,7 @@
 import { Elysia, t } from 'elysia'
 import type { Core } from '../../core'
 import type { Queue, Rule } from '../../core/types'
+import { MAX_QUEUE_LENGTH, MAX_QUEUE_TTL_MINUTES } from '../../core/control/integrations'
 import { noContent, respond } from '../plugins/responses'
 import { managementAuth } from '../plugins/management-auth'
 import { intParam } from '../query'
@@ -54,10 +55,14 @@ const RuleBody = t.Object(
 )
 const QueueBody = t.Object(
   {
-    name: t.String(),
-    ttl: t.Integer({ description: 'minutes a message may wait' }),
-    maxLength: t.Integer({ description: 'messages kept at most (oldest dropped)' }),
-    region: t.Optional(t.String()),
+    name: t.String({ maxLength: 64, description: '1-64 letters, digits, _ or -' }),
+    ttl: t.Integer({ minimum: 1, maximum: MAX_QUEUE_TTL_MINUTES, description: 'minutes a message may wait' }),
+    maxLength: t.Integer({
+      minimum: 1,
+      maximum: MAX_QUEUE_LENGTH,
+      description: 'messages kept at most (oldest dropped)',
+    }),
+    region: t.Optional(t.String({ maxLength: 64, description: '1-64 letters, digits, _ or - (default local)' })),
   },
   { additionalProperties: true, examples: [{ name: 'orders', ttl: 60, maxLength: 10000 }] },
 )

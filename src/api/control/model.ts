@@ -1,10 +1,24 @@
 import { t } from 'elysia'
+import { MAX_CAPABILITY_RESOURCES } from '../../core/auth/capability'
+import {
+  MAX_CONFLATION_KEY_LENGTH,
+  MAX_LIMIT_OVERRIDE,
+  MAX_NAME_LENGTH,
+  MAX_NAMESPACE_INTERVAL_MS,
+  MIN_LIMIT_OVERRIDE,
+} from '../../core/control/management'
 import { Dict, Int, Ms, Obj, Opt, Str } from '../schemas'
+
+/** A display name (account, app, key). */
+const Name = (description?: string) => t.String({ maxLength: MAX_NAME_LENGTH, ...(description ? { description } : {}) })
+/** An id: 1-64 letters, digits, `_` or `-` (the core checks the characters). */
+const Id = (description: string) =>
+  t.String({ maxLength: 64, description: `${description}; 1-64 letters, digits, _ or -` })
 
 /** Schemas of the management interface (validation + OpenAPI); values are checked again by the core. */
 export const AppBody = t.Object(
   {
-    name: t.Optional(t.String({ description: 'display name (required on create)' })),
+    name: t.Optional(Name('display name (required on create)')),
     status: t.Optional(t.String({ description: 'enabled | disabled' })),
     tlsOnly: t.Optional(t.Boolean()),
   },
@@ -13,9 +27,12 @@ export const AppBody = t.Object(
 
 export const KeyBody = t.Object(
   {
-    name: t.Optional(t.String()),
+    name: t.Optional(Name()),
     capability: t.Optional(
-      t.Record(t.String(), t.Array(t.String()), { description: 'resource -> operations (required on create)' }),
+      t.Record(t.String(), t.Array(t.String()), {
+        maxProperties: MAX_CAPABILITY_RESOURCES,
+        description: `resource -> operations (required on create); at most ${MAX_CAPABILITY_RESOURCES} resources, each a channel name or pattern of up to 1024 characters`,
+      }),
     ),
     revocableTokens: t.Optional(t.Boolean()),
   },
@@ -27,10 +44,13 @@ export const KeyBody = t.Object(
 
 export const NamespaceBody = t.Object(
   {
-    id: t.Optional(t.String({ description: 'namespace name (required on create)' })),
+    id: t.Optional(Id('namespace name (required on create)')),
     persisted: t.Optional(t.Boolean()),
     pushEnabled: t.Optional(t.Boolean()),
     mutableMessages: t.Optional(t.Boolean()),
+    batchingInterval: t.Optional(t.Integer({ minimum: 0, maximum: MAX_NAMESPACE_INTERVAL_MS, description: 'ms' })),
+    conflationInterval: t.Optional(t.Integer({ minimum: 0, maximum: MAX_NAMESPACE_INTERVAL_MS, description: 'ms' })),
+    conflationKey: t.Optional(t.String({ maxLength: MAX_CONFLATION_KEY_LENGTH })),
   },
   { additionalProperties: true, examples: [{ id: 'news', persisted: true }] },
 )
@@ -53,14 +73,13 @@ export const KeyParam = t.Object({ appId: t.String(), keyId: t.String() })
 export const NamespaceParam = t.Object({ appId: t.String(), namespaceId: t.String() })
 
 export const LimitsBody = t.Record(t.String(), t.Union([t.Number(), t.Null()]), {
-  description:
-    'limit class (messages, history, tokenRequests, objectReads, objectWrites: per second; management, managementStats: per minute) -> rate, or null for the default',
+  description: `limit class (messages, history, tokenRequests, objectReads, objectWrites: per second; management, managementStats: per minute) -> rate from ${MIN_LIMIT_OVERRIDE} to ${MAX_LIMIT_OVERRIDE}, or null for the default`,
 })
 
 export const AccountBody = t.Object(
   {
-    name: t.String({ description: 'display name' }),
-    id: t.Optional(t.String({ description: 'account id (random when absent)' })),
+    name: Name('display name'),
+    id: t.Optional(Id('account id (random when absent)')),
   },
   { additionalProperties: true },
 )

@@ -1,5 +1,6 @@
 import { Unpackr } from 'msgpackr'
 import { GatewayError } from '../../errors'
+import { jsonNumberOutOfRange } from '../../lib/json-numbers'
 import { jsonTooDeep, msgpackProblem, type MsgpackProblem } from '../../lib/nesting'
 import { JSON_TYPE, MSGPACK_TYPE } from './responses'
 
@@ -87,14 +88,27 @@ async function readChunked(body: ReadableStream<Uint8Array>, s: BodyLimits): Pro
   return chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks, total)
 }
 
-/** JSON text to a value, refusing nesting deeper than `maxDepth` before parsing. */
+const outOfRange = (number: string) =>
+  new GatewayError(
+    40001,
+    `Invalid request body: the number ${number.length > 40 ? number.slice(0, 37) + '...' : number} is out of range of a 64-bit float`,
+  )
+
+/**
+ * JSON text to a value, refusing nesting deeper than `maxDepth` before parsing, and a number the
+ * parser would turn into Infinity or 0 (stored, it would come back as null or 0).
+ */
 export function parseJson(text: string, maxDepth: number): unknown {
   if (jsonTooDeep(text, maxDepth)) throw tooDeep(maxDepth)
+  let value: unknown
   try {
-    return JSON.parse(text)
+    value = JSON.parse(text)
   } catch {
     throw new GatewayError(40001, 'Invalid request body: malformed JSON')
   }
+  const number = jsonNumberOutOfRange(text)
+  if (number !== undefined) throw outOfRange(number)
+  return value
 }
 
 /**
@@ -105,13 +119,14 @@ const msgpack = new Unpackr({ int64AsType: 'number', useRecords: false, mapsAsOb
 
 /**
  * msgpack bytes as plain data (request bodies, realtime frames), or why not: nested deeper than
- * `maxDepth`, an extension type, or not msgpack at all.
+ * `maxDepth`, an extension type, (with `finite`) a NaN or infinite float, or not msgpack at all.
  */
 export function plainMsgpack(
   bytes: Uint8Array,
   maxDepth: number,
+  finite = false,
 ): { value: unknown } | { problem: MsgpackProblem | 'malformed' } {
-  const problem = msgpackProblem(bytes, maxDepth)
+  const problem = msgpackProblem(bytes, maxDepth, finite)
   if (problem) return { problem }
   try {
     return { value: msgpack.unpack(bytes) }
@@ -121,9 +136,11 @@ export function plainMsgpack(
 }
 
 function parseMsgpack(bytes: Uint8Array, maxDepth: number): unknown {
-  const r = plainMsgpack(bytes, maxDepth)
+  const r = plainMsgpack(bytes, maxDepth, true)
   if ('value' in r) return r.value
   if (r.problem === 'too deep') throw tooDeep(maxDepth)
+  if (r.problem === 'not finite')
+    throw new GatewayError(40001, 'Invalid request body: a msgpack float is NaN or infinite (JSON cannot hold it)')
   if (r.problem === 'extension')
     throw new GatewayError(40001, 'Invalid request body: msgpack extension types are not accepted')
   throw new GatewayError(40001, 'Invalid request body: malformed msgpack')

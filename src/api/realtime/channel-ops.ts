@@ -17,6 +17,8 @@ export interface ChannelHost extends AttachmentHost {
   readonly principalOf: Principal
   readonly presence: PresenceOps
   readonly acks: AckQueue
+  /** Fails the connection (a connection-level ERROR, then the socket closes). */
+  fail(err: GatewayError): void
 }
 
 /** Channel params the server acts on, echoed in ATTACHED (others, e.g. `delta`, are ignored and not echoed). */
@@ -80,7 +82,9 @@ export class ChannelOps {
 
   /**
    * Runs `op` after the channel's earlier operations; a failure becomes a channel ERROR (that
-   * channel fails), or goes to `refused` when given.
+   * channel fails), or goes to `refused` when given. Without `refused`, a frame naming no channel
+   * fails the connection as a malformed frame does (40000): a channel ERROR must name its channel,
+   * and one naming none reads as the connection's.
    */
   private onChannel(
     pm: ProtocolMessage,
@@ -88,6 +92,8 @@ export class ChannelOps {
     refused?: (err: GatewayError) => void,
   ) {
     const name = typeof pm.channel === 'string' ? pm.channel : ''
+    if (!name && !refused)
+      return this.conn.fail(new GatewayError(40000, `Invalid protocol message: action ${pm.action} needs a channel`))
     let channel: string
     try {
       channel = checkChannelName(name)

@@ -1,6 +1,7 @@
 import type { ServerWebSocket } from 'bun'
 import type { Core } from '../../core'
 import type { Credentials } from '../../core/auth/authenticator'
+import { ConnectionKeys } from '../../core/auth/connection-keys'
 import type { Principal } from '../../core/auth/principal'
 import { GatewayError } from '../../errors'
 import { toGatewayError } from '../plugins/errors'
@@ -58,6 +59,8 @@ export class RealtimeConnection implements AttachmentHost, PublishHost {
   /** Set once DISCONNECTED is decided: no further frame is served, it goes out when the publishes are answered. */
   private leaving?: Promise<void>
   private renewTimer?: ReturnType<typeof setTimeout>
+  /** The expiry of the token a renewal was asked for (AUTH): never asked twice for one token. */
+  private renewalAskedFor?: number
   private expiryTimer?: ReturnType<typeof setTimeout>
   private unwatch?: () => void
 
@@ -195,7 +198,7 @@ export class RealtimeConnection implements AttachmentHost, PublishHost {
         this.send({ action: Action.CLOSED })
         this.gone(false)
         // closed for good: a recovery key of it no longer resumes it, here or elsewhere
-        this.core.endedConnections.closed(this.id).catch(() => {})
+        this.core.endedConnections.closed(this.id, this.principal.appId).catch(() => {})
         this.ws.close(1000)
         return
       case Action.DISCONNECT:
@@ -219,9 +222,14 @@ export class RealtimeConnection implements AttachmentHost, PublishHost {
         clientId: creds.clientId,
         secure: creds.secure,
       })
+      // the connection stays in its app: a token of another app would carry it across tenants
+      if (next.appId !== this.principal.appId)
+        throw new GatewayError(40101, 'Invalid credentials: the token is of another app than the connection')
       const had = this.principal.clientId
       if (had !== undefined && had !== '*' && next.clientId !== had)
         throw new GatewayError(40102, `The new token is for clientId "${next.clientId}", not "${had}"`)
+      // the client keeps the key it was given first: it resumes as the identity it has now
+      if (!ConnectionKeys.same(next, this.principal)) await this.core.connectionKeys.grant(this.id, next)
       if (this.closed) return
       this.principal = next
       this.scheduleExpiry()
@@ -232,13 +240,27 @@ export class RealtimeConnection implements AttachmentHost, PublishHost {
     }
   }
 
+  /**
+   * Asks for a new token once per token, ahead of its expiry by TOKEN_RENEW_LEAD_MS or a quarter
+   * of what is left of it, whichever is less (a short-lived token is not asked again the moment
+   * it arrives); DISCONNECTED 40142 at expiry when no new token came.
+   */
   private scheduleExpiry() {
     clearTimeout(this.renewTimer)
     clearTimeout(this.expiryTimer)
     const expires = this.principal.expires
     if (expires === undefined) return
     const left = expires - this.core.clock.now()
-    this.renewTimer = setTimeout(() => this.send({ action: Action.AUTH }), Math.max(0, left - this.s.tokenRenewLeadMs))
+    if (this.renewalAskedFor !== expires) {
+      const lead = Math.min(this.s.tokenRenewLeadMs, left / 4)
+      this.renewTimer = setTimeout(
+        () => {
+          this.renewalAskedFor = expires
+          this.send({ action: Action.AUTH })
+        },
+        Math.max(0, left - lead),
+      )
+    }
     this.expiryTimer = setTimeout(
       () => void this.disconnect(new GatewayError(40142, 'Token expired')),
       Math.max(0, left),

@@ -27,7 +27,11 @@ export function encodeFrame(pm: object, format: Format): Frame {
   return format === 'json' ? JSON.stringify(pm) : packr.pack(pm)
 }
 
-/** A client frame as a protocol message; 40000 when it is not one (malformed, wrong frame type, too deep). */
+/**
+ * A client frame as a protocol message; 40000 when it is not one (malformed, wrong frame type,
+ * too deep, or a `channel` that is not a string: every answer about a channel names it, and a
+ * client takes an ERROR naming no channel for the connection's).
+ */
 export function decodeFrame(raw: ClientFrame, format: Format): ProtocolMessage {
   const invalid = (why: string) => new GatewayError(40000, `Invalid protocol message: ${why}`)
   let value: unknown
@@ -59,6 +63,9 @@ export function decodeFrame(raw: ClientFrame, format: Format): ProtocolMessage {
     typeof (value as { action?: unknown }).action !== 'number'
   )
     throw invalid('an object with a numeric action is required')
+  const channel = (value as { channel?: unknown }).channel
+  if (channel !== undefined && channel !== null && typeof channel !== 'string')
+    throw invalid('channel must be a string')
   return value as ProtocolMessage
 }
 

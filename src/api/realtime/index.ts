@@ -1,7 +1,7 @@
 import type { Server, ServerWebSocket, WebSocketHandler } from 'bun'
 import { hostname } from 'node:os'
 import type { Core } from '../../core'
-import { connectionKey, newConnectionId } from '../../core/auth/connection-keys'
+import { newConnectionId } from '../../core/auth/connection-keys'
 import { GatewayError } from '../../errors'
 import type { Logger } from '../../lib/logger'
 import { metrics, trackConnections } from '../../lib/metrics'
@@ -26,6 +26,8 @@ interface Remains {
   until: number
   /** The key this node issued the connection (over once the state TTL passes here). */
   key: string
+  /** The connection's app (its records count against that app's bound). */
+  appId: string
 }
 
 type Q = Record<string, string | undefined>
@@ -65,24 +67,29 @@ export function realtime(core: Core, s: RealtimeLimits, log: Logger) {
     () => {
       const now = Date.now()
       for (const c of live.values()) c.heartbeat(now)
-      for (const [id, r] of remains) if (r.until < now) expire(id, r.key)
+      for (const [id, r] of remains) if (r.until < now) expire(id, r)
     },
     Math.max(100, Math.floor(s.realtimeMaxIdleIntervalMs / 4)),
   )
   timer.unref?.()
 
   /** A dropped connection not resumed here within the state TTL: the key it has from here is over on every node. */
-  const expire = (id: string, key: string) => {
+  const expire = (id: string, r: Remains) => {
     remains.delete(id)
     core.endedConnections
-      .expired(key)
+      .expired(r.key, r.appId)
       .catch((e) => log.warn('could not record an expired connection', { error: String(e) }))
   }
 
   const gone = (conn: RealtimeConnection, abrupt: boolean) => {
     if (live.get(conn.id) === conn) live.delete(conn.id)
     if (abrupt) {
-      remains.set(conn.id, { memory: conn.acks.handOver(), until: Date.now() + s.connectionStateTtlMs, key: conn.key })
+      remains.set(conn.id, {
+        memory: conn.acks.handOver(),
+        until: Date.now() + s.connectionStateTtlMs,
+        key: conn.key,
+        appId: conn.principalOf.appId,
+      })
       // bounded: the oldest remains go first
       if (remains.size > s.realtimeMaxConnections) remains.delete(remains.keys().next().value!)
     }
@@ -136,10 +143,9 @@ export function realtime(core: Core, s: RealtimeLimits, log: Logger) {
       const principal = await core.auth.authenticate(creds)
       // the secret is not kept for the connection's life: re-authentication brings its own token
       creds.key = creds.accessToken = undefined
-      const { key } = await core.auth.key(principal.keyName)
       let id: string | undefined
       if (data.params.resumeKey) {
-        id = await core.auth.connectionOf(data.params.resumeKey, key)
+        id = await core.connectionKeys.verify(data.params.resumeKey, principal)
         if (!id) resumeError = new GatewayError(80018, 'Unable to resume: invalid connection key')
       }
       if (id !== undefined && !live.has(id) && !remains.has(id) && (await ended(id, data.params.resumeKey!))) {
@@ -148,7 +154,8 @@ export function realtime(core: Core, s: RealtimeLimits, log: Logger) {
       }
       resumed = id !== undefined
       id ??= newConnectionId()
-      conn = new RealtimeConnection(core, s, serverId, ws, id, connectionKey(id, key.secret), principal, gone)
+      const key = await core.connectionKeys.issue(id, principal)
+      conn = new RealtimeConnection(core, s, serverId, ws, id, key, principal, gone)
       const before = live.get(id)
       const left = remains.get(id)
       if (before) {

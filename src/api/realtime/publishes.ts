@@ -8,6 +8,20 @@ import { wireError, type ProtocolMessage } from './protocol'
 
 /** Protocol messages a connection may have in flight unanswered before further ones are refused. */
 const MAX_PENDING = 10_000
+/**
+ * Lookups in the log a connection resumed without its publish memory makes (one per channel and
+ * event-loop turn: on Redis, a scan of the channel's stream); past them, publishes are not looked up.
+ */
+const MAX_LOOKUPS = 100
+/** Messages one lookup asks for at most (a resend of a full publish fits): more start another lookup. */
+const MAX_LOOKUP_MESSAGES = 1000
+
+/** Resends of one channel looked up together, and their answers in the same order. */
+interface Lookup {
+  resends: Array<{ msgSerial: number; count: number }>
+  messages: number
+  answers: Promise<Array<string[] | undefined>>
+}
 
 /** What publishing needs of its connection. */
 export interface PublishHost {
@@ -33,6 +47,9 @@ export class Publishes {
    * and the client resends the ones it holds unanswered first thing.
    */
   unknownPastUntil = 0
+  private lookupsLeft = MAX_LOOKUPS
+  /** The lookup of each channel gathering the resends of this turn. */
+  private lookups?: Map<string, Lookup>
 
   constructor(private readonly host: PublishHost) {}
 
@@ -98,14 +115,42 @@ export class Publishes {
     try {
       if (attaching) await attaching
       const before = this.pastUnknown
-        ? await core.channels
-            .publishedBefore(principalOf, channel, ctx, Array.isArray(messages) ? messages.length : 1)
-            .catch(() => undefined)
+        ? await this.inLog(channel, slot.msgSerial, Array.isArray(messages) ? messages.length : 1)
         : undefined
       acks.ack(slot, before ?? (await core.channels.publish(principalOf, channel, messages, ctx)).serials)
     } catch (e) {
       refused(acks, slot, e)
     }
+  }
+
+  /**
+   * The serials a protocol message has in the channel's log when all its messages are there (a
+   * resend), else undefined. The client resends what it held unanswered at once, so the resends
+   * of one channel that arrive in one turn are looked up together.
+   */
+  private inLog(channel: string, msgSerial: number, count: number): Promise<string[] | undefined> {
+    let lookup = this.lookups?.get(channel)
+    if (!lookup || lookup.messages + count > MAX_LOOKUP_MESSAGES) {
+      if (this.lookupsLeft <= 0) return Promise.resolve(undefined)
+      this.lookupsLeft--
+      const resends: Lookup['resends'] = []
+      const made: Lookup = {
+        resends,
+        messages: 0,
+        // made once this turn's frames are in: the resends the client sent together go together
+        answers: new Promise<void>((next) => setImmediate(next)).then(() => {
+          if (this.lookups!.get(channel) === made) this.lookups!.delete(channel)
+          return this.host.core.channels.publishedBefore(this.host.principalOf, channel, this.host.id, resends)
+        }),
+      }
+      ;(this.lookups ??= new Map()).set(channel, (lookup = made))
+    }
+    lookup.messages += count
+    const i = lookup.resends.push({ msgSerial, count }) - 1
+    return lookup.answers.then(
+      (a) => a[i],
+      () => undefined,
+    )
   }
 }
 

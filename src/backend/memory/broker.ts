@@ -25,12 +25,21 @@ export interface MemoryBrokerSettings {
  */
 const MAX_SEEN_IDS = 250_000
 
+/** Newest entries of a channel that is not persisted searched by `serialsOf` (its ring: each is decoded). */
+const LOOKUP_SCAN = 1000
+
 interface ChannelState {
   ring: Ring
   lastMs: number
   lastSeq: number
   /** Client-supplied ids seen within the idempotency window, insertion-ordered (oldest first). */
   seen: Map<string, { serial: string; at: number }>
+  /**
+   * `seen` holds every client-supplied id published since then (ms): the broker's start (before
+   * it, another process published), raised when the count bound forgets an id early. Ids older
+   * are looked up in the durable log (persisted channels) while the window reaches back past it.
+   */
+  seenSince: number
   listeners: Set<BrokerListener>
   lastActivity: number
 }
@@ -46,6 +55,7 @@ export class MemoryBroker implements Broker {
   private readonly retention: RetentionPolicy
   /** Bytes all rings hold, kept as they change (recounted by every sweep). */
   private ringBytes = 0
+  private readonly startedAt: number
 
   constructor(
     private readonly log: SqliteMessageLog,
@@ -56,6 +66,7 @@ export class MemoryBroker implements Broker {
     private readonly snapshot?: RingSnapshot,
   ) {
     this.retention = { minCount: s.ringSize, windowMs: s.resumeWindowMs, maxBytes: s.ringMaxBytes }
+    this.startedAt = clock.now()
     this.sweeper = setInterval(() => this.sweep(), Math.min(10_000, s.channelIdleMs))
     this.sweeper.unref?.()
     for (const c of snapshot?.take() ?? []) this.restore(c)
@@ -65,7 +76,12 @@ export class MemoryBroker implements Broker {
   private restore(snap: ChannelSnapshot) {
     const c = this.state(snap.app, snap.channel)
     c.ring.floor = snap.floor // pushes past the capacity raise it again
-    for (const m of snap.messages) c.ring.push(m)
+    const windowStart = this.startedAt - this.s.idempotencyWindowMs
+    for (const m of snap.messages) {
+      c.ring.push(m)
+      // a retry of a publish made before the restart is recognised (only client ids are looked up here)
+      if (!m.kind && m.timestamp >= windowStart) c.seen.set(m.id, { serial: m.serial, at: m.timestamp })
+    }
     this.ringBytes += c.ring.byteSize
     const last = parseSerial(c.ring.position())
     if (last && (last.ms > c.lastMs || (last.ms === c.lastMs && last.seq > c.lastSeq))) {
@@ -89,6 +105,7 @@ export class MemoryBroker implements Broker {
         lastMs: parsed?.ms ?? 0,
         lastSeq: parsed?.seq ?? -1,
         seen: new Map(),
+        seenSince: this.startedAt,
         listeners: new Set(),
         lastActivity: now,
       }
@@ -107,8 +124,8 @@ export class MemoryBroker implements Broker {
     const c = this.state(appId, channel)
     const now = this.clock.now()
     c.lastActivity = now
+    const windowStart = now - this.s.idempotencyWindowMs
     if (c.seen.size) {
-      const windowStart = now - this.s.idempotencyWindowMs
       for (const [id, v] of c.seen) {
         if (v.at >= windowStart) break
         c.seen.delete(id)
@@ -117,9 +134,11 @@ export class MemoryBroker implements Broker {
     const serials: string[] = []
     const appended: Message[] = []
     for (const d of drafts) {
-      const dup = opts.clientIds ? c.seen.get(d.id) : undefined
+      const dup = opts.clientIds
+        ? (c.seen.get(d.id)?.serial ?? this.logged(appId, channel, c, d.id, opts, windowStart))
+        : undefined
       if (dup) {
-        serials.push(dup.serial)
+        serials.push(dup)
         continue
       }
       const next = nextSerial(now, c.lastMs, c.lastSeq)
@@ -133,18 +152,61 @@ export class MemoryBroker implements Broker {
       if (opts.clientIds) {
         c.seen.set(m.id, { serial: m.serial, at: now })
         // bounded in count as well as time (ids are bounded in length): the oldest go first
-        if (c.seen.size > MAX_SEEN_IDS) c.seen.delete(c.seen.keys().next().value!)
+        if (c.seen.size > MAX_SEEN_IDS) {
+          const [oldest, v] = c.seen.entries().next().value!
+          c.seen.delete(oldest)
+          if (v.at >= windowStart) c.seenSince = Math.max(c.seenSince, v.at + 1)
+        }
       }
     }
     if (appended.length === 0) return { serials, appended: 0, charged }
     // the durable log is message history: other kinds live in the ring (resume) only
-    if (opts.persisted) this.log.append(appId, channel, messagesOnly(appended))
+    if (opts.persisted) this.log.append(appId, channel, messagesOnly(appended), opts.findable)
     const before = c.ring.byteSize
     for (const m of appended) c.ring.push(m)
     this.ringBytes += c.ring.byteSize - before
     if (this.ringBytes > this.s.ringTotalMaxBytes) this.overBudget(c.ring)
     for (const l of c.listeners) l(appId, channel, appended)
     return { serials, appended: appended.length, charged }
+  }
+
+  /**
+   * The serial of a client-supplied id `seen` cannot vouch for (published before this process
+   * started, or forgotten early), from the durable log: a retry of a publish made before a crash
+   * is not appended again. Nothing is read while `seen` covers the window (the common case).
+   */
+  private logged(
+    appId: string,
+    channel: string,
+    c: ChannelState,
+    id: string,
+    opts: PublishOptions,
+    windowStart: number,
+  ): string | undefined {
+    if (!opts.persisted || c.seenSince <= windowStart) return undefined
+    return this.log.serialOf(appId, channel, id, windowStart)
+  }
+
+  async serialsOf(appId: string, channel: string, ids: string[], opts: PublishOptions): Promise<Map<string, string>> {
+    const found = new Map<string, string>()
+    const windowStart = this.clock.now() - this.s.idempotencyWindowMs
+    if (opts.persisted) {
+      for (const id of ids) {
+        const serial = this.log.serialOf(appId, channel, id, windowStart)
+        if (serial) found.set(id, serial)
+      }
+      return found
+    }
+    // not persisted: what the ring holds (a crash lost the rest, delivered or not)
+    const ring = this.apps.get(appId)?.get(channel)?.ring
+    if (!ring) return found
+    const wanted = new Set(ids)
+    for (let i = ring.size - 1; i >= 0 && i >= ring.size - LOOKUP_SCAN && found.size < wanted.size; i--) {
+      if (ring.timestampAt(i) < windowStart) break
+      const m = ring.at(i)
+      if (!m.kind && wanted.has(m.id)) found.set(m.id, m.serial)
+    }
+    return found
   }
 
   async history(appId: string, channel: string, q: HistoryQuery, opts: PublishOptions): Promise<Message[]> {

@@ -1,4 +1,5 @@
 import type { Database } from 'bun:sqlite'
+import { randomSecret } from '../../lib/crypto'
 import type { BootstrapOutcome, BootstrapSeed } from '../../core/ports'
 import { CONTROL_KINDS, CachedControlStore, type ControlKind, type ControlRecord } from '../shared/cached-control-store'
 
@@ -49,6 +50,18 @@ export class SqliteControlStore extends CachedControlStore {
 
   async epoch() {
     return this.readEpoch()
+  }
+
+  async secret() {
+    return this.db.transaction((): string => {
+      const row = this.db.query(`SELECT body FROM records WHERE kind = 'meta' AND id = 'secret'`).get() as {
+        body: string
+      } | null
+      if (row) return JSON.parse(row.body) as string
+      const made = randomSecret()
+      this.upsert.run('meta', 'secret', '', JSON.stringify(made))
+      return made
+    })()
   }
 
   /** A SQLite file does not lose its data under a running node: nothing to record. */

@@ -4,6 +4,7 @@ import { SqliteChatStore } from './chat-store'
 import { SqliteControlStore } from './control-store'
 import { SqliteMessageLog } from './message-log'
 import { RingSnapshot } from './ring-snapshot'
+import { MemoryMarkStore } from './mark-store'
 import { MemoryNonceStore } from './nonce-store'
 import { SqliteObjectStore } from './object-store'
 import { MemoryPresenceStore } from './presence-store'
@@ -29,6 +30,7 @@ export function createMemoryBackend(s: MemoryBrokerSettings & { dataDir: string 
     presence: new MemoryPresenceStore(),
     stats: new MemoryStatsStore(clock),
     nonces: new MemoryNonceStore(clock),
+    marks: new MemoryMarkStore(clock),
     revocations: new SqliteRevocationStore(db, clock),
     limits,
     queues: new SqliteQueueStore(db),

@@ -1,5 +1,6 @@
 import type { Database } from 'bun:sqlite'
 import { pack, unpack } from 'msgpackr'
+import { formatSerial } from '../../core/model/serial'
 import type { HistoryQuery, Message } from '../../core/types'
 
 /** Durable history of persisted channels in SQLite; one row per message, body msgpack-encoded. */
@@ -8,21 +9,40 @@ export class SqliteMessageLog {
   private lastStmt
   private pruneStmt
   private channelsStmt
+  private byIdStmt
 
   constructor(private readonly db: Database) {
-    this.insert = db.prepare('INSERT OR IGNORE INTO messages (app, channel, serial, ts, body) VALUES (?, ?, ?, ?, ?)')
+    this.insert = db.prepare(
+      'INSERT OR IGNORE INTO messages (app, channel, serial, ts, body, id) VALUES (?, ?, ?, ?, ?, ?)',
+    )
     this.lastStmt = db.prepare('SELECT serial FROM messages WHERE app = ? AND channel = ? ORDER BY serial DESC LIMIT 1')
     this.pruneStmt = db.prepare('DELETE FROM messages WHERE ts < ?')
     this.channelsStmt = db.prepare(
       'SELECT DISTINCT channel FROM messages WHERE app = ? AND channel >= ? AND ts >= ? ORDER BY channel LIMIT ?',
     )
+    // the index alone answers (serials order by time): a condition on ts would read rows, and
+    // without statistics the planner would then scan the channel by its primary key instead
+    this.byIdStmt = db.prepare(
+      'SELECT serial FROM messages INDEXED BY messages_id WHERE app = ? AND channel = ? AND id = ? AND serial >= ? ORDER BY serial LIMIT 1',
+    )
   }
 
-  append(appId: string, channel: string, messages: Message[]): void {
+  /**
+   * Appends in one transaction. `indexIds`: the ids may be looked up later (`serialOf`); an
+   * id that never will be (one the server made for a REST publish) is not indexed, which keeps
+   * the append as cheap as without the index.
+   */
+  append(appId: string, channel: string, messages: Message[], indexIds = false): void {
     const tx = this.db.transaction((ms: Message[]) => {
-      for (const m of ms) this.insert.run(appId, channel, m.serial, m.timestamp, pack(m))
+      for (const m of ms) this.insert.run(appId, channel, m.serial, m.timestamp, pack(m), indexIds ? m.id : null)
     })
     tx(messages)
+  }
+
+  /** The serial of the first message appended with `id` (indexed) at or after `minTimestamp`, if any. */
+  serialOf(appId: string, channel: string, id: string, minTimestamp: number): string | undefined {
+    const row = this.byIdStmt.get(appId, channel, id, formatSerial(minTimestamp, 0)) as { serial: string } | null
+    return row?.serial
   }
 
   lastSerial(appId: string, channel: string): string | undefined {

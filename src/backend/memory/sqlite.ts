@@ -21,8 +21,13 @@ export function openDatabase(dataDir: string): Database {
     PRIMARY KEY (kind, id)) WITHOUT ROWID`)
   db.exec(`CREATE TABLE IF NOT EXISTS messages (
     app TEXT NOT NULL, channel TEXT NOT NULL, serial TEXT NOT NULL, ts INTEGER NOT NULL, body BLOB NOT NULL,
-    PRIMARY KEY (app, channel, serial)) WITHOUT ROWID`)
+    id TEXT, PRIMARY KEY (app, channel, serial)) WITHOUT ROWID`)
   db.exec('CREATE INDEX IF NOT EXISTS messages_ts ON messages (ts)')
+  // message ids that may be looked up (client-supplied ones, realtime ones a resumed connection
+  // resends): how a publish is recognised after a restart emptied memory; other ids stay NULL, unindexed
+  const columns = db.query('PRAGMA table_info(messages)').all() as Array<{ name: string }>
+  if (!columns.some((c) => c.name === 'id')) db.exec('ALTER TABLE messages ADD COLUMN id TEXT') // a data dir of before
+  db.exec('CREATE INDEX IF NOT EXISTS messages_id ON messages (app, channel, id) WHERE id IS NOT NULL')
   // in-memory channel state saved by a graceful shutdown, restored (and cleared) by the next start
   db.exec(`CREATE TABLE IF NOT EXISTS ring_snapshot (
     app TEXT NOT NULL, channel TEXT NOT NULL, floor TEXT NOT NULL, messages BLOB NOT NULL,

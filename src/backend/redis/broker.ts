@@ -45,6 +45,10 @@ interface Subscription {
 
 type Entry = [Buffer, [Buffer, Buffer]]
 
+/** Newest entries of a channel's stream searched by `serialsOf` (the stream has no index by message id). */
+const LOOKUP_SCAN = 10_000
+const LOOKUP_PAGE = 1000
+
 /**
  * Broker on Redis Streams: one stream per channel, appended by one atomic script that also
  * notifies the nodes subscribed to the channel (pub/sub, one subscription per channel with local
@@ -137,6 +141,34 @@ export class RedisBroker implements Broker {
       else hi = edge
     }
     return out.filter((m) => m.timestamp >= min && (q.end === undefined || m.timestamp <= q.end))
+  }
+
+  /**
+   * Read from the stream, newest first, back to the idempotency window or LOOKUP_SCAN entries: a
+   * body is decoded only when it holds the bytes the ids looked for begin with (a connection's
+   * ids share `<connectionId>:`), so the cost is one search per entry however many ids are asked.
+   */
+  async serialsOf(app: string, channel: string, ids: string[], _opts: PublishOptions): Promise<Map<string, string>> {
+    const found = new Map<string, string>()
+    if (ids.length === 0) return found
+    const wanted = new Set(ids)
+    const prefix = Buffer.from(commonPrefix(ids))
+    const key = this.keys.stream(app, channel)
+    const min = `${Date.now() - this.s.idempotencyWindowMs}-0`
+    let hi = '+'
+    for (let scanned = 0; scanned < LOOKUP_SCAN && found.size < wanted.size;) {
+      const cmd = ['XREVRANGE', key, hi, min, 'COUNT', String(LOOKUP_PAGE)]
+      const entries = (await this.t(this.cmd.sendCommand(cmd, BUFFERS))) as Entry[]
+      for (const [id, fields] of entries) {
+        if (fields[1].indexOf(prefix) < 0) continue
+        const m = messageFromEntry(id.toString(), fields[1])
+        if (!m.kind && wanted.has(m.id) && !found.has(m.id)) found.set(m.id, m.serial)
+      }
+      scanned += entries.length
+      if (entries.length < LOOKUP_PAGE) break
+      hi = `(${entries[entries.length - 1]![0].toString()}`
+    }
+    return found
   }
 
   async position(app: string, channel: string): Promise<string> {
@@ -291,4 +323,15 @@ export class RedisBroker implements Broker {
     for (const s of this.subs.values()) s.listeners.clear()
     this.subs.clear()
   }
+}
+
+/** The longest string every one of `ids` begins with. */
+function commonPrefix(ids: string[]): string {
+  let prefix = ids[0]!
+  for (const id of ids) {
+    let i = 0
+    while (i < prefix.length && i < id.length && prefix.charCodeAt(i) === id.charCodeAt(i)) i++
+    prefix = prefix.slice(0, i)
+  }
+  return prefix
 }

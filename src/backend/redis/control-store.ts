@@ -1,4 +1,5 @@
 import type { BootstrapOutcome, BootstrapSeed, ControlEvent } from '../../core/ports'
+import { randomSecret } from '../../lib/crypto'
 import { CONTROL_KINDS, CachedControlStore, type ControlKind, type ControlRecord } from '../shared/cached-control-store'
 import { withTimeout, type RedisClient } from './connection'
 import { BOOTSTRAP_SCRIPT } from './control-scripts'
@@ -71,6 +72,13 @@ export class RedisControlStore extends CachedControlStore {
       this.cmd.sendCommand(['SET', this.keys.dataLost(), new Date().toISOString(), 'NX']),
       this.timeoutMs,
     )
+  }
+
+  async secret() {
+    const key = this.keys.secret()
+    // SET NX then GET: the first node's value stays, every node reads the same one
+    await withTimeout(this.cmd.sendCommand(['SET', key, randomSecret(), 'NX']), this.timeoutMs)
+    return String(await withTimeout(this.cmd.sendCommand(['GET', key]), this.timeoutMs))
   }
 
   protected async persist(r: ControlRecord, e: ControlEvent) {

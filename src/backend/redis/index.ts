@@ -4,6 +4,7 @@ import { RedisChatStore } from './chat-store'
 import { connectFastSender, connectRedis, type RedisSettings } from './connection'
 import { RedisControlStore } from './control-store'
 import { RedisKeys } from './keys'
+import { RedisMarkStore } from './mark-store'
 import { RedisNonceStore } from './nonce-store'
 import { RedisObjectStore } from './object-store'
 import { RedisOccupancyStore } from './occupancy-store'
@@ -41,6 +42,7 @@ export async function createRedisBackend(s: RedisBackendSettings, onError: (e: u
     presence,
     stats: new RedisStatsStore(cmd, keys, report),
     nonces: new RedisNonceStore(cmd, keys, s.redisTimeoutMs),
+    marks: new RedisMarkStore(cmd, keys, s.redisTimeoutMs),
     revocations,
     limits: new RedisRateLimitStore(fast.send, keys, s.redisTimeoutMs),
     queues: new RedisQueueStore(cmd, keys, s.redisTimeoutMs),

@@ -20,6 +20,8 @@ export class RedisKeys {
   epoch = () => `${this.prefix}epoch`
   /** Set by a node that found the epoch gone: later nodes refuse to bootstrap over lost data. */
   dataLost = () => `${this.prefix}epoch:lost`
+  /** The servers' shared secret (ControlStore.secret). */
+  secret = () => `${this.prefix}secret`
   /** Pub/sub channel of control changes (`kind id`). */
   controlEvents = () => `${this.prefix}ctl:events`
   /** Hash of a channel's event-stream subscribers per node: node id -> `<count>:<reported at ms>`. */
@@ -42,7 +44,15 @@ export class RedisKeys {
   /** Hash of stats counters of one interval; sorted set indexing a scope's intervals. */
   stats = (scope: string, unit: string, start: number) => `${this.prefix}st:${scope}:${unit}:${start}`
   statsIndex = (scope: string, unit: string) => `${this.prefix}sx:${scope}:${unit}`
-  nonce = (key: string) => `${this.prefix}nonce:${key}`
+  /**
+   * A token-request nonce, and the sorted set of its scope's (account's) live nonces scored by
+   * expiry (ms, Redis time) that bounds them; the scope is the hash tag, so both share a slot.
+   */
+  nonce = (scope: string, key: string) => `${this.prefix}nonce:{${scope}}:${key}`
+  nonceIndex = (scope: string) => `${this.prefix}nonces:{${scope}}`
+  /** A mark about a realtime connection (MarkStore); the sorted set of a scope's marks by expiry (ms). */
+  mark = (key: string) => `${this.prefix}mark:${key}`
+  markIndex = (scope: string) => `${this.prefix}marks:${scope}`
   /**
    * Hash of the token revocations of one key (field: JSON `[target, issuedBefore, appliesAt]`,
    * value: when it expires), expiring with the last of them; the SCAN pattern matching them all;

@@ -139,6 +139,7 @@ export abstract class CachedControlStore implements ControlStore {
   abstract bootstrap(seed: BootstrapSeed, acceptDataLoss: boolean): Promise<BootstrapOutcome>
   abstract epoch(): Promise<string | undefined>
   abstract markDataLost(): Promise<void>
+  abstract secret(): Promise<string>
 
   onChange(listener: (e: ControlEvent) => void) {
     this.listeners.add(listener)

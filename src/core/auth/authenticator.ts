@@ -4,7 +4,6 @@ import { fromBase64, utf8Decode } from '../../lib/encoding'
 import type { Clock, ControlStore, RevocationStore } from '../ports'
 import type { ApiKey, App } from '../types'
 import { CapabilityMatcher, intersectCapability, parseCapability } from './capability'
-import { verifyConnectionKey } from './connection-keys'
 import { checkClientIdLength, type Principal } from './principal'
 import { REVOCABLE_TOKEN_MAX_TTL_MS, revocationError } from './revocation'
 import { parseJwt, parseTokenKeyName, verifyJwt, verifyToken, type TokenClaims } from './tokens'
@@ -115,22 +114,6 @@ export class Authenticator {
     const app = await this.control.getApp(key.appId)
     if (!app || app.status !== 'enabled') throw new GatewayError(40300, 'Application disabled')
     return { key, app }
-  }
-
-  /**
-   * The id of the realtime connection a connection key names, when the key was made under the
-   * secret of `key` (the resuming principal's API key) or of another key of its app (a connection
-   * that re-authenticated with a token of another key resumes with the token, while its key is the
-   * one it was first given).
-   */
-  async connectionOf(connectionKey: string, key: ApiKey): Promise<string | undefined> {
-    const id = verifyConnectionKey(connectionKey, key.secret)
-    if (id !== undefined) return id
-    for (const other of await this.control.listKeys(key.appId)) {
-      const found = other.secret === key.secret ? undefined : verifyConnectionKey(connectionKey, other.secret)
-      if (found !== undefined) return found
-    }
-    return undefined
   }
 
   matcher(canonicalJson: string, parsed?: Record<string, string[]>): CapabilityMatcher {

@@ -1,21 +1,33 @@
 import { hmacSha256, randomId, safeEqual } from '../../lib/crypto'
+import type { Clock, ControlStore, MarkStore } from '../ports'
+import { ENDED_CONNECTION_MEMORY_MS } from './ended-connections'
 
 /**
- * Realtime connection identities. A connection key is `<connectionId>!<stamp>.<mac>`: the stamp
- * is when the key was issued (ms, base 36; every CONNECTED of a connection may bring a new key),
- * the mac an HMAC of both under the secret of the API key the connection authenticated with, so
- * any node can verify a resume (or recover) without shared per-connection state, and a key is
- * useless to anyone without that API key's credentials.
+ * Realtime connection identities. A connection key is `<connectionId>!<stamp>.<who>.<mac>`:
+ *
+ * - `stamp`: when the key was issued (ms, base 36; every CONNECTED of a connection may bring a new key);
+ * - `who`: a digest of the identity the connection was opened as (API key name and clientId);
+ * - `mac`: an HMAC of all of it and the app id under the servers' own secret (ControlStore.secret),
+ *   so only a server can mint one, any node can verify one without per-connection state, and a
+ *   key resumes only for the app and identity it was issued to.
+ *
+ * A connection re-authorised (AUTH) as another identity of its app (a token of another key, or a
+ * clientId it had not) keeps the key it was given first (the official client does); the identity
+ * it was granted is recorded, and a resume as that identity is let through too.
  */
 export const newConnectionId = (): string => randomId(12)
 
-const mac = (connectionId: string, stamp: string, secret: string) =>
-  hmacSha256(secret, `connection:${connectionId}:${stamp}`, 'base64url').slice(0, 22)
-
-export function connectionKey(connectionId: string, secret: string, issuedAt = Date.now()): string {
-  const stamp = issuedAt.toString(36)
-  return `${connectionId}!${stamp}.${mac(connectionId, stamp, secret)}`
+/** Who may resume a connection: the app, the API key and the clientId it was opened with. */
+export interface ConnectionIdentity {
+  appId: string
+  keyName: string
+  clientId?: string
 }
+
+const whoOf = (i: ConnectionIdentity) =>
+  hmacSha256('connection-identity', `${i.keyName}\u0000${i.clientId ?? ''}`, 'base64url').slice(0, 16)
+
+const KEY = /^([A-Za-z0-9_-]{1,64})!([0-9a-z]{1,12})\.([A-Za-z0-9_-]{16})\.([A-Za-z0-9_-]{22})$/
 
 /** The connection id of a key, when it is well formed (not yet verified). */
 export function connectionIdOf(key: string): string | undefined {
@@ -24,13 +36,68 @@ export function connectionIdOf(key: string): string | undefined {
   return bang > 0 && /^[A-Za-z0-9_-]{1,64}$/.test(id) ? id : undefined
 }
 
-/** The connection id of a key made with `secret`, or undefined when it is not one. */
-export function verifyConnectionKey(key: string, secret: string): string | undefined {
-  const id = connectionIdOf(key)
-  if (id === undefined) return undefined
-  const rest = key.slice(id.length + 1)
-  const dot = rest.indexOf('.')
-  const stamp = rest.slice(0, dot)
-  if (dot < 1 || !/^[0-9a-z]{1,12}$/.test(stamp)) return undefined
-  return safeEqual(rest.slice(dot + 1), mac(id, stamp, secret)) ? id : undefined
+const grantKey = (connectionId: string, who: string) => `connection-granted:${connectionId}:${who}`
+
+/** Issues and verifies connection keys (see above). */
+export class ConnectionKeys {
+  private secretOnce?: Promise<string>
+
+  constructor(
+    private readonly control: Pick<ControlStore, 'secret'>,
+    /** Identities connections were re-authorised as, shared by all nodes. */
+    private readonly grants: MarkStore,
+    private readonly clock: Clock,
+    /** Grants one app may have recorded (the oldest are forgotten first: a resume as that identity then gets a new connection). */
+    private readonly maxGrantsPerApp: number,
+  ) {}
+
+  /** The servers' secret, read once (again after a failed read). */
+  private secret(): Promise<string> {
+    this.secretOnce ??= this.control.secret().catch((e) => {
+      this.secretOnce = undefined
+      throw e
+    })
+    return this.secretOnce
+  }
+
+  private static mac(secret: string, id: string, stamp: string, appId: string, who: string): string {
+    return hmacSha256(secret, `connection:${id}:${stamp}:${appId}:${who}`, 'base64url').slice(0, 22)
+  }
+
+  /** A key of connection `connectionId` for `identity`. */
+  async issue(connectionId: string, identity: ConnectionIdentity, issuedAt = this.clock.now()): Promise<string> {
+    const stamp = issuedAt.toString(36)
+    const who = whoOf(identity)
+    return `${connectionId}!${stamp}.${who}.${ConnectionKeys.mac(await this.secret(), connectionId, stamp, identity.appId, who)}`
+  }
+
+  /**
+   * The id of the connection `key` names, when a server issued it for `identity` (same app, API
+   * key and clientId) or for another identity of the app that the connection was later granted
+   * `identity` (AUTH); undefined otherwise.
+   */
+  async verify(key: string, identity: ConnectionIdentity): Promise<string | undefined> {
+    const m = KEY.exec(key)
+    if (!m) return undefined
+    const [, id, stamp, who, mac] = m as unknown as [string, string, string, string, string]
+    if (!safeEqual(mac, ConnectionKeys.mac(await this.secret(), id, stamp, identity.appId, who))) return undefined
+    const asked = whoOf(identity)
+    if (who === asked) return id
+    return (await this.grants.has(grantKey(id, asked))) ? id : undefined
+  }
+
+  /** Whether `a` and `b` are one identity (a key issued for one resumes for the other). */
+  static same(a: ConnectionIdentity, b: ConnectionIdentity): boolean {
+    return a.keyName === b.keyName && (a.clientId ?? '') === (b.clientId ?? '')
+  }
+
+  /** Records that connection `connectionId` was re-authorised as `identity`: its keys resume as it too. */
+  async grant(connectionId: string, identity: ConnectionIdentity): Promise<void> {
+    await this.grants.add(
+      identity.appId,
+      grantKey(connectionId, whoOf(identity)),
+      ENDED_CONNECTION_MEMORY_MS,
+      this.maxGrantsPerApp,
+    )
+  }
 }

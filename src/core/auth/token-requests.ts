@@ -1,5 +1,6 @@
 import { GatewayError } from '../../errors'
 import { hmacSha256, randomId, safeEqual } from '../../lib/crypto'
+import { decimalInteger } from '../../lib/decimal'
 import type { Clock, NonceStore } from '../ports'
 import type { Limits } from '../limits/limits'
 import type { StatsService } from '../stats/stats-service'
@@ -22,9 +23,12 @@ export interface TokenRequestSettings {
   tokenDefaultTtlMs: number
   tokenMaxTtlMs: number
   tokenRequestWindowMs: number
+  /** Live nonces one account may have (a nonce is never forgotten while live: past this, 429). */
+  tokenNoncesPerAccount: number
 }
 
 const str = (v: unknown): string | undefined => (v === undefined || v === null ? undefined : String(v))
+const absent = (v: unknown) => v === undefined || v === null || v === ''
 
 /**
  * `POST /keys/{keyName}/requestToken`: a signed TokenRequest (keyName, timestamp, nonce, mac)
@@ -51,7 +55,9 @@ export class TokenRequests {
     await this.limits.take(app.accountId, 'tokenRequests')
     if (body.mac !== undefined) {
       if (str(body.keyName) !== keyName) throw new GatewayError(40101, 'Token request keyName does not match the path')
-      const timestamp = Number(body.timestamp)
+      const timestamp = absent(body.timestamp) ? NaN : decimalInteger(body.timestamp)
+      if (timestamp === undefined)
+        throw new GatewayError(40003, 'Invalid timestamp: must be an integer of decimal digits (ms since the epoch)')
       const nonce = str(body.nonce) ?? ''
       if (!Number.isFinite(timestamp) || Math.abs(this.clock.now() - timestamp) > this.s.tokenRequestWindowMs)
         throw new GatewayError(40104)
@@ -67,8 +73,7 @@ export class TokenRequests {
         ].join('\n') + '\n'
       if (!safeEqual(String(body.mac), hmacSha256(key.secret, signed, 'base64')))
         throw new GatewayError(40101, 'Invalid token request: mac mismatch')
-      if (!(await this.nonces.claim(`${keyName}:${nonce}:${timestamp}`, this.s.tokenRequestWindowMs * 2)))
-        throw new GatewayError(40105)
+      await this.claimNonce(app.accountId, `${keyName}:${nonce}:${timestamp}`)
     } else {
       const p = await principal()
       if (p.kind !== 'basic') throw new GatewayError(40162, 'An unsigned token request requires Basic authentication')
@@ -79,12 +84,10 @@ export class TokenRequests {
     const maxTtl = key.revocableTokens
       ? Math.min(this.s.tokenMaxTtlMs, REVOCABLE_TOKEN_MAX_TTL_MS)
       : this.s.tokenMaxTtlMs
-    const ttl =
-      body.ttl === undefined || body.ttl === null || body.ttl === ''
-        ? Math.min(this.s.tokenDefaultTtlMs, maxTtl)
-        : Number(body.ttl)
-    if (!Number.isInteger(ttl) || ttl <= 0)
-      throw new GatewayError(40003, 'Invalid ttl: must be a positive integer (ms)')
+    // plain decimal digits only: Number() would read "0x10" as a 16 ms ttl
+    const ttl = absent(body.ttl) ? Math.min(this.s.tokenDefaultTtlMs, maxTtl) : decimalInteger(body.ttl)
+    if (ttl === undefined || ttl <= 0)
+      throw new GatewayError(40003, 'Invalid ttl: must be a positive integer of decimal digits (ms)')
     if (ttl > maxTtl)
       throw new GatewayError(
         40003,
@@ -116,5 +119,32 @@ export class TokenRequests {
     details.token = signToken(key, { ...details, revocable: key.revocableTokens, revocationKey }, randomId(8))
     this.stats.tokenRequestSucceeded(key.appId, app.accountId)
     return details
+  }
+
+  /**
+   * Records a signed request's nonce for as long as its timestamp is current, or refuses the
+   * request: a replay (40105), or no room for another nonce (429 for the account's bound, 503
+   * for the node's). A live nonce is never dropped to make room: that would let its signed
+   * request be replayed.
+   */
+  private async claimNonce(accountId: string, nonce: string): Promise<void> {
+    const ttl = this.s.tokenRequestWindowMs * 2
+    const retryAfter = { 'retry-after': String(Math.ceil(ttl / 1000)) }
+    switch (await this.nonces.claim(accountId, nonce, ttl, this.s.tokenNoncesPerAccount)) {
+      case 'claimed':
+        return
+      case 'seen':
+        throw new GatewayError(40105)
+      case 'scopeFull':
+        throw new GatewayError(
+          42910,
+          `Rate limit exceeded: this account has ${this.s.tokenNoncesPerAccount} signed token requests in the replay window; retry when they expire`,
+          { headers: retryAfter },
+        )
+      case 'storeFull':
+        throw new GatewayError(50003, 'Too many signed token requests in the replay window; retry later', {
+          headers: retryAfter,
+        })
+    }
   }
 }

@@ -1,4 +1,5 @@
 import { GatewayError, type ErrorBody } from '../../errors'
+import { decimalInteger } from '../../lib/decimal'
 import type { Limits } from '../limits/limits'
 import type { Clock, RevocationStore } from '../ports'
 import type { BatchResult, TokenRevocation } from '../types'
@@ -100,9 +101,13 @@ function parseRequest(
   if (targets.length > MAX_REVOCATION_TARGETS) throw badBody(`at most ${MAX_REVOCATION_TARGETS} targets`)
   let issuedBefore = now
   if (b.issuedBefore !== undefined && b.issuedBefore !== null) {
-    issuedBefore = Number(b.issuedBefore)
-    if (!Number.isInteger(issuedBefore))
-      throw new GatewayError(40003, 'Invalid issuedBefore: must be a time in milliseconds since the epoch')
+    const at = decimalInteger(b.issuedBefore)
+    if (at === undefined)
+      throw new GatewayError(
+        40003,
+        'Invalid issuedBefore: must be a time in milliseconds since the epoch (decimal digits)',
+      )
+    issuedBefore = at
     if (issuedBefore > now) throw new GatewayError(40003, 'Invalid issuedBefore: must not be in the future')
     if (issuedBefore < now - MAX_ISSUED_BEFORE_AGE_MS)
       throw new GatewayError(40003, 'Invalid issuedBefore: must not be more than an hour in the past')

@@ -90,8 +90,11 @@ export function verifyJwt(
   if (!safeEqual(jwt.sig, hmacSha256(key.secret, jwt.signed, 'base64url')))
     throw new GatewayError(40144, 'Invalid JWT: signature mismatch')
   const { iat, exp } = jwt.claims
-  if (typeof iat !== 'number') throw new GatewayError(40144, 'Invalid JWT: iat must be specified')
-  if (typeof exp !== 'number') throw new GatewayError(40144, 'Invalid JWT: exp must be specified')
+  // finite: a JSON number out of range (1e400) parses as Infinity, a token that would never expire
+  if (typeof iat !== 'number' || !Number.isFinite(iat))
+    throw new GatewayError(40144, 'Invalid JWT: iat must be specified as a number of seconds')
+  if (typeof exp !== 'number' || !Number.isFinite(exp))
+    throw new GatewayError(40144, 'Invalid JWT: exp must be specified as a number of seconds')
   const cap = jwt.claims['x-ably-capability']
   const clientId = jwt.claims['x-ably-clientId']
   const revocationKey = jwt.claims['x-ably-revocation-key']

@@ -40,8 +40,6 @@ const published = metrics.counter(
 )
 
 export const MAX_BATCH_CHANNELS = 100
-/** Latest entries of a channel searched for a resent publish (publishedBefore). */
-const RESEND_LOOKBACK = 1000
 export const MAX_BATCH_MESSAGES = 1000
 
 /** A result, or its promise when it has to wait for something (I/O, a lookup not cached). */
@@ -150,7 +148,8 @@ export class ChannelService {
   }
 
   private appendTo(p: Principal, x: Prepared, persisted: boolean, charge?: LimitCharge): Answer<PublishResponse> {
-    const opts = { persisted, clientIds: x.clientIds, charge }
+    // ids a client may send again: its own, or a connection's (resent after a resume)
+    const opts = { persisted, clientIds: x.clientIds, findable: x.clientIds || x.realtime, charge }
     const appended = (res: PublishResult): PublishResponse => {
       if (charge) this.limits.settle(charge, res.charged!)
       if (res.appended > 0) {
@@ -186,36 +185,36 @@ export class ChannelService {
     return { channel: checkChannelName(channelName), messageId, serials: [versionSerial] }
   }
 
-  /** History: messages in their latest versions, in the places of the originals. */
   /**
-   * The serials of messages a connection published as protocol message `msgSerial` (ids
-   * `<connectionId>:<msgSerial>:<index>`), when all `count` of them are among the channel's latest
-   * entries: how a node that did not see the first attempt (the connection resumed here from a
-   * node that died) tells a resend from a new publish. Undefined when they are not there.
+   * For each protocol message a connection sent (`msgSerial`, with `count` messages: ids
+   * `<connectionId>:<msgSerial>:<index>`), the serials its messages have in the channel's log
+   * (within the idempotency window) when all of them are there, else undefined: how a node that
+   * did not see the first attempt (the connection resumed here from a node that died, or from
+   * this node before a crash) tells a resend from a new publish. One lookup for them all (on
+   * Redis, one scan of the channel's stream).
    */
   async publishedBefore(
     p: Principal,
     channelName: string,
-    ctx: PublishContext,
-    count: number,
-  ): Promise<string[] | undefined> {
+    connectionId: string,
+    resends: Array<{ msgSerial: number; count: number }>,
+  ): Promise<Array<string[] | undefined>> {
     const channel = checkChannelName(channelName)
-    const base = `${ctx.connectionId}:${ctx.msgSerial}:`
-    const recent = await this.broker.history(
-      p.appId,
-      channel,
-      { limit: RESEND_LOOKBACK, direction: 'backwards', entries: 'all' },
-      { persisted: false },
+    // a count out of bounds was never published: refused whole
+    const idsOf = resends.map(({ msgSerial, count }) =>
+      count < 1 || count > MAX_BATCH_MESSAGES
+        ? []
+        : Array.from({ length: count }, (_, i) => `${connectionId}:${msgSerial}:${i}`),
     )
-    const serials: string[] = []
-    for (let i = 0; i < count; i++) {
-      const m = recent.find((e) => e.id === base + i)
-      if (!m) return undefined
-      serials.push(m.serial)
-    }
-    return serials
+    const persisted = await this.namespaces.isPersisted(p.appId, channel)
+    const found = await this.broker.serialsOf(p.appId, channel, idsOf.flat(), { persisted })
+    return idsOf.map((ids) => {
+      const serials = ids.map((id) => found.get(id))
+      return serials.length && serials.every((s) => s !== undefined) ? (serials as string[]) : undefined
+    })
   }
 
+  /** History: messages in their latest versions, in the places of the originals. */
   async history(p: Principal, channelName: string, q: HistoryQuery): Promise<Message[]> {
     const channel = checkChannelName(channelName)
     authorize(p, channel, 'history')

@@ -9,10 +9,17 @@ import type { Management, ManagementPrincipal } from './management'
 const bad = (m: string) => new GatewayError(40000, m)
 const obj = (v: unknown): Record<string, unknown> =>
   v && typeof v === 'object' && !Array.isArray(v) ? (v as Record<string, unknown>) : {}
-const posInt = (v: unknown, field: string) => {
-  if (!Number.isInteger(v) || (v as number) <= 0) throw bad(`${field} must be a positive integer`)
+const posInt = (v: unknown, field: string, max: number) => {
+  if (!Number.isInteger(v) || (v as number) <= 0 || (v as number) > max)
+    throw bad(`${field} must be an integer from 1 to ${max}`)
   return v as number
 }
+const QUEUE_NAME = /^[A-Za-z0-9_-]{1,64}$/
+
+/** Longest a queued message may wait (minutes): a day (the hosted service's default limit is an hour). */
+export const MAX_QUEUE_TTL_MINUTES = 1440
+/** Most messages one queue keeps (the hosted service's default limit is 10,000). */
+export const MAX_QUEUE_LENGTH = 100_000
 
 /** Rules one app may have: each can hold its own webhook buffer, and every filter runs on publishes. */
 export const MAX_RULES_PER_APP = 50
@@ -143,16 +150,17 @@ export class Integrations {
   async createQueue(p: ManagementPrincipal, appId: string, input: Record<string, unknown>): Promise<Queue> {
     await this.mgmt.app(p, appId)
     const name = input.name
-    if (typeof name !== 'string' || !/^[A-Za-z0-9_-]{1,64}$/.test(name))
-      throw bad('name must be 1-64 letters, digits, "_" or "-"')
-    const region = typeof input.region === 'string' && input.region ? input.region : 'local'
+    if (typeof name !== 'string' || !QUEUE_NAME.test(name)) throw bad('name must be 1-64 letters, digits, "_" or "-"')
+    const region = input.region === undefined || input.region === null || input.region === '' ? 'local' : input.region
+    if (typeof region !== 'string' || !QUEUE_NAME.test(region))
+      throw bad('region must be 1-64 letters, digits, "_" or "-"')
     const q: Queue = {
       id: `${appId}:${region}:${name}`,
       appId,
       name,
       region,
-      ttl: posInt(input.ttl, 'ttl (minutes)'),
-      maxLength: posInt(input.maxLength, 'maxLength'),
+      ttl: posInt(input.ttl, 'ttl (minutes)', MAX_QUEUE_TTL_MINUTES),
+      maxLength: posInt(input.maxLength, 'maxLength', MAX_QUEUE_LENGTH),
       created: this.clock.now(),
     }
     if ((await this.control.listQueues(appId)).some((x) => x.name === name))

@@ -31,14 +31,29 @@ export const NAMESPACE_FLAGS = [
   'populateChannelRegistry',
 ] as const
 
+/** Longest display name of an account, app or key. */
+export const MAX_NAME_LENGTH = 256
+/** Longest `batchingInterval` / `conflationInterval` of a namespace (ms). */
+export const MAX_NAMESPACE_INTERVAL_MS = 60_000
+/** Longest `conflationKey` of a namespace. */
+export const MAX_CONFLATION_KEY_LENGTH = 256
+
 const bad = (message: string) => new GatewayError(40000, message)
-const str = (v: unknown, field: string, required: boolean): string | undefined => {
+const str = (v: unknown, field: string, required: boolean, max = MAX_NAME_LENGTH): string | undefined => {
   if (v === undefined || v === null) {
     if (required) throw bad(`${field} is required`)
     return undefined
   }
   if (typeof v !== 'string' || !v.trim()) throw bad(`${field} must be a non-empty string`)
+  if (v.length > max) throw bad(`${field} must be at most ${max} characters`)
   return v
+}
+/** An integer from 0 to `max`; undefined when absent. */
+const interval = (v: unknown, field: string, max: number): number | undefined => {
+  if (v === undefined) return undefined
+  if (!Number.isSafeInteger(v) || (v as number) < 0 || (v as number) > max)
+    throw bad(`${field} must be an integer from 0 to ${max}`)
+  return v as number
 }
 const bool = (v: unknown, field: string): boolean | undefined => {
   if (v === undefined || v === null) return undefined
@@ -48,6 +63,11 @@ const bool = (v: unknown, field: string): boolean | undefined => {
 const ID = /^[A-Za-z0-9_-]{1,64}$/
 /** Highest rate-limit override (per second, per minute for the management classes). */
 export const MAX_LIMIT_OVERRIDE = 1_000_000
+/**
+ * Lowest rate-limit override, in the same units: one request per 10,000 seconds (minutes). Below
+ * it a rate blocks the account in all but name; disabling its apps says so.
+ */
+export const MIN_LIMIT_OVERRIDE = 0.0001
 
 /**
  * Provisioning of apps, keys and namespaces for the management interface. Every call is scoped
@@ -145,7 +165,7 @@ export class Management {
 
   /**
    * Overrides rate limits of any account: the operator's alone (a tenant raising its own limits
-   * would defeat them). Each value is a positive number up to MAX_LIMIT_OVERRIDE, or null.
+   * would defeat them). Each value is a number from MIN_LIMIT_OVERRIDE to MAX_LIMIT_OVERRIDE, or null.
    */
   async setLimits(p: ManagementPrincipal, accountId: string, input: Record<string, unknown>): Promise<void> {
     if (!this.isOperator(p)) throw new GatewayError(40160, 'Only the operator may change rate limits')
@@ -155,9 +175,9 @@ export class Management {
       if (!LIMIT_CLASSES.includes(cls as LimitClass))
         throw bad(`unknown limit class "${cls}" (one of ${LIMIT_CLASSES.join(', ')})`)
       if (v === null) delete limits[cls as LimitClass]
-      else if (typeof v === 'number' && Number.isFinite(v) && v > 0 && v <= MAX_LIMIT_OVERRIDE)
+      else if (typeof v === 'number' && v >= MIN_LIMIT_OVERRIDE && v <= MAX_LIMIT_OVERRIDE)
         limits[cls as LimitClass] = v
-      else throw bad(`limit "${cls}" must be a positive number up to ${MAX_LIMIT_OVERRIDE}, or null`)
+      else throw bad(`limit "${cls}" must be a number from ${MIN_LIMIT_OVERRIDE} up to ${MAX_LIMIT_OVERRIDE}, or null`)
     }
     const next = { ...account, limits }
     await this.control.createAccount(next)
@@ -301,13 +321,12 @@ export class Management {
       if (v !== undefined) ns[f] = v
       else if (fresh) ns[f] = false
     }
-    const interval = input.batchingInterval
-    if (interval !== undefined && (!Number.isInteger(interval) || (interval as number) < 0))
-      throw bad('batchingInterval must be a non-negative integer')
-    ns.batchingInterval = interval ?? (fresh ? 20 : ns.batchingInterval)
-    for (const f of ['conflationInterval', 'conflationKey'] as const) {
-      if (input[f] !== undefined) ns[f] = input[f]
-    }
+    const batching = interval(input.batchingInterval, 'batchingInterval', MAX_NAMESPACE_INTERVAL_MS)
+    ns.batchingInterval = batching ?? (fresh ? 20 : ns.batchingInterval)
+    const conflation = interval(input.conflationInterval, 'conflationInterval', MAX_NAMESPACE_INTERVAL_MS)
+    if (conflation !== undefined) ns.conflationInterval = conflation
+    if (input.conflationKey !== undefined)
+      ns.conflationKey = str(input.conflationKey, 'conflationKey', false, MAX_CONFLATION_KEY_LENGTH)
     return ns
   }
 }

@@ -15,8 +15,11 @@ export interface LimitSettings {
   limitManagementStatsPerMinute: number
 }
 
-/** A rate as the X-RateLimit-Limit header and error messages give it: per second, to 3 decimals. */
-const perSecond = (rate: number) => String(Math.round(rate * 1000) / 1000)
+/**
+ * A rate as the X-RateLimit-Limit header and error messages give it: per second, to 3 decimals,
+ * or 3 significant digits below 1 (an override of one request per hour is not "0/s").
+ */
+const perSecond = (rate: number) => String(rate < 1 ? Number(rate.toPrecision(3)) : Math.round(rate * 1000) / 1000)
 
 const refused = metrics.counter('gateway_rate_limited_total', 'Requests refused by a rate limit, by limit class.')
 

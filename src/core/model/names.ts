@@ -12,6 +12,8 @@ export function checkChannelName(name: unknown): string {
   if (name.startsWith('['))
     throw new GatewayError(40010, 'Invalid channel name: qualified and meta channels are not supported here')
   if (CONTROL.test(name)) throw new GatewayError(40010, 'Invalid channel name: control characters are not allowed')
+  // a lone surrogate (JSON `"\ud800"`) is no text: it cannot be stored, matched or sent back as sent
+  if (!name.isWellFormed()) throw new GatewayError(40010, 'Invalid channel name: not well-formed Unicode')
   return name
 }
 
