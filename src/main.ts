@@ -1,7 +1,8 @@
 import { helpText, parseArgs, USAGE } from './cli'
 import { loadConfig, type Config } from './config'
-import { flushLogs } from './lib/logger'
+import { createLogger, flushLogs } from './lib/logger'
 import { createNode } from './node'
+import { supervise, supervisorGone } from './supervisor'
 import { VERSION } from './version'
 
 /** Composition root: command line -> config -> node (backend, core, app) -> listen -> bootstrap. */
@@ -23,7 +24,13 @@ async function main(): Promise<number | undefined> {
   }
 
   const config = loadConfig()
-  const node = await createNode(config)
+  // WORKERS above 1: this process supervises that many workers (each one runs the lines below)
+  if (config.workers > 1 && !config.workerId) return supervise(config)
+  const orphaned = config.workerId ? supervisorGone() : undefined
+  const node = await createNode(
+    config,
+    config.workerId ? { log: createLogger(config.logLevel, { worker: config.workerId }) } : {},
+  )
   const { log } = node
   // the port first: a start that cannot listen exits before any credential is created
   let server
@@ -74,6 +81,8 @@ async function main(): Promise<number | undefined> {
   }
   process.on('SIGTERM', () => void stop('SIGTERM'))
   process.on('SIGINT', () => void stop('SIGINT'))
+  // a worker whose supervisor was killed (no SIGTERM passed on) stops too: no orphan keeps the port
+  void orphaned?.then(() => stop('supervisor gone'))
   return undefined
 }
 

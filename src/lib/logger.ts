@@ -30,16 +30,22 @@ export function isoNow(): string {
   return lastIso
 }
 
-export function createLogger(level: LogLevel): Logger {
+/** `base`: fields every line ends with (e.g. the worker a process is), also lines built by callers. */
+export function createLogger(level: LogLevel, base?: Record<string, unknown>): Logger {
   const min = ORDER[level]
-  const line = (lvl: LogLevel, json: string) => {
-    if (ORDER[lvl] < min) return
+  // spliced before the closing brace of every line: one string concatenation, no re-encoding
+  const tail = base && Object.keys(base).length ? ',' + JSON.stringify(base).slice(1) : '}'
+  const emit = (lvl: LogLevel, json: string) => {
     if (ORDER[lvl] >= ORDER.warn) process.stderr.write(json + '\n')
     else stdoutLines.push(json)
   }
+  const line = (lvl: LogLevel, json: string) => {
+    if (ORDER[lvl] < min) return
+    emit(lvl, tail === '}' ? json : json.slice(0, -1) + tail)
+  }
   const write = (lvl: LogLevel, msg: string, fields?: Record<string, unknown>) => {
     if (ORDER[lvl] < min) return
-    line(lvl, JSON.stringify({ time: isoNow(), level: lvl, msg, ...fields }))
+    emit(lvl, JSON.stringify({ time: isoNow(), level: lvl, msg, ...fields, ...base }))
   }
   return {
     debug: (m, f) => write('debug', m, f),
