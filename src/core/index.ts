@@ -4,6 +4,7 @@ import { ConnectionKeys } from './auth/connection-keys'
 import { EndedConnections, type EndedConnectionSettings } from './auth/ended-connections'
 import { TokenRevocations } from './auth/token-revocations'
 import { ChannelService, type ChannelSettings } from './channels/channel-service'
+import { OnBehalf } from './channels/on-behalf'
 import { MutableMessages, type MutableSettings } from './channels/mutable-messages'
 import { ChatService, DEFAULT_TYPING_TIMEOUT_MS } from './chat/chat-service'
 import { DataGuard } from './control/data-guard'
@@ -94,6 +95,8 @@ export function createCore(backend: Backend, clock: Clock, s: CoreSettings): Cor
   const management = new Management(backend.control, clock)
   const presence = new PresenceService(backend.broker, backend.presence, namespaces, limits)
   const dataGuard = new DataGuard(backend.control)
+  const connectionKeys = new ConnectionKeys(backend.control, backend.marks, clock, s.connectionMarksPerApp)
+  const endedConnections = new EndedConnections(backend.marks, s.connectionMarksPerApp)
   const messages = new MutableMessages(backend.broker, backend.versions, namespaces, limits, stats, s)
   const push = new PushService(
     backend.push,
@@ -119,8 +122,8 @@ export function createCore(backend: Backend, clock: Clock, s: CoreSettings): Cor
     memory: () => backend.broker.memory?.() ?? { channels: 0, messages: 0, bytes: 0 },
     auth,
     tokens: new TokenRequests(auth, backend.nonces, limits, stats, clock, s),
-    connectionKeys: new ConnectionKeys(backend.control, backend.marks, clock, s.connectionMarksPerApp),
-    endedConnections: new EndedConnections(backend.marks, s.connectionMarksPerApp),
+    connectionKeys,
+    endedConnections,
     revocations: new TokenRevocations(auth, backend.revocations, limits, clock),
     namespaces,
     hub,
@@ -141,6 +144,7 @@ export function createCore(backend: Backend, clock: Clock, s: CoreSettings): Cor
       s,
       push,
       messages,
+      new OnBehalf(connectionKeys, endedConnections),
     ),
     messages,
     management,

@@ -7,6 +7,7 @@ export const ERROR_CODES = {
   40000: { status: 400, message: 'Bad request' },
   40001: { status: 400, message: 'Invalid request body' },
   40003: { status: 400, message: 'Invalid request parameter value' },
+  40006: { status: 400, message: 'Invalid connection id' },
   40009: { status: 413, message: 'Maximum message length exceeded' },
   40010: { status: 400, message: 'Invalid channel name' },
   40012: { status: 400, message: 'Invalid client ID' },

@@ -39,7 +39,7 @@ export class Attachment implements SessionSink {
     private readonly host: AttachmentHost,
     readonly channel: string,
     readonly modes: number,
-    /** Flags of ATTACHED besides the modes (RESUMED, HAS_BACKLOG). */
+    /** Flags of ATTACHED besides the modes (RESUMED, HAS_PRESENCE; HAS_BACKLOG is found when the session begins). */
     private readonly flags: number,
     /** Channel params the server recognised, echoed in ATTACHED. */
     private readonly params: Record<string, string> | undefined,
@@ -47,9 +47,14 @@ export class Attachment implements SessionSink {
     private readonly error?: GatewayError,
   ) {}
 
-  /** ATTACHED with the attach point: the resume point when resumed, else the channel's head. */
+  /**
+   * ATTACHED with the attach point: the resume point when resumed, else the channel's head. Rewound
+   * messages follow when a fresh attach starts below the head: only then is HAS_BACKLOG set.
+   */
   begin(positions: string[], heads: string[]): void {
-    this.sendAttached(this.flags & Flag.RESUMED ? positions[0]! : heads[0]!)
+    if (this.flags & Flag.RESUMED) return this.sendAttached(positions[0]!)
+    const backlog = positions[0] !== heads[0] ? Flag.HAS_BACKLOG : 0
+    this.sendAttached(heads[0]!, this.error, this.flags | backlog)
   }
 
   sendAttached(channelSerial: string, error = this.error, flags = this.flags): void {

@@ -4,11 +4,21 @@ import { GatewayError } from '../../errors'
 import { toGatewayError } from '../plugins/errors'
 import type { Core } from '../../core'
 import { Attachment, type AttachmentHost } from './attachment'
-import { Action, Flag, grantedModes, wireError, type ProtocolMessage } from './protocol'
+import {
+  Action,
+  Flag,
+  grantedModes,
+  loggedName,
+  modeRefused,
+  requestedModes,
+  wireError,
+  type ProtocolMessage,
+} from './protocol'
 import type { AckQueue, AckSlot } from './acks'
 import type { PresenceOps } from './presence-ops'
 import { parseRewind } from './rewind'
 import type { RealtimeSettings } from './settings'
+import type { Logger } from '../../lib/logger'
 
 /** What channel operations need of their connection. */
 export interface ChannelHost extends AttachmentHost {
@@ -19,10 +29,15 @@ export interface ChannelHost extends AttachmentHost {
   readonly acks: AckQueue
   /** Fails the connection (a connection-level ERROR, then the socket closes). */
   fail(err: GatewayError): void
+  readonly log: Logger
 }
 
-/** Channel params the server acts on, echoed in ATTACHED (others, e.g. `delta`, are ignored and not echoed). */
-const RECOGNISED_PARAMS = new Set(['rewind'])
+/**
+ * Channel params the server recognises, echoed in ATTACHED as sent (others are dropped, as the
+ * hosted service does): `rewind`, `modes` (which overrides the mode flags), and `delta` (recognised
+ * but not acted on: full payloads are sent, which a client asking for deltas also reads).
+ */
+const RECOGNISED_PARAMS = new Set(['rewind', 'modes', 'delta'])
 
 /**
  * The attachments of one connection. Operations on one channel run one after another (an
@@ -60,15 +75,40 @@ export class ChannelOps {
       this.attachments.delete(channel)
       await this.conn.presence.detached(channel) // leaving a channel leaves its presence (with the members' leaves first)
       this.conn.send({ action: Action.DETACHED, channel })
+      this.conn.log.debug('realtime detached', { connectionId: this.conn.id, channel })
     })
   }
 
-  /** PRESENCE: in order with the channel's attach and detach; a bad channel name is a NACK of `slot`. */
+  /**
+   * The modes granted to the channel's attachment; undefined when the channel is not attached
+   * (publishing without attaching is allowed, within the capability).
+   */
+  modesOf(channel: string): number | undefined {
+    return this.attachments.get(channel)?.modes
+  }
+
+  /**
+   * PRESENCE: in order with the channel's attach and detach; a bad channel name, or an attachment
+   * without the PRESENCE mode, is a NACK of `slot`.
+   */
   presence(pm: ProtocolMessage, slot: AckSlot): void {
     this.onChannel(
       pm,
-      (channel) => this.conn.presence.receive(pm, channel, slot),
-      (err) => this.conn.acks.nack(slot, err.toBody()),
+      async (channel) => {
+        const modes = this.modesOf(channel)
+        if (modes !== undefined && !(modes & Flag.PRESENCE)) throw modeRefused(channel, 'presence')
+        return this.conn.presence.receive(pm, channel, slot)
+      },
+      (err) => {
+        this.conn.log.debug('realtime presence refused', {
+          connectionId: this.conn.id,
+          channel: loggedName(pm.channel),
+          msgSerial: slot.msgSerial,
+          code: err.code,
+          error: err.message,
+        })
+        this.conn.acks.nack(slot, wireError(err))
+      },
     )
   }
 
@@ -99,7 +139,7 @@ export class ChannelOps {
       channel = checkChannelName(name)
     } catch (e) {
       const err = toGatewayError('UNKNOWN', e)
-      return refused ? refused(err) : this.channelError(name, err)
+      return refused ? refused(err) : this.channelError(name, err, pm.action)
     }
     const run = (this.queues?.get(channel) ?? Promise.resolve()).then(() =>
       op(channel).catch((e) => {
@@ -107,7 +147,7 @@ export class ChannelOps {
         if (refused) return refused(err)
         this.attachments.get(channel)?.close()
         this.attachments.delete(channel)
-        this.channelError(channel, err)
+        this.channelError(channel, err, pm.action)
       }),
     )
     ;(this.queues ??= new Map()).set(channel, run)
@@ -116,8 +156,16 @@ export class ChannelOps {
     })
   }
 
-  private channelError(channel: string, err: GatewayError) {
+  /** A channel ERROR (that channel fails; the connection goes on), logged at info with its reason. */
+  private channelError(channel: string, err: GatewayError, action?: number) {
     this.conn.send({ action: Action.ERROR, channel, error: wireError(err) })
+    this.conn.log.info(action === Action.ATTACH ? 'realtime attach refused' : 'realtime channel failed', {
+      connectionId: this.conn.id,
+      channel: loggedName(channel),
+      code: err.code,
+      statusCode: err.statusCode,
+      error: err.message,
+    })
   }
 
   private async doAttach(channel: string, pm: ProtocolMessage) {
@@ -145,17 +193,21 @@ export class ChannelOps {
   private async attachNew(channel: string, pm: ProtocolMessage) {
     const { core } = this.conn
     const principal = this.conn.principalOf
-    const modes = grantedModes(principal.capability, channel, typeof pm.flags === 'number' ? pm.flags : 0)
-    if (!modes) throw new GatewayError(40160, `No capability on channel "${channel}" for any of the requested modes`)
     const params = typeof pm.params === 'object' && pm.params !== null ? pm.params : {}
-    const rewind = params.rewind === undefined ? undefined : parseRewind(String(params.rewind))
+    const modes = grantedModes(principal.capability, channel, requestedModes(pm.flags, params))
+    if (!modes) throw new GatewayError(40160, `No capability on channel "${channel}" for any of the requested modes`)
+    const serial = typeof pm.channelSerial === 'string' && pm.channelSerial ? pm.channelSerial : undefined
+    // an attach that resumes (ATTACH_RESUME, or a channelSerial: the client was attached before)
+    // replays nothing by `rewind`: what it saw is not sent again (the param is still checked)
+    const resuming = serial !== undefined || (typeof pm.flags === 'number' && (pm.flags & Flag.ATTACH_RESUME) !== 0)
+    const parsed = params.rewind === undefined ? undefined : parseRewind(String(params.rewind))
+    const rewind = resuming ? undefined : parsed
     const echoed: Record<string, string> = {}
     for (const [k, v] of Object.entries(params)) if (RECOGNISED_PARAMS.has(k)) echoed[k] = String(v)
 
     let flags = 0
     let error: GatewayError | undefined
     let positions: string[] | undefined
-    const serial = typeof pm.channelSerial === 'string' && pm.channelSerial ? pm.channelSerial : undefined
     if (serial !== undefined) {
       if (await core.streams.canResume(principal.appId, channel, serial)) {
         flags |= Flag.RESUMED
@@ -164,7 +216,6 @@ export class ChannelOps {
         error = new GatewayError(90003, 'Unable to recover channel (messages expired)', { status: 404 })
       }
     }
-    if (rewind?.count && !positions) flags |= Flag.HAS_BACKLOG
     // a fresh attacher that receives presence gets the members (SYNC after ATTACHED); a resumed one has them
     const members =
       modes & Flag.PRESENCE_SUBSCRIBE && !(flags & Flag.RESUMED)
@@ -189,6 +240,14 @@ export class ChannelOps {
     } else {
       att.sendAttached(await core.streams.position(principal.appId, channel))
     }
+    if (this.conn.log.enabled('debug'))
+      this.conn.log.debug('realtime attached', {
+        connectionId: this.conn.id,
+        channel,
+        modes,
+        resumed: (flags & Flag.RESUMED) !== 0,
+        ...(Object.keys(echoed).length ? { params: echoed } : {}),
+      })
     if (members.length) await this.conn.presence.sync(channel, members)
   }
 

@@ -4,6 +4,7 @@ import type { Credentials } from '../../core/auth/authenticator'
 import { ConnectionKeys } from '../../core/auth/connection-keys'
 import type { Principal } from '../../core/auth/principal'
 import { GatewayError } from '../../errors'
+import type { Logger } from '../../lib/logger'
 import { toGatewayError } from '../plugins/errors'
 import { AckQueue } from './acks'
 import { Attachment, type AttachmentHost } from './attachment'
@@ -33,6 +34,13 @@ export interface SocketData {
   early?: ClientFrame[]
   /** A refusal decided at upgrade time (sent as ERROR once the socket is open). */
   refusal?: GatewayError
+}
+
+/** Why a connection ended, for its log line (info: the server ended it for a fault; else debug). */
+interface Ending {
+  reason: string
+  err?: GatewayError
+  level?: 'debug' | 'info'
 }
 
 /** Bytes of answers a connection may queue on a socket over REALTIME_BUFFER_BYTES before it is cut. */
@@ -75,6 +83,8 @@ export class RealtimeConnection implements AttachmentHost, PublishHost {
     private principal: Principal,
     /** Called once when the connection goes: `abrupt` when the client may still resume it. */
     private readonly onGone: (conn: RealtimeConnection, abrupt: boolean) => void,
+    /** Lifecycle at debug, refusals at info; never a key, token or connection key. */
+    readonly log: Logger,
   ) {
     const p = ws.data.params
     this.format = p.format
@@ -92,6 +102,10 @@ export class RealtimeConnection implements AttachmentHost, PublishHost {
 
   pendingAttach(channel: string): Promise<void> | undefined {
     return this.channels.pending(channel)
+  }
+
+  attachedModes(channel: string): number | undefined {
+    return this.channels.modesOf(channel)
   }
 
   /**
@@ -196,7 +210,7 @@ export class RealtimeConnection implements AttachmentHost, PublishHost {
         return void this.reauthorize(pm)
       case Action.CLOSE:
         this.send({ action: Action.CLOSED })
-        this.gone(false)
+        this.gone(false, { reason: 'closed by the client' })
         // closed for good: a recovery key of it no longer resumes it, here or elsewhere
         this.core.endedConnections.closed(this.id, this.principal.appId).catch(() => {})
         this.ws.close(1000)
@@ -298,7 +312,7 @@ export class RealtimeConnection implements AttachmentHost, PublishHost {
   fail(err: GatewayError): void {
     if (this.closed) return
     this.send({ action: Action.ERROR, error: wireError(err) })
-    this.gone(false)
+    this.gone(false, { reason: 'failed', err, level: 'info' })
     this.ws.close(1000)
   }
 
@@ -314,15 +328,15 @@ export class RealtimeConnection implements AttachmentHost, PublishHost {
     this.leaving ??= this.acks.settled().then(() => {
       if (this.closed) return
       this.send(err ? { action: Action.DISCONNECTED, error: err.toBody() } : { action: Action.DISCONNECTED })
-      this.gone(true)
+      this.gone(true, { reason: 'disconnected by the server', err })
       this.ws.close(1000)
     })
     return this.leaving
   }
 
-  /** The socket closed (by either side). */
-  closedBySocket(): void {
-    this.gone(true)
+  /** The socket closed (by either side; `code` the WebSocket close code when known). */
+  closedBySocket(code?: number): void {
+    this.gone(true, { reason: code === undefined ? 'socket closed' : `socket closed (${code})` })
   }
 
   /** Cuts the socket without a goodbye, as a network failure would (operations, tests): the client resumes. */
@@ -332,24 +346,36 @@ export class RealtimeConnection implements AttachmentHost, PublishHost {
 
   /** A newer transport of the same connection (a resume) takes over: this socket goes quietly. */
   supersede(): void {
-    this.gone(false, true)
+    this.gone(false, { reason: 'superseded by its resume on a new socket' }, true)
     this.ws.terminate()
   }
 
   /** The client does not read what it asks for: its socket is cut, and it may resume once it reads again. */
   private cut(): void {
-    this.gone(true)
+    this.gone(true, { reason: 'cut: the client does not read the answers it asks for', level: 'info' })
     this.ws.terminate()
   }
 
   /**
    * The connection is gone from this node. `abrupt`: the client may resume it (here or on another
    * node), so its presence members stay for the grace period; otherwise they leave now. A
-   * connection superseded by its own resume here leaves them to the new transport.
+   * connection superseded by its own resume here leaves them to the new transport. One log line
+   * says why: at info when the server ended it with an error, else at debug.
    */
-  private gone(abrupt: boolean, superseded = false) {
+  private gone(abrupt: boolean, why: Ending, superseded = false) {
     if (this.closed) return
     this.closed = true
+    const { reason, err, level = 'debug' } = why
+    if (this.log.enabled(level)) {
+      const fields: Record<string, unknown> = {
+        connectionId: this.id,
+        appId: this.principal.appId,
+        reason,
+        resumable: abrupt,
+      }
+      if (err) Object.assign(fields, { code: err.code, statusCode: err.statusCode, error: err.message })
+      this.log[level]('realtime connection ended', fields)
+    }
     clearTimeout(this.renewTimer)
     clearTimeout(this.expiryTimer)
     this.unwatch?.()

@@ -126,12 +126,14 @@ export function realtime(core: Core, s: RealtimeLimits, log: Logger) {
   async function open(ws: ServerWebSocket<SocketData>) {
     const data = ws.data
     const refuse = (err: GatewayError) => {
+      log.info('realtime connection refused', { code: err.code, statusCode: err.statusCode, error: err.message })
       ws.send(encodeFrame({ action: Action.ERROR, error: err.toBody() }, data.params.format))
       ws.close(1000)
     }
     if (data.refusal) return refuse(data.refusal)
     if (live.size >= s.realtimeMaxConnections) {
       const err = new GatewayError(50003, 'Too many connections on this node; try again later', { status: 503 })
+      log.info('realtime connection refused', { code: err.code, statusCode: err.statusCode, error: err.message })
       ws.send(encodeFrame({ action: Action.DISCONNECTED, error: err.toBody() }, data.params.format))
       return ws.close(1000)
     }
@@ -155,7 +157,7 @@ export function realtime(core: Core, s: RealtimeLimits, log: Logger) {
       resumed = id !== undefined
       id ??= newConnectionId()
       const key = await core.connectionKeys.issue(id, principal)
-      conn = new RealtimeConnection(core, s, serverId, ws, id, key, principal, gone)
+      conn = new RealtimeConnection(core, s, serverId, ws, id, key, principal, gone, log)
       const before = live.get(id)
       const left = remains.get(id)
       if (before) {
@@ -178,6 +180,17 @@ export function realtime(core: Core, s: RealtimeLimits, log: Logger) {
     }
     if (ws.readyState !== 1) return conn.closedBySocket() // the client left while the connection started
     data.conn = conn
+    if (log.enabled('debug')) {
+      const fields: Record<string, unknown> = {
+        connectionId: conn.id,
+        appId: conn.principalOf.appId,
+        clientId: conn.principalOf.clientId !== undefined,
+        resumed,
+        format: data.params.format,
+      }
+      if (resumeError) Object.assign(fields, { resumeError: resumeError.code, error: resumeError.message })
+      log.debug('realtime connected', fields)
+    }
     const early = data.early ?? []
     data.early = undefined
     for (const frame of early) conn.receive(frame)
@@ -208,8 +221,8 @@ export function realtime(core: Core, s: RealtimeLimits, log: Logger) {
     drain(ws) {
       ws.data.conn?.drained()
     },
-    close(ws) {
-      ws.data.conn?.closedBySocket()
+    close(ws, code) {
+      ws.data.conn?.closedBySocket(code)
     },
   }
 

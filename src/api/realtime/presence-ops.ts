@@ -5,9 +5,10 @@ import { PresenceAction, type PresenceMessage } from '../../core/types'
 import { randomId } from '../../lib/crypto'
 import { presenceToWire } from '../channels/wire'
 import { toGatewayError } from '../plugins/errors'
+import type { Logger } from '../../lib/logger'
 import type { AckQueue, AckSlot } from './acks'
 import { encodeFrame, type Format, type Frame } from './frames'
-import { Action, type ProtocolMessage } from './protocol'
+import { Action, wireError, type ProtocolMessage } from './protocol'
 
 /** Members per SYNC frame: a new attacher's member list arrives in pages this long. */
 export const SYNC_PAGE = 100
@@ -21,6 +22,7 @@ export interface PresenceHost {
   readonly acks: AckQueue
   /** Writes a frame the server sends of its own accord (not an answer to the client). */
   deliver(frame: Frame): boolean
+  readonly log: Logger
 }
 
 /**
@@ -64,7 +66,15 @@ export class PresenceOps {
       )
       this.host.acks.ack(slot, serials)
     } catch (e) {
-      this.host.acks.nack(slot, toGatewayError('UNKNOWN', e).toBody())
+      const err = toGatewayError('UNKNOWN', e)
+      this.host.log.debug('realtime presence refused', {
+        connectionId: this.host.id,
+        channel,
+        msgSerial: slot.msgSerial,
+        code: err.code,
+        error: err.message,
+      })
+      this.host.acks.nack(slot, wireError(err))
     }
   }
 

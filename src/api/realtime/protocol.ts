@@ -1,5 +1,5 @@
 import type { CapabilityMatcher } from '../../core/auth/capability'
-import type { ErrorBody, GatewayError } from '../../errors'
+import { GatewayError, type ErrorBody } from '../../errors'
 
 /**
  * The realtime protocol's vocabulary (protocol version 6, as the official clients speak it; see
@@ -70,8 +70,38 @@ const MODE_OPERATIONS: Array<[number, string]> = [
   [Flag.OBJECT_PUBLISH, 'object-publish'],
 ]
 
-/** Modes granted when an ATTACH asks for none: those the capability allows (object and annotation modes only on request). */
-const DEFAULT_MODES = Flag.PUBLISH | Flag.SUBSCRIBE | Flag.PRESENCE | Flag.PRESENCE_SUBSCRIBE
+/**
+ * Modes granted when an ATTACH asks for none, within what the capability allows: the hosted
+ * service's default set (annotation publishing included; annotation subscribing and the object
+ * modes only on request).
+ */
+const DEFAULT_MODES = Flag.PUBLISH | Flag.SUBSCRIBE | Flag.PRESENCE | Flag.PRESENCE_SUBSCRIBE | Flag.ANNOTATION_PUBLISH
+
+/** The mode names of the `modes` channel param (ably-js `channelModes`, lower case). */
+const MODE_NAMES = new Map<string, number>([
+  ['presence', Flag.PRESENCE],
+  ['publish', Flag.PUBLISH],
+  ['subscribe', Flag.SUBSCRIBE],
+  ['presence_subscribe', Flag.PRESENCE_SUBSCRIBE],
+  ['annotation_publish', Flag.ANNOTATION_PUBLISH],
+  ['annotation_subscribe', Flag.ANNOTATION_SUBSCRIBE],
+  ['object_subscribe', Flag.OBJECT_SUBSCRIBE],
+  ['object_publish', Flag.OBJECT_PUBLISH],
+])
+
+/**
+ * The modes an ATTACH asks for: the `modes` channel param (a comma-separated list such as
+ * `publish,subscribe`) when present, which overrides the mode flags (as the hosted service and
+ * ably-js's own tests have it); else the mode bits of `flags`. 0: none asked for (the defaults).
+ */
+export function requestedModes(flags: unknown, params: Record<string, unknown>): number {
+  if (typeof params.modes === 'string') {
+    let modes = 0
+    for (const name of params.modes.split(',')) modes |= MODE_NAMES.get(name.trim().toLowerCase()) ?? 0
+    if (modes) return modes
+  }
+  return typeof flags === 'number' ? flags & MODES : 0
+}
 
 /** Modes the capability allows on a channel, within what was asked for (or the default set). */
 export function grantedModes(capability: CapabilityMatcher, channel: string, requested: number): number {
@@ -79,6 +109,24 @@ export function grantedModes(capability: CapabilityMatcher, channel: string, req
   let granted = 0
   for (const [mode, op] of MODE_OPERATIONS) if (wanted & mode && capability.allows(channel, op)) granted |= mode
   return granted
+}
+
+/**
+ * An operation the channel's attachment was not granted the mode of (publish, presence): refused
+ * on that operation alone with 40160 (401 on this protocol, see `wireError`), as the hosted
+ * service does; the attachment and the connection go on.
+ */
+export function modeRefused(channel: string, mode: 'publish' | 'presence'): GatewayError {
+  return new GatewayError(
+    40160,
+    `Channel "${channel}" is attached without the ${mode} mode: ${mode} is not permitted on this attachment`,
+  )
+}
+
+/** A channel name as a log line carries it: what the client sent, cut to a bounded length. */
+export function loggedName(name: unknown): string {
+  const s = typeof name === 'string' ? name : String(name)
+  return s.length > 200 ? `${s.slice(0, 200)}…` : s
 }
 
 /** A protocol message as decoded from a client frame (fields are checked where they are used). */

@@ -3,8 +3,9 @@ import type { Principal } from '../../core/auth/principal'
 import type { Answer, PublishResponse } from '../../core/channels/channel-service'
 import { GatewayError } from '../../errors'
 import { toGatewayError } from '../plugins/errors'
+import type { Logger } from '../../lib/logger'
 import type { AckQueue, AckSlot } from './acks'
-import { wireError, type ProtocolMessage } from './protocol'
+import { Flag, loggedName, modeRefused, wireError, type ProtocolMessage } from './protocol'
 
 /** Protocol messages a connection may have in flight unanswered before further ones are refused. */
 const MAX_PENDING = 10_000
@@ -31,8 +32,11 @@ export interface PublishHost {
   readonly acks: AckQueue
   /** The ATTACH of the channel still under way on this connection, if any. */
   pendingAttach(channel: string): Promise<void> | undefined
+  /** The modes granted to the channel's attachment; undefined when not attached. */
+  attachedModes(channel: string): number | undefined
   /** Fails the connection (a protocol message that cannot be answered). */
   fail(err: GatewayError): void
+  readonly log: Logger
 }
 
 /**
@@ -90,19 +94,39 @@ export class Publishes {
     // the common case: answered at once on an embedded node, else after one promise reaction
     let answer: Answer<PublishResponse>
     try {
+      this.checkMode(channel)
       answer = this.host.core.channels.publishNow(this.host.principalOf, channel, pm.messages, {
         connectionId: this.host.id,
         msgSerial: slot.msgSerial,
       })
     } catch (e) {
-      return refused(acks, slot, e)
+      return this.refused(slot, channel, e)
     }
     if (answer instanceof Promise)
       answer.then(
         (r) => acks.ack(slot, r.serials),
-        (e) => refused(acks, slot, e),
+        (e) => this.refused(slot, channel, e),
       )
     else acks.ack(slot, answer.serials)
+  }
+
+  /** A publish that failed, answered with a NACK (logged at debug with its reason). */
+  private refused(slot: AckSlot, channel: string, e: unknown) {
+    const err = toGatewayError('UNKNOWN', e)
+    this.host.log.debug('realtime publish refused', {
+      connectionId: this.host.id,
+      channel: loggedName(channel),
+      msgSerial: slot.msgSerial,
+      code: err.code,
+      error: err.message,
+    })
+    this.host.acks.nack(slot, wireError(err))
+  }
+
+  /** A channel attached without the PUBLISH mode refuses publishes (a channel not attached takes them). */
+  private checkMode(channel: string) {
+    const modes = this.host.attachedModes(channel)
+    if (modes !== undefined && !(modes & Flag.PUBLISH)) throw modeRefused(channel, 'publish')
   }
 
   /**
@@ -114,12 +138,13 @@ export class Publishes {
     const ctx = { connectionId: this.host.id, msgSerial: slot.msgSerial }
     try {
       if (attaching) await attaching
+      this.checkMode(channel)
       const before = this.pastUnknown
         ? await this.inLog(channel, slot.msgSerial, Array.isArray(messages) ? messages.length : 1)
         : undefined
       acks.ack(slot, before ?? (await core.channels.publish(principalOf, channel, messages, ctx)).serials)
     } catch (e) {
-      refused(acks, slot, e)
+      this.refused(slot, channel, e)
     }
   }
 
@@ -153,6 +178,3 @@ export class Publishes {
     )
   }
 }
-
-/** A publish that failed, answered with a NACK. */
-const refused = (acks: AckQueue, slot: AckSlot, e: unknown) => acks.nack(slot, wireError(toGatewayError('UNKNOWN', e)))

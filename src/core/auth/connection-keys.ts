@@ -86,6 +86,18 @@ export class ConnectionKeys {
     return (await this.grants.has(grantKey(id, asked))) ? id : undefined
   }
 
+  /**
+   * The id of the connection `key` names when a server issued it for a connection of app `appId`
+   * (whatever its identity there); undefined otherwise. A REST publish on behalf of a realtime
+   * connection names it so (a message's `connectionKey`).
+   */
+  async ofApp(key: string, appId: string): Promise<string | undefined> {
+    const m = KEY.exec(key)
+    if (!m) return undefined
+    const [, id, stamp, who, mac] = m as unknown as [string, string, string, string, string]
+    return safeEqual(mac, ConnectionKeys.mac(await this.secret(), id, stamp, appId, who)) ? id : undefined
+  }
+
   /** Whether `a` and `b` are one identity (a key issued for one resumes for the other). */
   static same(a: ConnectionIdentity, b: ConnectionIdentity): boolean {
     return a.keyName === b.keyName && (a.clientId ?? '') === (b.clientId ?? '')

@@ -4,7 +4,7 @@ import { authorize } from '../auth/authorize'
 import type { Principal } from '../auth/principal'
 import type { Namespaces } from '../control/namespaces'
 import type { Occupancy } from '../fanout/occupancy'
-import { asGatewayError, summarize } from '../model/batch'
+import { batchEntryError, summarize } from '../model/batch'
 import type { Broker, PublishResult } from '../ports'
 import type { PresenceService } from '../presence/presence-service'
 import type { LimitCharge, Limits } from '../limits/limits'
@@ -14,6 +14,7 @@ import type { BatchResult, HistoryQuery, Message, MessageDraft } from '../types'
 import { IdGenerator } from '../model/ids'
 import { checkClientIds, draftFromWire, messageSize } from '../model/message'
 import { checkChannelName } from '../model/names'
+import { carriesConnectionKey, type OnBehalf } from './on-behalf'
 import type { MutableMessages } from './mutable-messages'
 import { isChange } from './versions'
 
@@ -74,6 +75,8 @@ export class ChannelService {
     private readonly push?: { published(appId: string, channel: string, drafts: MessageDraft[]): void },
     /** Changes of messages published as messages (realtime `updateMessage`...) and latest versions in history. */
     private readonly mutable?: MutableMessages,
+    /** REST publishes on behalf of a realtime connection (a message's `connectionKey`). */
+    private readonly onBehalf?: OnBehalf,
   ) {}
 
   /**
@@ -84,6 +87,9 @@ export class ChannelService {
    */
   publish(p: Principal, channelName: string, body: unknown, ctx?: PublishContext): Promise<PublishResponse> {
     try {
+      // a REST message naming a realtime connection by its key is published as that connection's
+      if (!ctx && this.onBehalf && carriesConnectionKey(body))
+        return this.onBehalf.resolve(p.appId, body).then((ids) => this.publishNow(p, channelName, body, undefined, ids))
       return Promise.resolve(this.publishNow(p, channelName, body, ctx))
     } catch (e) {
       return Promise.reject(e)
@@ -96,10 +102,18 @@ export class ChannelService {
    * which the realtime transport's publishes take. Otherwise its promise. A refusal is thrown
    * (or the promise rejects).
    */
-  publishNow(p: Principal, channelName: string, body: unknown, ctx?: PublishContext): Answer<PublishResponse> {
+  publishNow(
+    p: Principal,
+    channelName: string,
+    body: unknown,
+    ctx?: PublishContext,
+    /** The connection each message is published on behalf of (REST, `connectionKey`), by index. */
+    onBehalf?: Array<string | undefined>,
+  ): Answer<PublishResponse> {
     if (this.mutable && (Array.isArray(body) ? body.some(isChange) : isChange(body)))
       return this.publishChange(p, channelName, body, ctx)
     const prepared = this.prepare(p, channelName, body, ctx)
+    if (onBehalf) onBehalf.forEach((id, i) => id !== undefined && (prepared.drafts[i]!.connectionId = id))
     if (!this.limits.enabled) return this.append(p, prepared)
     return this.limits
       .charge(p.accountId, 'messages', prepared.drafts.length)
@@ -289,7 +303,7 @@ export class ChannelService {
         spec.channels.map((channel) =>
           Promise.resolve()
             .then(() => this.append(p, this.prepare(p, channel, spec.messages)))
-            .catch((e) => ({ channel, error: asGatewayError(e).toBody() })),
+            .catch((e) => ({ channel, error: batchEntryError(e) })),
         ),
       )
       out.push(summarize(results))

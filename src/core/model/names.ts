@@ -11,6 +11,9 @@ export function checkChannelName(name: unknown): string {
     throw new GatewayError(40010, `Invalid channel name: longer than ${MAX_CHANNEL_NAME} characters`)
   if (name.startsWith('['))
     throw new GatewayError(40010, 'Invalid channel name: qualified and meta channels are not supported here')
+  // a leading `:` is an empty namespace (`:hell`, `::`), which the hosted service refuses; a
+  // `::$` sub-channel qualifier after a name (`room::$chat`) stays valid
+  if (name.startsWith(':')) throw new GatewayError(40010, 'Invalid channel name: must not start with ":"')
   if (CONTROL.test(name)) throw new GatewayError(40010, 'Invalid channel name: control characters are not allowed')
   // a lone surrogate (JSON `"\ud800"`) is no text: it cannot be stored, matched or sent back as sent
   if (!name.isWellFormed()) throw new GatewayError(40010, 'Invalid channel name: not well-formed Unicode')

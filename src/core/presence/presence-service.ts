@@ -3,7 +3,7 @@ import { authorize } from '../auth/authorize'
 import type { Principal } from '../auth/principal'
 import type { Namespaces } from '../control/namespaces'
 import type { Limits } from '../limits/limits'
-import { asGatewayError, summarize } from '../model/batch'
+import { batchEntryError, summarize } from '../model/batch'
 import { checkChannelName } from '../model/names'
 import { parseSerial } from '../model/serial'
 import type { Broker, PresenceStore } from '../ports'
@@ -75,7 +75,7 @@ export class PresenceService {
       channels.map((channel) =>
         this.members(p, channel, { limit: 1000 }).then(
           (presence): Item => ({ channel, presence }),
-          (e) => ({ channel, error: asGatewayError(e).toBody() }),
+          (e) => ({ channel, error: batchEntryError(e) }),
         ),
       ),
     )
