@@ -50,7 +50,9 @@ const ALLOWED: Record<string, string[]> = {
   backend: ['backend', 'core', 'errors', 'lib'],
   api: ['api', 'core', 'errors', 'lib'],
 }
-const FORBIDDEN_PACKAGES: Record<string, string[]> = { core: ['elysia', 'redis', 'msgpackr', 'bun:sqlite', 'bun'] }
+const FORBIDDEN_PACKAGES: Record<string, string[]> = {
+  core: ['elysia', 'redis', 'msgpackr', 'bun:sqlite', 'bun', 'amqplib'],
+}
 
 /** Root files: `main.ts` is the composition root and may import anything; the others never reach a backend. */
 const ROOT_COMPOSITION = new Set(['main.ts', 'node.ts'])
@@ -88,6 +90,18 @@ test('the two backends are independent of each other (shared code lives in backe
     if (area !== 'backend' || (sub !== 'memory' && sub !== 'redis')) continue
     const other = sub === 'memory' ? 'backend/redis/' : 'backend/memory/'
     for (const t of s.imports) if (t.startsWith(other)) problems.push(`${s.rel} imports ${t}`)
+  }
+  expect(problems).toEqual([])
+})
+
+test('the AMQP queue adapter stands beside both backends (it imports neither, and only it imports amqplib)', () => {
+  const problems: string[] = []
+  for (const s of sources) {
+    const inAmqp = s.rel.startsWith('backend/amqp/')
+    if (inAmqp)
+      for (const t of s.imports)
+        if (t.startsWith('backend/memory/') || t.startsWith('backend/redis/')) problems.push(`${s.rel} imports ${t}`)
+    if (!inAmqp && s.packages.some((p) => p === 'amqplib')) problems.push(`${s.rel} imports amqplib`)
   }
   expect(problems).toEqual([])
 })

@@ -1,16 +1,28 @@
 import type { Backend, Clock } from '../core/ports'
+import { createAmqpQueueBroker, type AmqpSettings } from './amqp'
 import { createMemoryBackend } from './memory'
 import type { MemoryBrokerSettings } from './memory/broker'
 import { createRedisBackend, type RedisBackendSettings } from './redis'
 
-export type BackendSettings = MemoryBrokerSettings & RedisBackendSettings & { dataDir: string }
+export type BackendSettings = MemoryBrokerSettings & RedisBackendSettings & AmqpSettings & { dataDir: string }
 
-/** The one switch between backends: REDIS_URL set means Redis, otherwise the embedded store. */
+/**
+ * The one switch between backends: REDIS_URL set means Redis, otherwise the embedded store.
+ * AMQP_URL set adds app queues on that broker (beside either).
+ */
 export async function createBackend(
   s: BackendSettings,
   clock: Clock,
   onError: (e: unknown) => void = () => {},
 ): Promise<Backend> {
-  if (s.redisUrl) return createRedisBackend(s, onError)
-  return createMemoryBackend(s, clock)
+  const backend = s.redisUrl ? await createRedisBackend(s, onError) : createMemoryBackend(s, clock)
+  if (!s.amqpUrl) return backend
+  const queueBroker = createAmqpQueueBroker(s, () => backend.control.secret(), onError)
+  const close = backend.close.bind(backend)
+  backend.queueBroker = queueBroker
+  backend.close = async () => {
+    await queueBroker.close()
+    await close()
+  }
+  return backend
 }

@@ -69,6 +69,19 @@ const origins: Parser<string[]> = (raw) => {
   return list
 }
 
+/** Empty, or a URL of one of the schemes. */
+const urlOf =
+  (what: string, ...schemes: string[]): Parser<string> =>
+  (raw) => {
+    if (raw === '') return raw
+    let u: URL | undefined
+    try {
+      u = new URL(raw)
+    } catch {}
+    if (!u || !schemes.includes(u.protocol) || !u.hostname) throw new Error(`must be ${what}`)
+    return raw
+  }
+const amqpUrl = urlOf('an amqp:// or amqps:// URL', 'amqp:', 'amqps:')
 const httpUrl: Parser<string> = (raw) => {
   if (raw === '') return raw
   let u: URL
@@ -474,6 +487,32 @@ export const SETTINGS = {
     '1048576',
     'Bytes (as JSON) of messages one webhook rule may hold waiting; beyond, new messages are dropped and counted.',
     int(1024),
+  ),
+  amqpUrl: setting(
+    'AMQP_URL',
+    '',
+    'AMQP 0-9-1 broker (RabbitMQ) of the app queues, e.g. amqp://guest:guest@127.0.0.1:5672 (its user declares queues and publishes); empty: queues are embedded and read over HTTP.',
+    amqpUrl,
+    true,
+  ),
+  amqpManagementUrl: setting(
+    'AMQP_MANAGEMENT_URL',
+    '',
+    "RabbitMQ management API (plugin rabbitmq_management), where each app's consumer user is created, e.g. http://guest:guest@127.0.0.1:15672; empty: AMQP_URL's host and credentials on port 15672.",
+    urlOf('an http(s) URL', 'http:', 'https:'),
+    true,
+  ),
+  amqpPublicUrl: setting(
+    'AMQP_PUBLIC_URL',
+    '',
+    "Scheme, host, port and vhost that queue records tell consumers to connect to (the app's credentials are added), e.g. amqps://queues.example.com:5671; empty: those of AMQP_URL.",
+    amqpUrl,
+  ),
+  amqpBufferMessages: setting(
+    'AMQP_BUFFER_MESSAGES',
+    '10000',
+    'Queue messages one node holds while the broker is unreachable or has not confirmed them; beyond, new ones are dropped and counted.',
+    int(1, 10_000_000),
   ),
   redisAcceptDataLoss: setting(
     'REDIS_ACCEPT_DATA_LOSS',

@@ -91,7 +91,7 @@ export function createCore(backend: Backend, clock: Clock, s: CoreSettings): Cor
   // rule webhooks are tenant-set: only public addresses unless the operator allows others; the
   // push relay (PUSH_WEBHOOK_URL) is the operator's own, so it may be anywhere
   const webhooks = new WebhookDispatcher(createPoster({ allowPrivate: s.webhookAllowPrivateTargets }), clock, s, stats)
-  const rules = new RulesEngine(backend.control, backend.queues, webhooks, clock, () => {})
+  const rules = new RulesEngine(backend.control, backend.queues, webhooks, clock, () => {}, backend.queueBroker)
   const management = new Management(backend.control, clock)
   const presence = new PresenceService(backend.broker, backend.presence, namespaces, limits)
   const dataGuard = new DataGuard(backend.control)
@@ -148,7 +148,7 @@ export function createCore(backend: Backend, clock: Clock, s: CoreSettings): Cor
     ),
     messages,
     management,
-    integrations: new Integrations(management, backend.control, backend.queues, clock, s),
+    integrations: new Integrations(management, backend.control, backend.queues, clock, s, backend.queueBroker),
     webhooks,
     push,
     sandbox: new Sandbox(backend.control, presence, stats, clock),

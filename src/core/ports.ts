@@ -264,6 +264,43 @@ export interface QueueStore {
   drop(queueId: string): Promise<void>
 }
 
+/** A queue as the AMQP broker holds it. */
+export interface BrokerQueue {
+  appId: string
+  /** The broker's name of the queue: `<appId>:<name>`, as the hosted service forms it. */
+  name: string
+  /** Messages expire this long after they were routed (the queue's `ttl`). */
+  ttlMs: number
+  /** Messages kept at most; beyond, the oldest are dropped. */
+  maxLength: number
+}
+
+/**
+ * App queues on an AMQP 0-9-1 broker (RabbitMQ), read and acknowledged by consumers over AMQP
+ * with credentials that reach only their own app's queues. Without one, queues live in the
+ * QueueStore (read over HTTP).
+ */
+export interface QueueBroker {
+  /**
+   * Declares the queue (durable; idempotent) and the app's consumer credentials (read on the
+   * app's queues, nothing else). Rejects when the broker cannot be reached.
+   */
+  declare(q: BrokerQueue): Promise<void>
+  /** Deletes the queue with its messages (nothing if it is gone); what this node holds for it is dropped. */
+  remove(q: BrokerQueue): Promise<void>
+  /** The AMQP URI the app's consumers connect with, its credentials included. */
+  consumerUri(appId: string): Promise<string>
+  /** Message counts as the broker last reported them (zero when it cannot say). */
+  counts(q: BrokerQueue): Promise<{ ready: number; unacknowledged: number; total: number }>
+  /**
+   * Hands one message to this node's bounded delivery buffer. Never waits and never throws:
+   * delivered in order with publisher confirms, retried while the broker is unreachable (so at
+   * least once), dropped and counted when the buffer is full or once older than the queue's ttl.
+   */
+  send(q: BrokerQueue, body: string, props: { messageId: string; headers: Record<string, string> }): void
+  close(): Promise<void>
+}
+
 /** `cost` tokens of the bucket `key` (capacity `burst`, refilled at `rate` per second), as of `now` ms. */
 export interface Charge {
   key: string
@@ -380,6 +417,8 @@ export interface Backend {
   limits: RateLimitStore
   /** Messages of the app queues fed by amqp rules. */
   queues: QueueStore
+  /** App queues on an AMQP broker (AMQP_URL): when set, amqp rules and the queue API use it instead of `queues`. */
+  queueBroker?: QueueBroker
   /** LiveObjects state and history (see objects/ports.ts). */
   objects: ObjectStore
   /** Versions of the messages of mutable channels (see channels/ports.ts). */

@@ -59,6 +59,11 @@ export class TcpProxy {
     for (const r of this.replies) r.dropped = true
   }
 
+  /** Closes every connection open now, both ways (as a server that went away would). */
+  cutAll(): void {
+    for (const s of this.sockets) s.destroy()
+  }
+
   async stop(): Promise<void> {
     for (const s of this.sockets) s.destroy()
     await new Promise<void>((resolve) => this.server.close(() => resolve()))

@@ -1,7 +1,7 @@
 import { Elysia, t } from 'elysia'
 import type { Core } from '../../core'
-import type { Queue, Rule } from '../../core/types'
-import { MAX_QUEUE_LENGTH, MAX_QUEUE_TTL_MINUTES } from '../../core/control/integrations'
+import type { Rule } from '../../core/types'
+import { MAX_QUEUE_LENGTH, MAX_QUEUE_TTL_MINUTES, type QueueView } from '../../core/control/integrations'
 import { noContent, respond } from '../plugins/responses'
 import { managementAuth } from '../plugins/management-auth'
 import { intParam } from '../query'
@@ -10,7 +10,7 @@ import { AppParam } from './model'
 import { NoContent } from '../schemas'
 
 const ruleView = (r: Rule) => ({ ...r, version: '1.2', _links: { self: `/v1/apps/${r.appId}/rules/${r.id}` } })
-const queueView = (q: Queue & { messages?: { ready: number; unacknowledged: number; total: number } }) => ({
+const queueView = (q: QueueView) => ({
   id: q.id,
   appId: q.appId,
   name: q.name,
@@ -19,7 +19,7 @@ const queueView = (q: Queue & { messages?: { ready: number; unacknowledged: numb
   maxLength: q.maxLength,
   state: 'Running',
   messages: q.messages ?? { ready: 0, unacknowledged: 0, total: 0 },
-  amqp: { uri: null, queueName: `${q.appId}:${q.name}` },
+  amqp: q.amqp ?? { uri: null, queueName: `${q.appId}:${q.name}` },
   stats: { publishRate: null, deliveryRate: null, acknowledgementRate: null },
   deadletter: false,
   deadletterId: null,

@@ -2,7 +2,7 @@ import { GatewayError, notFound } from '../../errors'
 import { randomId } from '../../lib/crypto'
 import { compileChannelFilter, MAX_APP_FILTER_PROGRAM } from './channel-filter'
 import { checkWebhookTarget } from './webhook-target'
-import type { Clock, ControlStore, QueueStore } from '../ports'
+import type { BrokerQueue, Clock, ControlStore, QueueBroker, QueueStore } from '../ports'
 import type { Queue, QueuedMessage, Rule } from '../types'
 import type { Management, ManagementPrincipal } from './management'
 
@@ -24,6 +24,25 @@ export const MAX_QUEUE_LENGTH = 100_000
 /** Rules one app may have: each can hold its own webhook buffer, and every filter runs on publishes. */
 export const MAX_RULES_PER_APP = 50
 
+/** A queue as the broker holds it: named `<appId>:<name>` as the hosted service names it. */
+export const brokerQueue = (q: Queue): BrokerQueue => ({
+  appId: q.appId,
+  name: `${q.appId}:${q.name}`,
+  ttlMs: q.ttl * 60_000,
+  maxLength: q.maxLength,
+})
+
+export type QueueCounts = { ready: number; unacknowledged: number; total: number }
+/** A queue with what the management API shows of it: live counts and, on a broker, how consumers reach it. */
+export type QueueView = Queue & { messages?: QueueCounts; amqp?: { uri: string; queueName: string } }
+
+/** What a broker call that failed answers (unless it failed with a GatewayError of its own). */
+const unreachableThrow = (e: unknown): never => {
+  throw e instanceof GatewayError
+    ? e
+    : new GatewayError(50003, 'The queue broker (AMQP) cannot be reached; try again later')
+}
+
 export interface IntegrationSettings {
   /** Rule webhooks may target loopback, private and link-local addresses (tests, trusted setups). */
   webhookAllowPrivateTargets: boolean
@@ -37,6 +56,8 @@ export class Integrations {
     private readonly queues: QueueStore,
     private readonly clock: Clock,
     private readonly s: IntegrationSettings,
+    /** Queues on an AMQP broker (consumed over AMQP) instead of the QueueStore (consumed over HTTP). */
+    private readonly broker?: QueueBroker,
   ) {}
 
   async listRules(p: ManagementPrincipal, appId: string): Promise<Rule[]> {
@@ -126,11 +147,20 @@ export class Integrations {
       )
   }
 
-  async listQueues(
-    p: ManagementPrincipal,
-    appId: string,
-  ): Promise<Array<Queue & { messages: { ready: number; unacknowledged: number; total: number } }>> {
+  async listQueues(p: ManagementPrincipal, appId: string): Promise<QueueView[]> {
     await this.mgmt.app(p, appId)
+    const broker = this.broker
+    if (broker) {
+      const queues = await this.control.listQueues(appId)
+      if (!queues.length) return []
+      const uri = await broker.consumerUri(appId)
+      return Promise.all(
+        queues.map(async (q) => {
+          const bq = brokerQueue(q)
+          return { ...q, messages: await broker.counts(bq), amqp: { uri, queueName: bq.name } }
+        }),
+      )
+    }
     const now = this.clock.now()
     return Promise.all(
       (await this.control.listQueues(appId)).map(async (q) => ({
@@ -147,7 +177,7 @@ export class Integrations {
     return q
   }
 
-  async createQueue(p: ManagementPrincipal, appId: string, input: Record<string, unknown>): Promise<Queue> {
+  async createQueue(p: ManagementPrincipal, appId: string, input: Record<string, unknown>): Promise<QueueView> {
     await this.mgmt.app(p, appId)
     const name = input.name
     if (typeof name !== 'string' || !QUEUE_NAME.test(name)) throw bad('name must be 1-64 letters, digits, "_" or "-"')
@@ -165,14 +195,29 @@ export class Integrations {
     }
     if ((await this.control.listQueues(appId)).some((x) => x.name === name))
       throw new GatewayError(40900, `Queue "${name}" already exists`)
+    if (this.broker) {
+      // declared in the broker first: a queue the API lists always exists there
+      const bq = brokerQueue(q)
+      const uri = await this.broker.declare(bq).then(() => this.broker!.consumerUri(appId), unreachableThrow)
+      await this.control.putQueue(q)
+      return { ...q, amqp: { uri, queueName: bq.name } }
+    }
     await this.control.putQueue(q)
     return q
   }
 
   async deleteQueue(p: ManagementPrincipal, appId: string, id: string): Promise<void> {
-    await this.queue(p, appId, id)
+    const q = await this.queue(p, appId, id)
+    // deleted in the broker first: a failure leaves the queue listed, so the delete can be retried
+    if (this.broker) await this.broker.remove(brokerQueue(q)).catch(unreachableThrow)
     await this.control.deleteQueue(appId, id)
-    await this.queues.drop(id)
+    if (!this.broker) await this.queues.drop(id)
+  }
+
+  /** The HTTP consumer exists only for queues of the QueueStore. */
+  private httpConsumer() {
+    if (this.broker)
+      throw bad('Queues are consumed over AMQP on this server: connect to the amqp.uri of the queue record')
   }
 
   /** Hands out up to `max` messages, each hidden for `visibilityMs` unless acknowledged. */
@@ -184,11 +229,13 @@ export class Integrations {
     visibilityMs: number,
   ): Promise<QueuedMessage[]> {
     const q = await this.queue(p, appId, id)
+    this.httpConsumer()
     return this.queues.receive(q.id, max, visibilityMs, q.ttl * 60_000, this.clock.now())
   }
 
   async ack(p: ManagementPrincipal, appId: string, id: string, tags: unknown): Promise<number> {
     const q = await this.queue(p, appId, id)
+    this.httpConsumer()
     if (!Array.isArray(tags) || !tags.every((t) => typeof t === 'string'))
       throw bad('deliveryTags must be an array of strings')
     return this.queues.ack(q.id, tags as string[])

@@ -1,8 +1,9 @@
 import { toBase64 } from '../../lib/encoding'
 import { parseSerial } from '../model/serial'
-import type { Clock, ControlStore, QueueStore } from '../ports'
+import type { Clock, ControlStore, QueueBroker, QueueStore } from '../ports'
 import type { Message, MessageDraft, Queue, Rule } from '../types'
 import { compileChannelFilter, type ChannelFilter } from '../control/channel-filter'
+import { brokerQueue } from '../control/integrations'
 import type { WebhookDispatcher } from './webhooks'
 
 interface Compiled {
@@ -17,6 +18,9 @@ interface AppRules {
   rules: Compiled[]
   matches: Map<string, Compiled[]>
 }
+
+/** The `site` of envelopes (the hosted service names its data centre there). */
+const SITE = 'local'
 
 /** Channels whose matching rules an app remembers (oldest forgotten first). */
 const MATCH_CACHE = 10_000
@@ -62,6 +66,8 @@ export class RulesEngine {
     private readonly webhooks: WebhookDispatcher,
     private readonly clock: Clock,
     private readonly onError: (e: unknown) => void,
+    /** Queues on an AMQP broker: amqp rules hand it the hosted service's envelopes instead of pushing into `queues`. */
+    private readonly broker?: QueueBroker,
   ) {
     control.onChange((e) => {
       if (e.kind === 'rule' || e.kind === 'queue' || e.kind === 'app') {
@@ -103,7 +109,8 @@ export class RulesEngine {
           async () => new Map((await this.control.listQueues(appId)).map((q) => [q.id, q])),
         )
         const q = queues.get(rule.target.queueId ?? '')
-        if (q)
+        if (q && this.broker) this.toBroker(this.broker, q, rule, channel, items)
+        else if (q)
           await this.queues.push(
             q.id,
             items.map((message) => ({ channel, message })),
@@ -111,6 +118,28 @@ export class RulesEngine {
             this.clock.now(),
           )
       }
+    }
+  }
+
+  /**
+   * The hosted service's envelope, one per message (`single`) or one per publish (`batch`). Its
+   * AMQP message id (`<ruleId>:<first message id>`) is the same on a retry, so a consumer can
+   * recognise an envelope delivered twice (deliveries into the broker are at least once).
+   */
+  private toBroker(broker: QueueBroker, q: Queue, rule: Rule, channel: string, items: Array<Record<string, unknown>>) {
+    const bq = brokerQueue(q)
+    const headers = {
+      'x-ably-envelope-appid': rule.appId,
+      'x-ably-envelope-channel': channel,
+      'x-ably-envelope-rule-id': rule.id,
+      'x-ably-envelope-site': SITE,
+      'x-ably-envelope-source': 'channel.message',
+      'x-ably-version': '1.2',
+    }
+    const groups = rule.requestMode === 'batch' ? [items] : items.map((m) => [m])
+    for (const messages of groups) {
+      const envelope = { source: 'channel.message', appId: rule.appId, channel, site: SITE, ruleId: rule.id, messages }
+      broker.send(bq, JSON.stringify(envelope), { messageId: `${rule.id}:${messages[0]!.id}`, headers })
     }
   }
 

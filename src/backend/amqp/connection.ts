@@ -1,0 +1,94 @@
+import { connect, type ChannelModel, type ConfirmChannel } from 'amqplib'
+import { sleep } from '../../lib/sleep'
+
+const FIRST_BACKOFF_MS = 100
+const MAX_BACKOFF_MS = 5000
+
+/**
+ * One AMQP connection with its confirm channel (for publishing), kept up: when either closes it is
+ * made again, with backoff from 100 ms doubling to 5 s. `generation` changes with each new
+ * connection (what was declared on the old one is to be declared again).
+ */
+export class AmqpConnection {
+  private model?: ChannelModel
+  private confirm?: ConfirmChannel
+  private stopped = false
+  private waiters = new Set<() => void>()
+  generation = 0
+
+  constructor(
+    private readonly url: string,
+    /** Called when a (new) connection is ready. */
+    private readonly onReady: () => void,
+    private readonly onError: (e: unknown) => void,
+  ) {
+    void this.loop()
+  }
+
+  /** The confirm channel, while connected. */
+  publisher(): ConfirmChannel | undefined {
+    return this.confirm
+  }
+
+  /** The connection, waiting for it at most `ms`; rejects when there is none by then. */
+  async connected(ms: number): Promise<ChannelModel> {
+    if (!this.model || !this.confirm) {
+      let done!: () => void
+      const ready = new Promise<void>((resolve) => (done = resolve))
+      this.waiters.add(done)
+      const timer = setTimeout(done, ms)
+      await ready
+      clearTimeout(timer)
+      this.waiters.delete(done)
+    }
+    if (!this.model || !this.confirm) throw new Error('AMQP broker unreachable')
+    return this.model
+  }
+
+  private async loop() {
+    let backoff = FIRST_BACKOFF_MS
+    while (!this.stopped && !this.model) {
+      let model: ChannelModel | undefined
+      try {
+        model = await connect(this.url, { timeout: 5000 })
+        model.on('error', this.onError)
+        model.on('close', () => this.lost(model!))
+        const confirm = await model.createConfirmChannel()
+        confirm.on('error', this.onError)
+        // a channel closed by the broker (it should not be): start over with a new connection
+        confirm.on('close', () => void model!.close().catch(() => {}))
+        if (this.stopped) {
+          await model.close().catch(() => {})
+          return
+        }
+        this.model = model
+        this.confirm = confirm
+        this.generation++
+        for (const w of this.waiters) w()
+        this.onReady()
+        return
+      } catch (e) {
+        this.onError(e)
+        await model?.close().catch(() => {})
+        await sleep(backoff)
+        backoff = Math.min(MAX_BACKOFF_MS, backoff * 2)
+      }
+    }
+  }
+
+  private lost(model: ChannelModel) {
+    if (this.model !== model) return
+    this.model = undefined
+    this.confirm = undefined
+    if (!this.stopped) void sleep(FIRST_BACKOFF_MS).then(() => this.loop())
+  }
+
+  async close(): Promise<void> {
+    this.stopped = true
+    const model = this.model
+    this.model = undefined
+    this.confirm = undefined
+    for (const w of this.waiters) w()
+    await model?.close().catch(() => {})
+  }
+}

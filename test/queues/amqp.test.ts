@@ -1,0 +1,384 @@
+import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
+import { connect, type Channel, type ChannelModel, type ConsumeMessage } from 'amqplib'
+import { createServer } from 'node:net'
+import { metrics } from '../../src/lib/metrics'
+import { ACCESS_TOKEN, APP_ID, createTestGateway, type TestGateway } from '../helpers/gateway'
+import { requireSystem } from '../helpers/system'
+import { TcpProxy } from '../helpers/tcp-proxy'
+
+/**
+ * App queues on the local RabbitMQ (127.0.0.1:5672 guest/guest, management API on 15672): the
+ * gateway reaches it through a TCP proxy of the test's own, so the broker can be cut away and
+ * given back; consumers connect directly with the credentials the queue record hands out.
+ * RabbitMQ is shared and persistent: every app here is new (random id) and cleaned up.
+ */
+const HAVE = requireSystem('/usr/sbin/rabbitmq-server', 'rabbitmq-server')
+const ADMIN_URL = 'amqp://guest:guest@127.0.0.1:5672'
+const MANAGEMENT = 'http://127.0.0.1:15672/api'
+const MANAGEMENT_AUTH = 'Basic ' + Buffer.from('guest:guest').toString('base64')
+
+let gw: TestGateway
+let proxy: TcpProxy
+let admin: ChannelModel
+const apps: string[] = []
+const consumers: ChannelModel[] = []
+
+const body = async (r: Response) => (await r.json()) as any
+const v1 = (path: string, method = 'GET', json?: unknown) =>
+  gw.request(`/v1${path}`, { method, json, key: null, headers: { authorization: `Bearer ${ACCESS_TOKEN}` } })
+
+async function waitFor<T>(fn: () => T | Promise<T>, ok: (v: T) => boolean, ms = 20_000): Promise<T> {
+  const until = Date.now() + ms
+  for (;;) {
+    const v = await fn()
+    if (ok(v)) return v
+    if (Date.now() > until) throw new Error(`timed out; last ${JSON.stringify(v)}`)
+    await Bun.sleep(50)
+  }
+}
+
+/** A new app with a key that may publish anywhere. */
+async function newApp(): Promise<{ appId: string; key: string }> {
+  const accountId = (await body(await v1('/me'))).account.id
+  const app = await body(await v1(`/accounts/${accountId}/apps`, 'POST', { name: `amqp-${Date.now()}` }))
+  apps.push(app.id)
+  const key = await body(await v1(`/apps/${app.id}/keys`, 'POST', { name: 'pub', capability: { '*': ['*'] } }))
+  return { appId: app.id, key: key.key }
+}
+
+async function newQueue(appId: string, name: string, ttl: number, maxLength: number) {
+  const r = await v1(`/apps/${appId}/queues`, 'POST', { name, ttl, maxLength })
+  expect(r.status).toBe(201)
+  return body(r)
+}
+
+async function routeInto(appId: string, queueId: string, channelFilter: string) {
+  const r = await v1(`/apps/${appId}/rules`, 'POST', {
+    ruleType: 'amqp',
+    source: { channelFilter },
+    target: { queueId },
+  })
+  expect(r.status).toBe(201)
+  return body(r)
+}
+
+const publish = (key: string, channel: string, message: unknown) =>
+  gw.request(`/channels/${encodeURIComponent(channel)}/messages`, { method: 'POST', json: message, key })
+
+/** Messages of one queue read by a consumer (manual acks), as they arrive. */
+async function consume(uri: string, queueName: string) {
+  const conn = await connect(uri)
+  consumers.push(conn)
+  conn.on('error', () => {})
+  const ch = await conn.createChannel()
+  ch.on('error', () => {})
+  const got: ConsumeMessage[] = []
+  await ch.consume(queueName, (m) => m && got.push(m), { noAck: false })
+  return { ch, got, conn }
+}
+
+/** Ready messages of a queue (undefined: there is no such queue). */
+async function readyCount(queueName: string): Promise<number | undefined> {
+  const ch = await admin.createChannel()
+  ch.on('error', () => {})
+  try {
+    return (await ch.checkQueue(queueName)).messageCount
+  } catch (e) {
+    if ((e as { code?: number }).code === 404) return undefined
+    throw e
+  } finally {
+    await ch.close().catch(() => {})
+  }
+}
+
+/** A local port nothing listens on. */
+async function deadPort(): Promise<number> {
+  const s = createServer()
+  await new Promise<void>((resolve) => s.listen(0, '127.0.0.1', resolve))
+  const port = (s.address() as { port: number }).port
+  await new Promise<void>((resolve) => s.close(() => resolve()))
+  return port
+}
+
+const envelope = (m: ConsumeMessage) => JSON.parse(m.content.toString()) as any
+
+/** A sample of this process's metrics (0 when absent). */
+function metric(name: string, labels: string): number {
+  const line = metrics
+    .render()
+    .split('\n')
+    .find((l) => l.startsWith(`${name}${labels} `))
+  return line ? Number(line.slice(line.lastIndexOf(' ') + 1)) : 0
+}
+
+describe.skipIf(!HAVE)('queues on RabbitMQ (AMQP_URL)', () => {
+  beforeAll(async () => {
+    admin = await connect(ADMIN_URL)
+    admin.on('error', () => {})
+    proxy = await TcpProxy.start(5672)
+    gw = await createTestGateway({
+      amqpUrl: `amqp://guest:guest@127.0.0.1:${proxy.port}`,
+      amqpManagementUrl: 'http://guest:guest@127.0.0.1:15672',
+      amqpPublicUrl: 'amqp://127.0.0.1:5672',
+    })
+  })
+
+  afterAll(async () => {
+    for (const c of consumers) await c.close().catch(() => {})
+    await gw?.close()
+    await proxy?.stop()
+    // what a failed test left behind: the apps' queues and consumer users
+    for (const appId of apps) {
+      const r = await fetch(`${MANAGEMENT}/queues/%2F`, { headers: { authorization: MANAGEMENT_AUTH } })
+      for (const q of (await r.json()) as Array<{ name: string }>)
+        if (q.name.startsWith(`${appId}:`)) {
+          const ch = await admin.createChannel()
+          await ch.deleteQueue(q.name).catch(() => {})
+          await ch.close().catch(() => {})
+        }
+      await fetch(`${MANAGEMENT}/users/${encodeURIComponent(`app.${appId}`)}`, {
+        method: 'DELETE',
+        headers: { authorization: MANAGEMENT_AUTH },
+      })
+    }
+    await admin?.close().catch(() => {})
+  })
+
+  let ttlQueue: { name: string; publishedAt: number } | undefined
+
+  test('a rule routes channel messages into the app queue; a consumer with the handed-out credentials reads the envelope and acks', async () => {
+    const { appId, key } = await newApp()
+    const q = await newQueue(appId, 'orders', 1, 100)
+    expect(q).toMatchObject({ name: 'orders', ttl: 1, maxLength: 100, state: 'Running' })
+    expect(q.amqp.queueName).toBe(`${appId}:orders`)
+    expect(q.amqp.uri).toStartWith(`amqp://app.${appId}:`)
+    expect(q.amqp.uri).toEndWith('@127.0.0.1:5672')
+
+    // declared durable with the queue's bounds (the broker's own view)
+    const info = await waitFor(
+      async () =>
+        (await fetch(`${MANAGEMENT}/queues/%2F/${encodeURIComponent(q.amqp.queueName)}`, {
+          headers: { authorization: MANAGEMENT_AUTH },
+        })) as Response,
+      (r) => r.status === 200,
+    )
+    expect(await info.json()).toMatchObject({
+      durable: true,
+      arguments: { 'x-message-ttl': 60_000, 'x-max-length': 100, 'x-overflow': 'drop-head' },
+    })
+
+    const rule = await routeInto(appId, q.id, '^orders:')
+    expect((await publish(key, 'orders:1', { name: 'created', data: { n: 1 } })).status).toBe(201)
+    expect((await publish(key, 'elsewhere', { name: 'ignored', data: 'x' })).status).toBe(201)
+
+    const { ch, got } = await consume(q.amqp.uri, q.amqp.queueName)
+    const [m] = await waitFor(
+      () => got,
+      (g) => g.length >= 1,
+    )
+    expect(envelope(m!)).toMatchObject({
+      source: 'channel.message',
+      appId,
+      channel: 'orders:1',
+      ruleId: rule.id,
+      site: expect.any(String),
+      // JSON data travels as the channel holds it: a string with its encoding
+      messages: [
+        { name: 'created', data: '{"n":1}', encoding: 'json', id: expect.any(String), timestamp: expect.any(Number) },
+      ],
+    })
+    expect(m!.properties.contentType).toBe('application/json')
+    expect(m!.properties.deliveryMode).toBe(2)
+    expect(m!.properties.messageId).toBe(`${rule.id}:${envelope(m!).messages[0].id}`)
+    expect(m!.properties.headers).toMatchObject({
+      'x-ably-envelope-channel': 'orders:1',
+      'x-ably-envelope-rule-id': rule.id,
+    })
+    ch.ack(m!)
+    await Bun.sleep(200)
+    expect(got.length).toBe(1) // the unmatched channel sent nothing
+    await waitFor(
+      () => readyCount(q.amqp.queueName),
+      (n) => n === 0,
+    )
+
+    // the record lists the same connection details; the HTTP consumer is not offered for broker queues
+    const listed = (await body(await v1(`/apps/${appId}/queues`)))[0]
+    expect(listed.amqp).toEqual(q.amqp)
+    expect((await v1(`/apps/${appId}/queues/${encodeURIComponent(q.id)}/messages`, 'POST')).status).toBe(400)
+
+    // consumers only read: they cannot declare or publish
+    const conn = await connect(q.amqp.uri)
+    consumers.push(conn)
+    conn.on('error', () => {})
+    const probe = await conn.createChannel()
+    probe.on('error', () => {})
+    await expect(probe.assertQueue(`${appId}:mine`)).rejects.toMatchObject({ code: 403 })
+  })
+
+  test('maxLength holds (the oldest are dropped) and the ttl is the broker queue ttl', async () => {
+    const { appId, key } = await newApp()
+    const q = await newQueue(appId, 'bounded', 1, 3)
+    await routeInto(appId, q.id, '^bounded$')
+    for (let i = 1; i <= 6; i++) expect((await publish(key, 'bounded', { name: 'n', data: `m${i}` })).status).toBe(201)
+    await waitFor(
+      () => readyCount(q.amqp.queueName),
+      (n) => n === 3,
+    )
+    await Bun.sleep(300)
+    expect(await readyCount(q.amqp.queueName)).toBe(3)
+    const { ch, got } = await consume(q.amqp.uri, q.amqp.queueName)
+    await waitFor(
+      () => got,
+      (g) => g.length === 3,
+    )
+    expect(got.map((m) => envelope(m).messages[0].data)).toEqual(['m4', 'm5', 'm6'])
+    for (const m of got) ch.ack(m)
+    await ch.close()
+
+    // one more left unread: the last test checks that it expired after its minute
+    expect((await publish(key, 'bounded', { name: 'n', data: 'expires' })).status).toBe(201)
+    await waitFor(
+      () => readyCount(q.amqp.queueName),
+      (n) => n === 1,
+    )
+    ttlQueue = { name: q.amqp.queueName, publishedAt: Date.now() }
+  })
+
+  test("another app's credentials cannot read the queue; wrong credentials cannot connect", async () => {
+    const a = await newApp()
+    const qa = await newQueue(a.appId, 'private', 5, 10)
+    const b = await newApp()
+    const qb = await newQueue(b.appId, 'own', 5, 10)
+    expect(qb.amqp.uri).not.toBe(qa.amqp.uri)
+
+    const conn = await connect(qb.amqp.uri)
+    consumers.push(conn)
+    conn.on('error', () => {})
+    // its own queue: yes
+    const own = await conn.createChannel()
+    own.on('error', () => {})
+    await own.checkQueue(qb.amqp.queueName)
+    // the other app's queue: ACCESS_REFUSED (403)
+    const other: Channel = await conn.createChannel()
+    other.on('error', () => {})
+    await expect(other.consume(qa.amqp.queueName, () => {})).rejects.toMatchObject({ code: 403 })
+    const other2 = await conn.createChannel()
+    other2.on('error', () => {})
+    await expect(other2.get(qa.amqp.queueName)).rejects.toMatchObject({ fields: { replyCode: 403 } })
+
+    // A's user with a wrong password
+    const wrong = new URL(qa.amqp.uri)
+    wrong.password = 'not-the-password'
+    await expect(connect(wrong.toString())).rejects.toThrow(/ACCESS[-_]REFUSED/)
+  })
+
+  test('deleting a queue deletes it in RabbitMQ', async () => {
+    const { appId } = await newApp()
+    const q = await newQueue(appId, 'doomed', 1, 10)
+    expect(await readyCount(q.amqp.queueName)).toBe(0)
+    expect((await v1(`/apps/${appId}/queues/${encodeURIComponent(q.id)}`, 'DELETE')).status).toBe(204)
+    expect(await readyCount(q.amqp.queueName)).toBeUndefined()
+    expect(await body(await v1(`/apps/${appId}/queues`))).toEqual([])
+  })
+
+  test('RabbitMQ unreachable: channel publishes still answer 201, rule deliveries resume once it is back, nothing acked comes again', async () => {
+    const { appId, key } = await newApp()
+    const q = await newQueue(appId, 'resilient', 10, 1000)
+    await routeInto(appId, q.id, '^resilient$')
+    const { ch, got } = await consume(q.amqp.uri, q.amqp.queueName)
+    const acked = (n: number) =>
+      waitFor(
+        () => {
+          for (const m of got.splice(0)) {
+            seen.push(envelope(m).messages[0].data)
+            ch.ack(m)
+          }
+          return seen.length
+        },
+        (len) => len >= n,
+      )
+    const seen: unknown[] = []
+    expect((await publish(key, 'resilient', { name: 'n', data: 'before' })).status).toBe(201)
+    await acked(1)
+
+    const upstream = proxy.target
+    proxy.target = await deadPort()
+    proxy.cutAll()
+    for (let i = 1; i <= 5; i++)
+      expect((await publish(key, 'resilient', { name: 'n', data: `down${i}` })).status).toBe(201)
+    // managing queues needs the broker: refused as unavailable, not hung
+    expect((await v1(`/apps/${appId}/queues`, 'POST', { name: 'later', ttl: 1, maxLength: 1 })).status).toBe(503)
+    await Bun.sleep(300)
+    expect(got.length).toBe(0)
+
+    const delivered = metric('gateway_queue_deliveries_total', '{outcome="delivered"}')
+    proxy.target = upstream
+    await acked(6)
+    // counted once confirmed (a consumer may have them before the publisher's confirm arrives)
+    await waitFor(
+      () => metric('gateway_queue_deliveries_total', '{outcome="delivered"}') - delivered,
+      (n) => n >= 5,
+    )
+    expect((await publish(key, 'resilient', { name: 'n', data: 'after' })).status).toBe(201)
+    await acked(7)
+    await Bun.sleep(500)
+    for (const m of got.splice(0)) seen.push(envelope(m).messages[0].data)
+    expect(seen).toEqual(['before', 'down1', 'down2', 'down3', 'down4', 'down5', 'after'])
+  })
+
+  test("a node's buffer is bounded: beyond it deliveries are dropped and counted, publishes still answer 201", async () => {
+    // a second node whose broker never answers, holding at most 2 messages
+    const gw2 = await createTestGateway({
+      amqpUrl: `amqp://guest:guest@127.0.0.1:${await deadPort()}`,
+      amqpBufferMessages: 2,
+    })
+    try {
+      const now = Date.now()
+      const queue = {
+        id: `${APP_ID}:local:q`,
+        appId: APP_ID,
+        name: 'q',
+        region: 'local',
+        ttl: 1,
+        maxLength: 10,
+        created: now,
+      }
+      await gw2.backend.control.putQueue(queue)
+      await gw2.backend.control.putRule({
+        id: 'bounded',
+        appId: APP_ID,
+        ruleType: 'amqp',
+        requestMode: 'single',
+        status: 'enabled',
+        source: { channelFilter: '^full$', type: 'channel.message' },
+        target: { queueId: queue.id },
+        created: now,
+        modified: now,
+      })
+      const full = metric('gateway_queue_dropped_total', '{reason="full"}')
+      for (let i = 0; i < 5; i++)
+        expect((await gw2.request('/channels/full/messages', { method: 'POST', json: { data: `x${i}` } })).status).toBe(
+          201,
+        )
+      await waitFor(
+        () => metric('gateway_queue_dropped_total', '{reason="full"}') - full,
+        (n) => n === 3,
+      )
+      expect(metric('gateway_queue_buffered', '')).toBeGreaterThanOrEqual(2)
+    } finally {
+      await gw2.close()
+    }
+  })
+
+  test('an expired message is gone (the ttl of one minute, counted from its publish)', async () => {
+    expect(ttlQueue).toBeDefined()
+    const { name, publishedAt } = ttlQueue!
+    await waitFor(
+      () => readyCount(name),
+      (n) => n === 0,
+      Math.max(0, publishedAt + 60_000 - Date.now()) + 30_000,
+    )
+    expect(Date.now() - publishedAt).toBeGreaterThan(55_000)
+  }, 120_000)
+})
