@@ -84,7 +84,7 @@ export interface Core {
 export function createCore(backend: Backend, clock: Clock, s: CoreSettings): Core {
   const auth = new Authenticator(backend.control, backend.revocations, clock, s)
   const namespaces = new Namespaces(backend.control)
-  const hub = new Hub(backend.broker)
+  const hub = new Hub(backend.broker, clock)
   const occupancy = new Occupancy(backend.occupancy)
   const stats = new StatsService(backend.stats, clock)
   const limits = new RateLimiter(backend.limits, backend.control, clock, s)

@@ -203,6 +203,18 @@ export const metrics = new Registry()
 export const trackConnections = (transport: string, count: () => number, registry = metrics): (() => void) =>
   registry.gauge('gateway_connections', 'Open client connections on this node, by transport.', count, { transport })
 
+/**
+ * Messages written to client connections by one transport (`event-stream`, `realtime`): the series
+ * a transport adds each batch's count to (per batch and connection, never per message).
+ */
+export const deliveredBy = (transport: string, registry = metrics): Series =>
+  registry
+    .counter(
+      'gateway_messages_delivered_total',
+      'Messages written to client connections, by transport (event-stream, realtime).',
+    )
+    .series(Object.freeze({ transport }))
+
 let loopMonitored = false
 /** Event-loop lag: how late a 500 ms timer fires, as a gauge in seconds. Once per process. */
 export function monitorEventLoop(registry = metrics): void {

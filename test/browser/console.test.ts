@@ -6,6 +6,7 @@ import type { Page } from 'playwright-core'
 import type { PresenceMessage } from '../../src/core/types'
 import { addKey, APP_ID, createTestGateway, listen, type TestGateway } from '../helpers/gateway'
 import { chromiumAvailable, launchChromium } from '../helpers/browser'
+import { connectedClient } from '../helpers/realtime'
 
 /**
  * The web console in Debian's chromium, over a real port, every request outside the gateway
@@ -100,9 +101,14 @@ test.skipIf(!available)(
       gw.request(`/channels/${channel}/messages`, { method: 'POST', json: message })
     expect((await post('lobby', { name: 'seed', data: 'before the console' })).status).toBe(201)
 
+    // a realtime client of the node: the health panel counts it
+    const client = await connectedClient(Number(new URL(base).port), { key: gw.key })
     const { page, problems } = await openConsole(base)
     // health needs no key
     await textUntil(page, '[data-health="ready"]', (t) => t === 'ready')
+    expect(await text(page, '[data-health="realtime-connections"]')).toBe('1')
+    expect(await text(page, '[data-health="sse-connections"]')).toMatch(/^\d+$/)
+    client.close()
     expect(await text(page, '[data-health="live"]')).toBe('ok')
     expect(await text(page, '[data-health="backend"]')).toBe((await gw.core.health()).backend)
     expect(await text(page, '#health-badge')).toBe('ready')

@@ -97,6 +97,29 @@ test('the dashboard is valid and refers only to metrics the server exports', asy
   expect(unknown).toEqual([])
 })
 
+test('the dashboard has panels for realtime traffic, latencies, slow consumers, presence, webhooks and queues', () => {
+  const exprs = dashboard.panels.flatMap((p: { targets: Array<{ expr: string }> }) => p.targets.map((t) => t.expr))
+  const shown = (name: string) => exprs.some((e: string) => new RegExp(`\\b${name}\\b`).test(e))
+  const missing = [
+    'gateway_connections',
+    'gateway_realtime_attachments',
+    'gateway_presence_members',
+    'gateway_messages_published_total',
+    'gateway_messages_delivered_total',
+    'gateway_realtime_ack_seconds_bucket',
+    'gateway_delivery_latency_seconds_bucket',
+    'gateway_realtime_slow_consumers_paused_total',
+    'gateway_realtime_slow_consumers_cut_total',
+    'gateway_webhook_requests_total',
+    'gateway_webhook_dropped_total',
+    'gateway_queue_deliveries_total',
+    'gateway_queue_dropped_total',
+  ].filter((n) => !shown(n))
+  expect(missing).toEqual([])
+  // published and delivered are split by transport (rest, realtime, event-stream)
+  expect(exprs).toContain('sum by (transport) (rate(gateway_messages_delivered_total[1m]))')
+})
+
 test('the image health check is the binary’s healthcheck command (https when TLS is on)', () => {
   const dockerfile = readFileSync(join(import.meta.dir, '..', '..', 'Dockerfile'), 'utf8')
   expect(dockerfile).toContain('CMD ["/usr/local/bin/gateway", "healthcheck"]')

@@ -41,8 +41,8 @@ test('/metrics reports requests, publishes, deliveries, connections and rings in
   expect(
     value(/^gateway_http_requests_total\{interface="channels",route="\/channels\/:channel\/messages",status="400"\}/),
   ).toBeGreaterThanOrEqual(1)
-  expect(value(/^gateway_messages_published_total /)).toBeGreaterThanOrEqual(3)
-  expect(value(/^gateway_messages_delivered_total /)).toBeGreaterThanOrEqual(3)
+  expect(value(/^gateway_messages_published_total\{transport="rest"\} /)).toBeGreaterThanOrEqual(3)
+  expect(value(/^gateway_messages_delivered_total\{transport="event-stream"\} /)).toBeGreaterThanOrEqual(3)
   expect(value(/^gateway_connections\{transport="event-stream"\} /)).toBeGreaterThanOrEqual(1)
   expect(value(/^gateway_ring_messages /)).toBeGreaterThanOrEqual(3)
   expect(text).toContain('# TYPE gateway_http_requests_total counter')

@@ -1,4 +1,5 @@
 import type { ErrorBody } from '../../errors'
+import { ackLatency, ackSeries, arrival } from './metrics'
 import { Action } from './protocol'
 
 /** The answer of one protocol message, settled with `ack` or `nack`. */
@@ -11,6 +12,8 @@ export interface AckSlot {
   error?: ErrorBody
   /** Called once it is settled (set when a newer transport of the connection waits for its outcome). */
   onSettled?: () => void
+  /** When it arrived (ms, `performance.now()`, read once per turn): for the ACK latency. */
+  at: number
 }
 
 /** Outcomes remembered per connection, so a protocol message resent after a resume is answered, not published twice. */
@@ -115,7 +118,7 @@ export class AckQueue {
 
   /** A slot for the next protocol message (`publish`: a MESSAGE); settle it with `ack` or `nack`. */
   open(msgSerial: number, publish: boolean): AckSlot {
-    const slot: AckSlot = { msgSerial, done: false, publish }
+    const slot: AckSlot = { msgSerial, done: false, publish, at: arrival() }
     this.slots.push(slot)
     return slot
   }
@@ -150,6 +153,7 @@ export class AckQueue {
   }
 
   private flush() {
+    let now = 0
     while (this.slots.length && this.slots[0]!.done) {
       const first = this.slots.shift()!
       if (first.error) {
@@ -165,7 +169,11 @@ export class AckQueue {
       )
         run.push(this.slots.shift()!)
       const { answered } = this.memory
-      for (const s of run) answered.set(s.msgSerial, s.serials!)
+      now ||= performance.now()
+      for (const s of run) {
+        answered.set(s.msgSerial, s.serials!)
+        ackLatency.observeIn(ackSeries, (now - s.at) / 1000)
+      }
       this.send({
         action: Action.ACK,
         msgSerial: first.msgSerial,

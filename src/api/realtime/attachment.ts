@@ -4,6 +4,7 @@ import type { GatewayError } from '../../errors'
 import type { Core } from '../../core'
 import type { OccupancyRole } from '../../core/fanout/occupancy'
 import { batchFrames, deliveryFrame, type Format, type Frame } from './frames'
+import { delivered } from './metrics'
 import { Action, Flag } from './protocol'
 
 /** What an attachment needs of its connection. */
@@ -78,9 +79,11 @@ export class Attachment implements SessionSink {
       if (f.kind === 'message' && !this.host.echo && f.entries.some((m) => m.connectionId === this.host.id)) {
         const others = f.entries.filter((m) => m.connectionId !== this.host.id)
         if (others.length) more = this.host.deliver(deliveryFrame(others, this.channel, this.host.format).frame)
+        delivered.value += others.length
         continue
       }
       more = this.host.deliver(f.frame)
+      delivered.value += f.entries.length
     }
     return more
   }

@@ -7,6 +7,7 @@ import { GatewayError } from '../../errors'
 import type { Logger } from '../../lib/logger'
 import { toGatewayError } from '../plugins/errors'
 import { AckQueue } from './acks'
+import { slowCut, slowPaused } from './metrics'
 import { Attachment, type AttachmentHost } from './attachment'
 import { ChannelOps } from './channel-ops'
 import { decodeFrame, encodeFrame, type ClientFrame, type Format, type Frame } from './frames'
@@ -64,6 +65,8 @@ export class RealtimeConnection implements AttachmentHost, PublishHost {
   private closed = false
   /** Bytes of answers sent since the socket went over REALTIME_BUFFER_BYTES (reset when it drains). */
   private unread = 0
+  /** Deliveries were refused room since the socket last drained (counted once as a pause). */
+  private paused = false
   /** Set once DISCONNECTED is decided: no further frame is served, it goes out when the publishes are answered. */
   private leaving?: Promise<void>
   private renewTimer?: ReturnType<typeof setTimeout>
@@ -160,7 +163,12 @@ export class RealtimeConnection implements AttachmentHost, PublishHost {
   /** Sends a delivery frame; false when the socket now holds more unsent bytes than allowed (the session pauses). */
   deliver(frame: Frame): boolean {
     if (this.closed) return true
-    return this.write(frame)
+    if (this.write(frame)) return true
+    if (!this.paused) {
+      this.paused = true
+      slowPaused.value++
+    }
+    return false
   }
 
   private write(data: Frame): boolean {
@@ -294,11 +302,13 @@ export class RealtimeConnection implements AttachmentHost, PublishHost {
   /** The socket has room again: paused subscriptions catch up from the log. */
   drained(): void {
     this.unread = 0
+    this.paused = false
     this.channels.drained()
   }
 
   /** A subscription ended with an error: credentials → the connection fails; otherwise the client resumes. */
   ended(_a: Attachment, err: GatewayError): void {
+    if (err.code === 80020) slowCut.value++
     if (err.statusCode === 401 || err.statusCode === 403) this.fail(err)
     else void this.disconnect(err)
   }
@@ -352,6 +362,7 @@ export class RealtimeConnection implements AttachmentHost, PublishHost {
 
   /** The client does not read what it asks for: its socket is cut, and it may resume once it reads again. */
   private cut(): void {
+    slowCut.value++
     this.gone(true, { reason: 'cut: the client does not read the answers it asks for', level: 'info' })
     this.ws.terminate()
   }

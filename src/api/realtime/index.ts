@@ -56,12 +56,23 @@ export function realtime(core: Core, s: RealtimeLimits, log: Logger) {
   const serverId = `${hostname()}-${process.pid}`
   const live = new Map<string, RealtimeConnection>()
   const remains = new Map<string, Remains>()
-  const untrack = trackConnections('realtime', () => live.size)
-  metrics.gauge('gateway_realtime_attachments', 'Attached channels of realtime connections on this node.', () => {
-    let n = 0
-    for (const c of live.values()) n += c.channels.size
-    return n
-  })
+  const untrack = [
+    trackConnections('realtime', () => live.size),
+    metrics.gauge('gateway_realtime_attachments', 'Attached channels of realtime connections on this node.', () => {
+      let n = 0
+      for (const c of live.values()) n += c.channels.size
+      return n
+    }),
+    metrics.gauge(
+      'gateway_presence_members',
+      'Presence members entered over the realtime connections open on this node.',
+      () => {
+        let n = 0
+        for (const c of live.values()) n += c.presence.members
+        return n
+      },
+    ),
+  ]
 
   const timer = setInterval(
     () => {
@@ -265,7 +276,7 @@ export function realtime(core: Core, s: RealtimeLimits, log: Logger) {
     },
     close() {
       clearInterval(timer)
-      untrack()
+      for (const u of untrack) u()
     },
   }
 }

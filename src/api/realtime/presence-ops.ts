@@ -37,6 +37,13 @@ export class PresenceOps {
 
   constructor(private readonly host: PresenceHost) {}
 
+  /** Members entered over this connection, on all its channels (metrics). */
+  get members(): number {
+    let n = 0
+    for (const m of this.own?.values() ?? []) n += m.size
+    return n
+  }
+
   /** A resumed connection learns the members it still has (entered on this or another node). */
   async restore(): Promise<void> {
     for (const { channel, member } of await this.host.core.connectionPresence.ofConnectionMembers(this.host.id)) {

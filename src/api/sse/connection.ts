@@ -1,6 +1,6 @@
 import { GatewayError } from '../../errors'
 import { utf8Encode } from '../../lib/encoding'
-import { metrics } from '../../lib/metrics'
+import { deliveredBy, metrics } from '../../lib/metrics'
 import type { SessionSink, StreamSession } from '../../core/fanout/session'
 import type { Message } from '../../core/types'
 import { compactSerial, encodeEventId } from '../../core/fanout/resume-token'
@@ -36,7 +36,7 @@ interface SharedRecords {
 
 type Chunk = string | Uint8Array
 
-const delivered = metrics.counter('gateway_messages_delivered_total', 'Messages written to event-stream connections.')
+const delivered = deliveredBy('event-stream')
 const cut = metrics.counter(
   'gateway_sse_slow_consumers_cut_total',
   'Event-stream connections cut for not reading fast enough (stalled, or fell behind retention).',
@@ -105,7 +105,7 @@ export class EventStreamConnection implements SessionSink {
 
   deliver(index: number, batch: Message[]): boolean {
     if (this.closed) return true
-    delivered.inc(undefined, batch.length)
+    delivered.value += batch.length
     const { mode, enveloped, channels, hash } = this.o
     const channel = channels[index]!
     if (channels.length === 1) {

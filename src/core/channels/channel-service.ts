@@ -37,8 +37,10 @@ export interface PublishResponse {
 
 const published = metrics.counter(
   'gateway_messages_published_total',
-  'Messages accepted by publishes (duplicates excluded).',
+  'Messages accepted by publishes (duplicates excluded), by transport (rest, realtime).',
 )
+const PUBLISHED_REST = published.series(Object.freeze({ transport: 'rest' }))
+const PUBLISHED_REALTIME = published.series(Object.freeze({ transport: 'realtime' }))
 
 export const MAX_BATCH_CHANNELS = 100
 export const MAX_BATCH_MESSAGES = 1000
@@ -169,7 +171,7 @@ export class ChannelService {
       if (res.appended > 0) {
         this.rules.published(p.appId, x.channel, x.drafts, res.serials)
         this.push?.published(p.appId, x.channel, x.drafts)
-        published.inc(undefined, res.appended)
+        ;(x.realtime ? PUBLISHED_REALTIME : PUBLISHED_REST).value += res.appended
         this.stats.messagesPublished(
           p.appId,
           p.accountId,

@@ -82,8 +82,25 @@ export async function nodeHealth() {
       return { status: 0, body: { problem: e.message } }
     }
   }
-  const [health, ready] = await Promise.all([get('/health'), get('/ready')])
-  return { health, ready }
+  const [health, ready, connections] = await Promise.all([get('/health'), get('/ready'), openConnections()])
+  return { health, ready, connections }
+}
+
+/**
+ * Open connections on this node by transport (`realtime`, `event-stream`), read from `/metrics`
+ * (`gateway_connections`); empty when it cannot be read.
+ */
+async function openConnections() {
+  try {
+    const r = await fetch('/metrics', { cache: 'no-store' })
+    if (!r.ok) return {}
+    const out = {}
+    for (const m of (await r.text()).matchAll(/^gateway_connections\{transport="([^"]+)"\} (\S+)$/gm))
+      out[m[1]] = Number(m[2])
+    return out
+  } catch {
+    return {}
+  }
 }
 
 const STORE = 'gateway-console.key'
