@@ -48,6 +48,12 @@ export interface PublishOptions {
    * when its bucket lacks the tokens, nothing is appended and `charged.ok` is false.
    */
   charge?: Charge
+  /**
+   * The messages are ephemeral (`extras.ephemeral`): they get serials and are handed to the
+   * listeners like any others, but are never stored (no log, ring, history, rewind or resume
+   * replay) and skip the idempotency window. `persisted` is false with it.
+   */
+  ephemeral?: boolean
 }
 
 export interface PublishResult {

@@ -160,6 +160,11 @@ export class MemoryBroker implements Broker {
       }
     }
     if (appended.length === 0) return { serials, appended: 0, charged }
+    // ephemeral: handed on live, kept nowhere (their serials stay in order with the stored ones)
+    if (opts.ephemeral) {
+      for (const l of c.listeners) l(appId, channel, appended)
+      return { serials, appended: appended.length, charged }
+    }
     // the durable log is message history: other kinds live in the ring (resume) only
     if (opts.persisted) this.log.append(appId, channel, messagesOnly(appended), opts.findable)
     const before = c.ring.byteSize

@@ -17,6 +17,7 @@ import { checkChannelName } from '../model/names'
 import { carriesConnectionKey, type OnBehalf } from './on-behalf'
 import type { MutableMessages } from './mutable-messages'
 import { isChange } from './versions'
+import { checkPublish } from '../model/sub-channels'
 
 export interface ChannelSettings {
   maxMessageSize: number
@@ -58,6 +59,8 @@ interface Prepared {
   /** The messages carry ids of their publisher's (deduplicated within the idempotency window). */
   clientIds: boolean
   realtime: boolean
+  /** Delivered live, never stored (`extras.ephemeral`): no history, rewind, resume or idempotency. */
+  ephemeral: boolean
 }
 
 /** The channel REST use cases: publish, history, metadata, enumeration and batch publish. */
@@ -126,14 +129,13 @@ export class ChannelService {
   private prepare(p: Principal, channelName: string, body: unknown, ctx?: PublishContext): Prepared {
     const channel = checkChannelName(channelName)
     authorize(p, channel, 'publish')
-    // service sub-channels carry chat and LiveObjects events: only those services publish there
-    if (channel.includes('::$'))
-      throw denied(`Channel "${channel}" is reserved for the chat and LiveObjects interfaces`)
     const wire = Array.isArray(body) ? body : [body]
     if (wire.length === 0) throw new GatewayError(40001, 'Invalid publish request: no messages')
     if (wire.length > MAX_BATCH_MESSAGES)
       throw new GatewayError(40001, `Invalid publish request: more than ${MAX_BATCH_MESSAGES} messages`)
     const drafts = wire.map((m) => draftFromWire(m, p))
+    // `::$` sub-channels: which take channel publishes, and what (model/sub-channels.ts)
+    const ephemeral = checkPublish(channel, drafts)
     let size = 0
     for (const d of drafts) size += messageSize(d)
     if (size > this.s.maxMessageSize) {
@@ -153,7 +155,7 @@ export class ChannelService {
       for (let i = 0; i < drafts.length; i++) drafts[i]!.id = `${messageId}:${i}`
     }
     if (ctx) for (const d of drafts) d.connectionId = ctx.connectionId
-    return { channel, drafts, size, messageId, clientIds, realtime: ctx !== undefined }
+    return { channel, drafts, size, messageId, clientIds, realtime: ctx !== undefined, ephemeral }
   }
 
   private append(p: Principal, x: Prepared, charge?: LimitCharge): Answer<PublishResponse> {
@@ -164,8 +166,11 @@ export class ChannelService {
   }
 
   private appendTo(p: Principal, x: Prepared, persisted: boolean, charge?: LimitCharge): Answer<PublishResponse> {
-    // ids a client may send again: its own, or a connection's (resent after a resume)
-    const opts = { persisted, clientIds: x.clientIds, findable: x.clientIds || x.realtime, charge }
+    // ids a client may send again: its own, or a connection's (resent after a resume); an
+    // ephemeral publish is never stored, so nothing of it can be looked up or deduplicated
+    const opts = x.ephemeral
+      ? { persisted: false, ephemeral: true, charge }
+      : { persisted, clientIds: x.clientIds, findable: x.clientIds || x.realtime, charge }
     const appended = (res: PublishResult): PublishResponse => {
       if (charge) this.limits.settle(charge, res.charged!)
       if (res.appended > 0) {
@@ -177,7 +182,7 @@ export class ChannelService {
           p.accountId,
           res.appended,
           x.size,
-          persisted,
+          persisted && !x.ephemeral,
           x.realtime ? 'realtime' : 'rest',
         )
       }

@@ -1,6 +1,7 @@
 import type { ControlStore } from '../ports'
 import type { Namespace } from '../types'
 import { namespaceOf } from '../model/names'
+import { isServiceChannel } from '../model/sub-channels'
 
 /** Namespace rules per app, cached until the control store reports a change. */
 export class Namespaces {
@@ -24,7 +25,7 @@ export class Namespaces {
 
   /** The namespace rule that applies to `channel`, if any. */
   async of(appId: string, channel: string): Promise<Namespace | undefined> {
-    const id = namespaceOf(channel)
+    const id = namespaceOf(baseName(channel))
     if (id === undefined) return undefined
     const m = this.cache.get(appId) ?? (await this.forApp(appId))
     return m.get(id)
@@ -33,7 +34,8 @@ export class Namespaces {
   /**
    * Whether a channel keeps history for the persisted window: channels of a `persisted` namespace,
    * of a `mutableMessages` one (as the hosted service persists them: changes need the message), and
-   * the service sub-channels (`room::$chat`, `ns::$objects:...`), whose history is their state.
+   * the service sub-channels (`room::$chat`, `ns::$objects:...`), whose history is their state
+   * (the Spaces sub-channels `::$space` and `::$cursors` follow the rules of their base name).
    */
   async isPersisted(appId: string, channel: string): Promise<boolean> {
     return this.persistedCached(appId, channel) ?? persists(await this.of(appId, channel))
@@ -41,8 +43,8 @@ export class Namespaces {
 
   /** Synchronous answer when the app's rules are cached (the publish hot path), else undefined. */
   persistedCached(appId: string, channel: string): boolean | undefined {
-    if (channel.includes('::$')) return true
-    const id = namespaceOf(channel)
+    if (isServiceChannel(channel)) return true
+    const id = namespaceOf(baseName(channel))
     if (id === undefined) return false
     const m = this.cache.get(appId)
     return m ? persists(m.get(id)) : undefined
@@ -55,3 +57,9 @@ export class Namespaces {
 }
 
 const persists = (ns: Namespace | undefined): boolean => ns?.persisted === true || ns?.mutableMessages === true
+
+/** A sub-channel's base name (`deck` of `deck::$cursors`): its namespace is the base's. */
+const baseName = (channel: string): string => {
+  const i = channel.indexOf('::$')
+  return i < 0 ? channel : channel.slice(0, i)
+}
