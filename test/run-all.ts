@@ -1,18 +1,22 @@
 /**
- * `npm test`: both halves of the suite, the second whatever the first gave, then one summary of both.
+ * `npm test`: the three parts of the suite, each whatever the one before gave, then one summary of all.
+ * (They are called halves below, from when there were two.)
  *
  * - embedded: `npm run test:embedded` (every test file, on the embedded store);
- * - redis: `npm run test:redis` (the suites that hold a backend, again with TEST_BACKEND=redis).
+ * - redis: `npm run test:redis` (the suites that hold a backend, again with TEST_BACKEND=redis);
+ * - cluster: `npm run test:cluster` (the same suites on a Redis Cluster of 3 masters and 3
+ *   replicas, TEST_BACKEND=redis-cluster).
  *
  * Each half's output is passed through as it comes; its counts are read from bun's own closing
  * summary (` N pass`, ` N fail`, ..., `Ran N tests across M files.`). The last lines are one per half
- * (`embedded: N passed, N failed`, `redis: N passed, N failed`) and then `tests: N passed, N failed`.
+ * (`embedded: N passed, N failed`, `redis: ...`, `cluster: ...`) and then `tests: N passed, N failed`.
  * The exit status is non-zero when either half failed, or ended without its summary (a crash), or
  * exited non-zero with no failing test (an error outside any test): that half's line says which.
  */
 const HALVES = [
   { name: 'embedded', script: 'test:embedded' },
   { name: 'redis', script: 'test:redis' },
+  { name: 'cluster', script: 'test:cluster' },
 ] as const
 
 type Counts = { pass: number; fail: number; skip: number; todo: number; error: number }

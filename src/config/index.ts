@@ -46,6 +46,13 @@ export function loadConfig(
   }
   if (!problems.length && (out.workers as number) > 1 && !out.workerId && out.port === 0)
     problems.push('WORKERS above 1 needs a fixed PORT: with 0 every worker would listen on a port of its own')
+  // hash tags (`{...}`) in keys keep each channel in one Redis Cluster slot: the prefix must not hold braces
+  if (!problems.length && /[{}]/.test(out.redisPrefix as string))
+    problems.push(
+      'REDIS_PREFIX must not contain { or } (they would change the hash tags that keep a channel in one Redis Cluster slot)',
+    )
+  if (!problems.length && !out.redisCluster && (out.redisUrl as string).includes(','))
+    problems.push('REDIS_URL names several nodes: set REDIS_CLUSTER=true (only a cluster takes several seed nodes)')
   if (problems.length) throw new Error(`invalid configuration:\n  ${problems.join('\n  ')}`)
   return out as Config
 }

@@ -82,6 +82,7 @@ const urlOf =
     return raw
   }
 const amqpUrl = urlOf('an amqp:// or amqps:// URL', 'amqp:', 'amqps:')
+
 const httpUrl: Parser<string> = (raw) => {
   if (raw === '') return raw
   let u: URL
@@ -136,7 +137,25 @@ export const SETTINGS = {
     'Directory of the embedded SQLite store (accounts, apps, keys, persisted history).',
     str,
   ),
-  redisUrl: setting('REDIS_URL', '', 'Redis URL; empty runs the embedded single-node backend.', str, true),
+  redisUrl: setting(
+    'REDIS_URL',
+    '',
+    'Redis URL; empty runs the embedded single-node backend. With REDIS_CLUSTER, one or more cluster nodes, comma-separated (the rest of the cluster is discovered).',
+    str,
+    true,
+  ),
+  redisCluster: setting(
+    'REDIS_CLUSTER',
+    'false',
+    'Use Redis Cluster (node-redis cluster client; REDIS_URL names its seed nodes, comma-separated). Redis 7 or newer. Without it, a REDIS_URL naming a cluster node is refused at start.',
+    bool,
+  ),
+  redisWaitReplicas: setting(
+    'REDIS_WAIT_REPLICAS',
+    '0',
+    "A publish is ACKed only once this many replicas of the channel's Redis (master) have it (WAIT, up to REDIS_TIMEOUT_MS; fewer fails the publish with 503, outcome unknown). 0: ACK after the master alone (replication is asynchronous; a failover can lose the last writes).",
+    int(0, 16),
+  ),
   redisPrefix: setting(
     'REDIS_PREFIX',
     'gw:',

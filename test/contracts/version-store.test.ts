@@ -1,8 +1,9 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
-import { createClient } from 'redis'
+import { RedisKeys } from '../../src/backend/redis/keys'
 import type { VersionStore } from '../../src/core/channels/ports'
 import type { Message } from '../../src/core/types'
 import { TestClock, createTestGateway, type TestGateway } from '../helpers/gateway'
+import { rawRedis } from '../helpers/redis-cluster'
 
 // The VersionStore port's contract (core/channels/ports.ts), held against whichever backend
 // TEST_BACKEND names: `npm test` runs this file on the embedded store and again on Redis.
@@ -142,18 +143,17 @@ describe('VersionStore contract', () => {
     await put(ch, s, 0, c)
     if (gw.backend.kind === 'redis') {
       // Redis expires the keys itself (PEXPIRE with the retention): checked on the keys' TTLs
-      const redis = createClient({ url: gw.config.redisUrl })
-      await redis.connect()
+      const redis = await rawRedis(gw.config)
       try {
-        const keys = await redis.keys(`${gw.config.redisPrefix}mv*:${APP}:${ch}:${s}`)
-        expect(keys).toHaveLength(2)
+        const names = new RedisKeys(gw.config.redisPrefix)
+        const keys = [names.versions(APP, ch, s), names.versionIndex(APP, ch, s)]
         for (const key of keys) {
-          const ttl = await redis.pTTL(key)
+          const ttl = Number(await redis.send(['PTTL', key]))
           expect(ttl).toBeGreaterThan(gw.config.persistedHistoryTtlMs - 60_000)
           expect(ttl).toBeLessThanOrEqual(gw.config.persistedHistoryTtlMs)
         }
       } finally {
-        await redis.quit()
+        await redis.close()
       }
       return
     }

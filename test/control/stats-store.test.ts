@@ -4,9 +4,9 @@
  * place in a page, and its index entry is removed.
  */
 import { afterAll, beforeAll, expect, test } from 'bun:test'
-import { createClient } from 'redis'
 import { RedisKeys } from '../../src/backend/redis/keys'
 import { createTestGateway, type TestGateway } from '../helpers/gateway'
+import { rawRedis } from '../helpers/redis-cluster'
 
 let gw: TestGateway
 beforeAll(async () => {
@@ -29,21 +29,20 @@ test('pages of live records, forwards and backwards; on Redis expired intervals 
   if (gw.backend.kind !== 'redis') return
 
   // the counters of the first four minutes expire (as RETENTION_S after their last write would)
-  const redis = createClient({ url: gw.config.redisUrl })
-  await redis.connect()
+  const redis = await rawRedis(gw.config)
   try {
     const keys = new RedisKeys(gw.config.redisPrefix)
-    for (let i = 0; i < 4; i++) await redis.del(keys.stats(scope, 'minute', minute(i)))
+    for (let i = 0; i < 4; i++) await redis.send(['DEL', keys.stats(scope, 'minute', minute(i))])
     expect(counts(await query(2, 'forwards'))).toEqual([5, 6])
     expect(counts(await query(10, 'backwards'))).toEqual([6, 5])
     // the index entries are removed in the background: wait for it (bounded)
     let indexed = -1
     for (let i = 0; i < 100 && indexed !== 2; i++) {
-      indexed = await redis.zCard(keys.statsIndex(scope, 'minute'))
+      indexed = Number(await redis.send(['ZCARD', keys.statsIndex(scope, 'minute')]))
       if (indexed !== 2) await Bun.sleep(10)
     }
     expect(indexed).toBe(2)
   } finally {
-    await redis.quit()
+    await redis.close()
   }
 })

@@ -9,6 +9,7 @@ import { createLogger } from '../../src/lib/logger'
 import { createNode, type Server } from '../../src/node'
 import type { App } from '../../src/server'
 import { sharedRedis } from './redis'
+import { sharedRedisCluster } from './redis-cluster'
 
 export const ROOT_KEY = 'testapp.rootkey:s3cr3t-root-secret'
 export const ACCESS_TOKEN = 'test-management-access-token'
@@ -51,10 +52,18 @@ export async function createTestGateway(
   const dataDir = overrides.dataDir ?? mkdtempSync(join(tmpdir(), 'gw-test-'))
   // TEST_BACKEND=redis runs the same suites on Redis (a redis-server of the tests' own); the key
   // prefix follows the data dir, so a "restart" on the same dir finds the same data
+  // (TEST_BACKEND=redis-cluster: the same on a Redis Cluster of the tests' own, 3 masters + 3 replicas)
   const redis =
-    process.env.TEST_BACKEND === 'redis' && overrides.redisUrl === undefined
-      ? { redisUrl: (await sharedRedis()).url, redisPrefix: `t:${basename(dataDir)}:` }
-      : {}
+    overrides.redisUrl !== undefined
+      ? // a second gateway on the same cluster (its seed nodes are comma-separated)
+        overrides.redisCluster === undefined && overrides.redisUrl.includes(',')
+        ? { redisCluster: true }
+        : {}
+      : process.env.TEST_BACKEND === 'redis'
+        ? { redisUrl: (await sharedRedis()).url, redisPrefix: `t:${basename(dataDir)}:` }
+        : process.env.TEST_BACKEND === 'redis-cluster'
+          ? { redisUrl: (await sharedRedisCluster()).url, redisCluster: true, redisPrefix: `t:${basename(dataDir)}:` }
+          : {}
   // rate limits are off unless a test turns them on (test/limits)
   const config = loadConfig(
     {},

@@ -2,7 +2,7 @@ import { expect } from 'bun:test'
 import { pack } from 'msgpackr'
 import { ACCESS_TOKEN, APP_ID, ROOT_KEY, basic } from '../helpers/gateway'
 import { GatewayNode } from '../helpers/node-process'
-import { sharedRedis } from '../helpers/redis'
+import { backendEnvFor } from '../helpers/redis-cluster'
 
 /**
  * The hostile-input suites: a gateway in a process of its own (so a stall of its event loop shows
@@ -12,10 +12,7 @@ export const ACCOUNT_ID = 'hostileacct'
 export const MAX_BODY = 2 * 1024 * 1024
 
 export async function hostileNode(env: Record<string, string> = {}): Promise<GatewayNode> {
-  const redis: Record<string, string> =
-    process.env.TEST_BACKEND === 'redis'
-      ? { REDIS_URL: (await sharedRedis()).url, REDIS_PREFIX: `hostile:${Math.random().toString(36).slice(2)}:` }
-      : {}
+  const redis = await backendEnvFor(`hostile:${Math.random().toString(36).slice(2)}:`)
   return GatewayNode.start({
     BOOTSTRAP_ACCESS_TOKEN: ACCESS_TOKEN,
     BOOTSTRAP_ACCOUNT_ID: ACCOUNT_ID,

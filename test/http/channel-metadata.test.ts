@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import { APP_ID, createTestGateway, type TestGateway } from '../helpers/gateway'
+import { onRedis } from '../helpers/redis-cluster'
 import { expectError } from '../helpers/errors'
 
 let gw: TestGateway
@@ -207,6 +208,6 @@ describe('health', () => {
     expect((await gw.request('/health', { key: null })).status).toBe(200)
     const r = await gw.request('/ready', { key: null })
     expect(r.status).toBe(200)
-    expect(((await r.json()) as any).backend).toBe(process.env.TEST_BACKEND === 'redis' ? 'redis' : 'memory')
+    expect(((await r.json()) as any).backend).toBe(onRedis() ? 'redis' : 'memory')
   })
 })

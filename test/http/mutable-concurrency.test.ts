@@ -11,6 +11,7 @@ import { MutableMessages } from '../../src/core/channels/mutable-messages'
 import type { VersionStore } from '../../src/core/channels/ports'
 import type { Principal } from '../../src/core/auth/principal'
 import { createTestGateway, type TestGateway } from '../helpers/gateway'
+import { onRedis } from '../helpers/redis-cluster'
 import { freshMutable, getMessage, messagesPath as path, mutableNamespace, publishOne } from '../helpers/mutable'
 
 let gw: TestGateway
@@ -107,7 +108,7 @@ describe('concurrent changes', () => {
     })
   })
 
-  test.skipIf(process.env.TEST_BACKEND !== 'redis')(
+  test.skipIf(!onRedis())(
     'two nodes appending to one message at once: every fragment once, in version order',
     async () => {
       const dir = mkdtempSync(join(tmpdir(), 'gw-two-nodes-'))

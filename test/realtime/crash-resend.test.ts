@@ -12,7 +12,8 @@ import * as Ably from 'ably'
 import { ACCESS_TOKEN, APP_ID, basic, ROOT_KEY } from '../helpers/gateway'
 import { GatewayNode } from '../helpers/node-process'
 import { closeClients, collect, connectedClient, reach } from '../helpers/realtime'
-import { freePort, sharedRedis } from '../helpers/redis'
+import { freePort } from '../helpers/redis'
+import { backendEnvFor } from '../helpers/redis-cluster'
 import { TcpProxy } from '../helpers/tcp-proxy'
 
 /** Runs of kill -9 and restart (each on a channel of its own). */
@@ -24,10 +25,7 @@ const IN_FLIGHT = 8
 let node: GatewayNode
 let proxy: TcpProxy
 beforeAll(async () => {
-  const redis: Record<string, string> =
-    process.env.TEST_BACKEND === 'redis'
-      ? { REDIS_URL: (await sharedRedis()).url, REDIS_PREFIX: `rt-crash-${Date.now()}:` }
-      : {}
+  const redis = await backendEnvFor(`rt-crash-${Date.now()}:`)
   node = await GatewayNode.start({ BOOTSTRAP_ACCESS_TOKEN: ACCESS_TOKEN, ...redis })
   proxy = await TcpProxy.start(node.port)
   const r = await fetch(`${node.url}/v1/apps/${APP_ID}/namespaces`, {

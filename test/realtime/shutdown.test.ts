@@ -10,7 +10,7 @@ import { createTestGateway, ROOT_KEY } from '../helpers/gateway'
 import { GatewayNode } from '../helpers/node-process'
 import { closeClients, collect, connectedClient, reach } from '../helpers/realtime'
 import { rawConnected } from '../helpers/realtime-raw'
-import { sharedRedis } from '../helpers/redis'
+import { backendEnvFor } from '../helpers/redis-cluster'
 
 let node: GatewayNode | undefined
 afterAll(async () => {
@@ -20,8 +20,7 @@ afterAll(async () => {
 
 /** The node's backend: the tests' redis-server when the suite runs on Redis. */
 async function backendEnv(): Promise<Record<string, string>> {
-  if (process.env.TEST_BACKEND !== 'redis') return {}
-  return { REDIS_URL: (await sharedRedis()).url, REDIS_PREFIX: `rt-shutdown-${Date.now()}:` }
+  return backendEnvFor(`rt-shutdown-${Date.now()}:`)
 }
 
 test('SIGTERM: DISCONNECTED to every client; after the restart they resume with nothing lost or doubled', async () => {

@@ -6,10 +6,10 @@ import { metrics } from '../../lib/metrics'
 import type { Broker, BrokerListener, PublishOptions, PublishResult } from '../../core/ports'
 import type { HistoryQuery, Message, MessageDraft } from '../../core/types'
 import { idFromSerial, messageFromEntry, packDraft, parseNotification, serialFromId } from './codec'
-import { BUFFERS, withTimeout, type RedisClient, type Sender } from './connection'
+import { BUFFERS, withTimeout, type RedisCommander, type RedisSubscriber, type Sender } from './connection'
 import type { RedisKeys } from './keys'
 import { ScriptRunner } from './script-runner'
-import { chargeArgs, PUBLISH_SCRIPT } from './scripts'
+import { CHARGED_PUBLISH_SCRIPT, chargeArgs, PUBLISH_SCRIPT, TAKE_TOKENS_SCRIPT } from './scripts'
 
 const fromMemory = metrics.counter(
   'gateway_resume_from_memory_total',
@@ -23,13 +23,20 @@ export interface RedisBrokerSettings {
   persistedHistoryTtlMs: number
   idempotencyWindowMs: number
   redisTimeoutMs: number
+  /** Replicas a publish waits for (WAIT) before it is answered; 0 answers after the master alone. */
+  redisWaitReplicas?: number
+  /** Redis Cluster: every script keeps to one slot (a charged publish takes two steps). */
+  redisCluster?: boolean
 }
+
+/** A channel's entry in its app's channel index is refreshed at most this often per node (ms). */
+const INDEX_REFRESH_MS = 1000
 
 interface Subscription {
   app: string
   channel: string
   listeners: Set<BrokerListener>
-  /** Resolves once Redis has confirmed the SUBSCRIBE. */
+  /** Resolves once Redis has confirmed the SSUBSCRIBE. */
   subscribed: Promise<void>
   /** Serial of the last message handed to listeners (gap detection). */
   last?: string
@@ -51,25 +58,36 @@ const LOOKUP_PAGE = 1000
 
 /**
  * Broker on Redis Streams: one stream per channel, appended by one atomic script that also
- * notifies the nodes subscribed to the channel (pub/sub, one subscription per channel with local
- * subscribers). A node that sees a notification whose previous id is not the last one it
- * delivered fills the gap from the stream first, so delivery is complete and in order.
+ * notifies the nodes subscribed to the channel (sharded pub/sub, SSUBSCRIBE: one subscription per
+ * channel with local subscribers, served on a cluster by the master owning the channel's slot). A
+ * node that sees a notification whose previous id is not the last one it delivered fills the gap
+ * from the stream first, so delivery is complete and in order.
  */
 export class RedisBroker implements Broker {
   private subs = new Map<string, Subscription>()
   private readonly publishScript: ScriptRunner
+  private readonly chargeScript: ScriptRunner
+  private readonly chargedPublishScript: ScriptRunner
+  /** When this node last wrote each channel's entry in its app's index (ms). */
+  private indexed = new Map<string, number>()
+  private readonly send: Sender
 
   constructor(
-    private readonly cmd: RedisClient,
-    private readonly sub: RedisClient,
+    private readonly cmd: RedisCommander,
+    private readonly sub: RedisSubscriber,
     private readonly keys: RedisKeys,
     private readonly s: RedisBrokerSettings,
     private readonly onError: (e: unknown) => void,
     fast?: Sender,
+    /** Sends a command to the master owning a key (WAIT after the publish script). */
+    private readonly sendTo?: (key: string, args: string[]) => Promise<unknown>,
   ) {
-    this.publishScript = new ScriptRunner(fast ?? cmd, PUBLISH_SCRIPT)
+    this.send = fast ?? ((args) => cmd.sendCommand(args))
+    this.publishScript = new ScriptRunner(this.send, PUBLISH_SCRIPT)
+    this.chargeScript = new ScriptRunner(this.send, TAKE_TOKENS_SCRIPT)
+    this.chargedPublishScript = new ScriptRunner(this.send, CHARGED_PUBLISH_SCRIPT)
     // after a reconnect, notifications may have been missed: catch up from the streams
-    sub.on('ready', () => {
+    sub.onReady(() => {
       for (const s of this.subs.values()) this.enqueue(s, () => this.catchUp(s))
     })
   }
@@ -81,7 +99,22 @@ export class RedisBroker implements Broker {
     return opts.persisted ? this.s.persistedHistoryTtlMs : this.s.historyTtlMs
   }
 
+  /**
+   * A publish in up to three steps, each in one hash slot on Redis Cluster: the charge to the
+   * account's rate bucket first (refused: nothing is appended), then the channel's atomic
+   * append-and-notify script, with the app's channel index refreshed beside it (sent together, one
+   * round trip). A charge whose publish then fails stays charged. On one redis-server the charge
+   * is taken inside the publish script instead (one step, one round trip, nothing charged for a
+   * publish that failed).
+   */
   async publish(app: string, channel: string, drafts: MessageDraft[], opts: PublishOptions): Promise<PublishResult> {
+    const c = opts.charge
+    let charged: PublishResult['charged']
+    if (c && this.s.redisCluster) {
+      const r = (await this.t(this.chargeScript.run([this.keys.bucket(c.key)], chargeArgs(c)))) as unknown as number[]
+      charged = { ok: Number(r[0]) === 1, remaining: Number(r[1]) / 1000, retryAfterMs: Number(r[2]) }
+      if (!charged.ok) return { serials: [], appended: 0, charged }
+    }
     const args: Array<string | Buffer> = [
       this.keys.notify(app, channel),
       String(this.ttl(opts)),
@@ -91,23 +124,67 @@ export class RedisBroker implements Broker {
       String(drafts.length),
     ]
     for (const d of drafts) args.push(opts.clientIds ? d.id : '', packDraft(d))
-    const keys = [this.keys.stream(app, channel), this.keys.channels(app)]
-    const c = opts.charge
-    if (c) {
-      keys.push(this.keys.bucket(c.key))
+    const stream = this.keys.stream(app, channel)
+    const oneServerCharge = c && !this.s.redisCluster
+    const index = oneServerCharge ? undefined : this.index(app, channel)
+    let reply: Array<number | string>
+    if (oneServerCharge) {
       args.push(...chargeArgs(c))
-    }
-    const reply = (await this.t(this.publishScript.run(keys, args))) as unknown as Array<number | string>
-    const fresh = Number(reply[0])
-    if (fresh < 0)
-      return {
-        serials: [],
-        appended: 0,
-        charged: { ok: false, remaining: Number(reply[1]) / 1000, retryAfterMs: Number(reply[2]) },
+      const keys = [stream, this.keys.bucket(c.key), this.keys.channels(app)]
+      reply = (await this.t(this.chargedPublishScript.run(keys, args))) as unknown as Array<number | string>
+      if (Number(reply[0]) < 0) {
+        return {
+          serials: [],
+          appended: 0,
+          charged: { ok: false, remaining: Number(reply[1]) / 1000, retryAfterMs: Number(reply[2]) },
+        }
       }
-    const charged = c && { ok: true, remaining: Number(reply.pop()) / 1000, retryAfterMs: 0 }
+      charged = { ok: true, remaining: Number(reply.pop()) / 1000, retryAfterMs: 0 }
+    } else reply = (await this.t(this.publishScript.run([stream], args))) as unknown as Array<number | string>
+    const failed = index && (await this.t(index))
+    if (failed) await this.t(Promise.reject(failed))
+    const fresh = Number(reply[0])
+    const wait = this.s.redisWaitReplicas ?? 0
+    // duplicates too: the publish that stored them may have been answered 503 before its replicas had it
+    if (wait > 0) await this.waitReplicas(stream, wait)
     const ids = reply.slice(1).map(String)
     return { serials: ids.map(serialFromId), appended: fresh, charged }
+  }
+
+  /**
+   * Refreshes the channel's entry in its app's index unless this node did within INDEX_REFRESH_MS;
+   * resolves with the error, if any (it is awaited after the publish).
+   */
+  private index(app: string, channel: string): Promise<unknown> | undefined {
+    const k = `${app}\u0000${channel}`
+    const now = Date.now()
+    const last = this.indexed.get(k)
+    if (last !== undefined && now - last < INDEX_REFRESH_MS) return undefined
+    if (this.indexed.size >= 100_000) this.indexed.clear()
+    this.indexed.set(k, now)
+    return this.send(['ZADD', this.keys.channels(app), String(now), channel]).then(
+      () => undefined,
+      (e) => {
+        this.indexed.delete(k)
+        return e
+      },
+    )
+  }
+
+  /**
+   * WAIT on the connection (and, on a cluster, the master) that ran the publish: answers once
+   * `n` replicas acknowledged every write before it. Fewer within the timeout: 503, outcome unknown.
+   */
+  private async waitReplicas(stream: string, n: number) {
+    const timeout = Math.max(1, this.s.redisTimeoutMs - 100)
+    const args = ['WAIT', String(n), String(timeout)]
+    const acked = Number(await this.t(this.sendTo ? this.sendTo(stream, args) : this.send(args)))
+    if (acked < n)
+      throw new GatewayError(
+        50003,
+        `Service unavailable: the message was stored but only ${acked} of ${n} replicas confirmed it in time; it may be lost if its Redis fails. Retry with the same message ids: a message id is published only once`,
+        { status: 503 },
+      )
   }
 
   private async range(
@@ -174,12 +251,13 @@ export class RedisBroker implements Broker {
   async position(app: string, channel: string): Promise<string> {
     await this.subs.get(`${app}\u0000${channel}`)?.subscribed
     const last = await this.range('XREVRANGE', this.keys.stream(app, channel), '+', '-', 1)
-    return last.length ? last[0]!.serial : this.redisNow()
+    return last.length ? last[0]!.serial : this.redisNow(this.keys.stream(app, channel))
   }
 
-  /** A serial just below any id Redis would assign from now on. */
-  private async redisNow(): Promise<string> {
-    const [sec, usec] = (await this.t(this.cmd.sendCommand(['TIME']))) as unknown as string[]
+  /** A serial just below any id Redis (the master owning `stream`, on a cluster) would assign from now on. */
+  private async redisNow(stream: string): Promise<string> {
+    const time = this.sendTo ? this.sendTo(stream, ['TIME']) : this.cmd.sendCommand(['TIME'])
+    const [sec, usec] = (await this.t(time)) as unknown as string[]
     return formatSerial(Number(sec) * 1000 + Math.floor(Number(usec) / 1000) - 1, 999_999)
   }
 
@@ -241,12 +319,12 @@ export class RedisBroker implements Broker {
         onMessage: (buf: Buffer) => this.enqueue(entry, () => this.onNotification(entry, buf)),
       }
       entry.subscribed = this.sub
-        .subscribe(this.keys.notify(app, channel), entry.onMessage, true)
+        .sSubscribe(this.keys.notify(app, channel), entry.onMessage, true)
         .then(async () => {
           // a base for gap detection and reconnect catch-up, even before the first notification
           const last = await this.range('XREVRANGE', this.keys.stream(app, channel), '+', '-', 1)
           // an empty stream: the ring starts at Redis's "now" (anything before it is gone, or never was)
-          const base = last.length ? last[0]!.serial : await this.redisNow()
+          const base = last.length ? last[0]!.serial : await this.redisNow(this.keys.stream(app, channel))
           if (entry.last === undefined && last.length) entry.last = base
           // the ring is complete from here on; anything delivered before is left to the stream
           entry.ring = new Ring(
@@ -266,7 +344,7 @@ export class RedisBroker implements Broker {
       if (sub.listeners.size === 0 && this.subs.get(k) === sub) {
         this.subs.delete(k)
         // only this subscription's listener: a newer subscription to the same channel keeps its own
-        this.sub.unsubscribe(this.keys.notify(app, channel), sub.onMessage, true).catch((e) => this.onError(e))
+        this.sub.sUnsubscribe(this.keys.notify(app, channel), sub.onMessage, true).catch((e) => this.onError(e))
       }
     }
   }

@@ -10,7 +10,7 @@ import {
   type TypingState,
 } from '../../core/chat/ports'
 import { pack, unpack } from './codec'
-import { BUFFERS, withTimeout, type RedisClient } from './connection'
+import { BUFFERS, withTimeout, type RedisCommander } from './connection'
 import type { RedisKeys } from './keys'
 import { ScriptRunner } from './script-runner'
 import { CHAT_REACT_SCRIPT, CHAT_TYPING_SCRIPT, CHAT_VERSION_SCRIPT } from './scripts'
@@ -30,7 +30,7 @@ export class RedisChatStore implements ChatStore {
   private lastPrune = 0
 
   constructor(
-    private readonly cmd: RedisClient,
+    private readonly cmd: RedisCommander,
     private readonly keys: RedisKeys,
     private readonly retentionMs: number,
     private readonly timeoutMs: number,

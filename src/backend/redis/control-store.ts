@@ -1,7 +1,7 @@
 import type { BootstrapOutcome, BootstrapSeed, ControlEvent } from '../../core/ports'
 import { randomSecret } from '../../lib/crypto'
 import { CONTROL_KINDS, CachedControlStore, type ControlKind, type ControlRecord } from '../shared/cached-control-store'
-import { withTimeout, type RedisClient } from './connection'
+import { withTimeout, type RedisCommander, type RedisSubscriber } from './connection'
 import { BOOTSTRAP_SCRIPT } from './control-scripts'
 import type { RedisKeys } from './keys'
 import { ScriptRunner } from './script-runner'
@@ -15,7 +15,7 @@ export class RedisControlStore extends CachedControlStore {
   private readonly bootstrapScript: ScriptRunner
 
   private constructor(
-    private readonly cmd: RedisClient,
+    private readonly cmd: RedisCommander,
     private readonly keys: RedisKeys,
     private readonly timeoutMs: number,
   ) {
@@ -24,15 +24,34 @@ export class RedisControlStore extends CachedControlStore {
   }
 
   static async open(
-    cmd: RedisClient,
-    sub: RedisClient,
+    cmd: RedisCommander,
+    sub: RedisSubscriber,
     keys: RedisKeys,
     timeoutMs: number,
   ): Promise<RedisControlStore> {
     const store = new RedisControlStore(cmd, keys, timeoutMs)
+    await store.refuseEarlierLayout()
     await sub.subscribe(keys.controlEvents(), (msg: string) => void store.refresh(msg))
     await store.loadAll()
     return store
+  }
+
+  /**
+   * Keys were renamed for Redis Cluster (hash tags, keys.ts) and no migration is provided: a Redis
+   * holding the earlier layout's epoch (`<prefix>epoch`) and none of this one's would otherwise be
+   * bootstrapped anew beside the old data, its accounts and keys silently ignored. Refused instead.
+   */
+  private async refuseEarlierLayout() {
+    const [now, before] = await Promise.all([
+      withTimeout(this.cmd.sendCommand(['EXISTS', this.keys.epoch()]), this.timeoutMs),
+      withTimeout(this.cmd.sendCommand(['EXISTS', `${this.keys.prefix}epoch`]), this.timeoutMs),
+    ])
+    if (Number(now) === 0 && Number(before) === 1)
+      throw new Error(
+        `this Redis holds data of an earlier gateway version under REDIS_PREFIX=${this.keys.prefix} (key ${this.keys.prefix}epoch): ` +
+          'the key layout changed (hash tags for Redis Cluster) and no migration is provided. Keep the earlier version, ' +
+          'or start on an empty Redis or a new REDIS_PREFIX and recreate accounts, apps and keys',
+      )
   }
 
   /** Every control record into the cache. */

@@ -1,7 +1,7 @@
 import type { Backend } from '../../core/ports'
 import { RedisBroker, type RedisBrokerSettings } from './broker'
 import { RedisChatStore } from './chat-store'
-import { connectFastSender, connectRedis, type RedisSettings } from './connection'
+import { connectCluster, connectStandalone, type RedisSettings } from './connection'
 import { RedisControlStore } from './control-store'
 import { RedisKeys } from './keys'
 import { RedisMarkStore } from './mark-store'
@@ -19,18 +19,29 @@ import { RedisVersionStore } from './version-store'
 
 export type RedisBackendSettings = RedisSettings &
   RedisBrokerSettings &
-  Omit<RedisPresenceSettings, 'redisTimeoutMs'> & { redisPrefix: string }
+  Omit<RedisPresenceSettings, 'redisTimeoutMs'> & { redisPrefix: string; redisCluster?: boolean }
 
-/** The cluster backend: every node shares one Redis; channel order and all state live there. */
+/**
+ * The cluster backend: every node shares one Redis (one redis-server, or a Redis Cluster with
+ * REDIS_CLUSTER); channel order and all state live there.
+ */
 export async function createRedisBackend(s: RedisBackendSettings, onError: (e: unknown) => void): Promise<Backend> {
   const report = (e: unknown) => onError(e)
-  const cmd = await connectRedis(s, report)
-  const sub = await connectRedis(s, report)
-  const fast = await connectFastSender(s, report)
+  const redis = s.redisCluster ? await connectCluster(s, report) : await connectStandalone(s, report)
+  const { cmd, sub, fast } = redis
   const keys = new RedisKeys(s.redisPrefix)
-  const broker = new RedisBroker(cmd, sub, keys, s, report, fast.send)
-  const control = await RedisControlStore.open(cmd, sub, keys, s.redisTimeoutMs)
-  const revocations = await new RedisRevocationStore(cmd, keys, s.redisTimeoutMs).start(sub, report)
+  const broker = new RedisBroker(cmd, sub, keys, s, report, fast.send, redis.sendTo)
+  let control: RedisControlStore
+  let revocations: RedisRevocationStore
+  try {
+    control = await RedisControlStore.open(cmd, sub, keys, s.redisTimeoutMs)
+    revocations = await new RedisRevocationStore(cmd, keys, s.redisTimeoutMs).start(sub, report)
+  } catch (e) {
+    // refused (an earlier key layout) or unreachable: no connection is left open behind
+    await broker.close()
+    await redis.quit()
+    throw e
+  }
   // this node among the others (occupancy reports, presence leases)
   const node = randomId(12)
   const occupancy = new RedisOccupancyStore(cmd, node, keys, s.redisTimeoutMs, report)
@@ -58,8 +69,7 @@ export async function createRedisBackend(s: RedisBackendSettings, onError: (e: u
       await broker.close()
       await occupancy.close()
       presence.close()
-      fast.close()
-      await Promise.allSettled([sub.quit(), cmd.quit()])
+      await redis.quit()
     },
   }
 }

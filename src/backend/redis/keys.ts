@@ -2,32 +2,49 @@
  * Every Redis key and pub/sub channel name of the gateway, in one place. All carry the prefix
  * (REDIS_PREFIX) and, where they hold app data, the app id, so apps never see each other's data.
  * App ids never contain `:`, so `<app>:<channel>` is unambiguous.
+ *
+ * Cluster-shaped: every key carries a hash tag (`{...}`: Redis Cluster hashes only what is
+ * between the first `{` and the next `}`), so that each Lua script touches one slot:
+ * - every key of one channel (stream, idempotency markers, notification channel, presence,
+ *   occupancy, message versions) is tagged `{<app>:<channel>}`. A channel name may hold `}`: the
+ *   tag then ends at its first `}`, the same place in every key of that channel (they all start
+ *   `{<app>:<channel>` after the prefix and kind), so they still share a slot;
+ * - per-app state (channel index, LiveObjects, push, chat rooms) is tagged `{<app>}`;
+ * - control state (control hashes, epoch, data-lost mark, secret, revocation index) is in `{ctl}`;
+ * - presence bookkeeping by connection and node (holders, leases) is in `{pc}`;
+ * - nonces and their index share `{<scope>}`; a queue's keys `{q:<queue>}`; marks and stats are
+ *   touched one key per command, so they need no common tag.
+ * The prefix holds no `{` or `}` (config refuses it), so the first `{` is always ours.
+ * On one redis-server the tags change nothing but the key names.
  */
 export class RedisKeys {
   constructor(readonly prefix: string) {}
 
+  /** The hash tag of one channel's keys. */
+  private ch = (app: string, channel: string) => `{${app}:${channel}}`
+
   /** Stream of a channel's messages; the entry id is the channel serial. */
-  stream = (app: string, channel: string) => `${this.prefix}s:${app}:${channel}`
+  stream = (app: string, channel: string) => `${this.prefix}s:${this.ch(app, channel)}`
   /** Prefix of idempotency markers `<id> -> serial` of a channel (one key per client id, with TTL). */
-  idemPrefix = (app: string, channel: string) => `${this.prefix}i:${app}:${channel}:`
+  idemPrefix = (app: string, channel: string) => `${this.prefix}i:${this.ch(app, channel)}:`
   /** Sorted set of an app's channels, scored by last publish time (enumeration). */
-  channels = (app: string) => `${this.prefix}c:${app}`
+  channels = (app: string) => `${this.prefix}c:{${app}}`
   /** Pub/sub channel notifying nodes of new messages of a channel. */
-  notify = (app: string, channel: string) => `${this.prefix}n:${app}:${channel}`
+  notify = (app: string, channel: string) => `${this.prefix}n:${this.ch(app, channel)}`
   /** Hash of control records of one kind: id -> JSON. */
-  control = (kind: string) => `${this.prefix}ctl:${kind}`
+  control = (kind: string) => `${this.prefix}ctl:{ctl}:${kind}`
   /** String naming this generation of the data (written by bootstrap); gone means Redis lost its data. */
-  epoch = () => `${this.prefix}epoch`
+  epoch = () => `${this.prefix}epoch:{ctl}`
   /** Set by a node that found the epoch gone: later nodes refuse to bootstrap over lost data. */
-  dataLost = () => `${this.prefix}epoch:lost`
+  dataLost = () => `${this.prefix}epoch:{ctl}:lost`
   /** The servers' shared secret (ControlStore.secret). */
-  secret = () => `${this.prefix}secret`
+  secret = () => `${this.prefix}secret:{ctl}`
   /** Pub/sub channel of control changes (`kind id`). */
   controlEvents = () => `${this.prefix}ctl:events`
   /** Hash of a channel's event-stream subscribers per node: node id -> `<count>:<reported at ms>`. */
-  occupancy = (app: string, channel: string) => `${this.prefix}occ:${app}:${channel}`
+  occupancy = (app: string, channel: string) => `${this.prefix}occ:${this.ch(app, channel)}`
   /** Hash of a channel's present members (`<connectionId>\0<clientId>` -> member); list of its presence history. */
-  presence = (app: string, channel: string) => `${this.presencePrefix()}${app}:${channel}`
+  presence = (app: string, channel: string) => `${this.presencePrefix()}${this.ch(app, channel)}`
   /** What `presence` puts before `<app>:<channel>` (the presence scripts build member keys from it). */
   presencePrefix = () => `${this.prefix}p:`
   /**
@@ -36,11 +53,11 @@ export class RedisKeys {
    * of nodes by lease expiry (ms, Redis time): members of a node that stops renewing its lease are
    * reaped by the others. The scripts append a connection or node id to the first three.
    */
-  presenceConnection = (connectionId: string) => `${this.prefix}pcm:${connectionId}`
-  presenceHolder = (connectionId: string) => `${this.prefix}pch:${connectionId}`
-  presenceNodeConnections = (node: string) => `${this.prefix}pnc:${node}`
-  presenceNodes = () => `${this.prefix}pnodes`
-  presenceHistory = (app: string, channel: string) => `${this.prefix}ph:${app}:${channel}`
+  presenceConnection = (connectionId: string) => `${this.prefix}pcm:{pc}:${connectionId}`
+  presenceHolder = (connectionId: string) => `${this.prefix}pch:{pc}:${connectionId}`
+  presenceNodeConnections = (node: string) => `${this.prefix}pnc:{pc}:${node}`
+  presenceNodes = () => `${this.prefix}pnodes:{pc}`
+  presenceHistory = (app: string, channel: string) => `${this.prefix}ph:${this.ch(app, channel)}`
   /** Hash of stats counters of one interval; sorted set indexing a scope's intervals. */
   stats = (scope: string, unit: string, start: number) => `${this.prefix}st:${scope}:${unit}:${start}`
   statsIndex = (scope: string, unit: string) => `${this.prefix}sx:${scope}:${unit}`
@@ -58,59 +75,61 @@ export class RedisKeys {
    * value: when it expires), expiring with the last of them; the SCAN pattern matching them all;
    * and the pub/sub channel announcing new revocations to every node.
    */
-  revocations = (keyName: string) => `${this.prefix}rv:${keyName}`
-  revocationsPattern = () => `${this.prefix.replace(/[*?[\]\\]/g, (c) => '\\' + c)}rv:*`
+  revocations = (keyName: string) => `${this.prefix}rv:{ctl}:${keyName}`
+  /** Set of the key names that have revocations (a cluster cannot SCAN for them: they are indexed). */
+  revocationIndex = () => `${this.prefix}rvx:{ctl}`
   revocationEvents = () => `${this.prefix}rvev`
   /**
    * LiveObjects: hash of an object's state (`d` state tree, `v` version, `t` timestamp) and stream
    * of its changes (entry id `<timestamp>-<version>`). A namespace may hold `:`, so it is
    * length-prefixed where an object id follows it.
    */
-  objectState = (app: string, ns: string, id: string) => `${this.prefix}o:${app}:${ns.length}:${ns}:${id}`
-  objectHistory = (app: string, ns: string, id: string) => `${this.prefix}oh:${app}:${ns.length}:${ns}:${id}`
+  objectState = (app: string, ns: string, id: string) => `${this.prefix}o:{${app}}:${ns.length}:${ns}:${id}`
+  objectHistory = (app: string, ns: string, id: string) => `${this.prefix}oh:{${app}}:${ns.length}:${ns}:${id}`
   /** Sorted set (all scores 0, so ordered by id) of a namespace's object ids. */
-  objectIds = (app: string, ns: string) => `${this.prefix}oi:${app}:${ns}`
+  objectIds = (app: string, ns: string) => `${this.prefix}oi:{${app}}:${ns}`
   /** Hashes of an app's namespaces: namespace -> object count; namespace -> last activity (ms). */
-  objectCounts = (app: string) => `${this.prefix}oc:${app}`
-  objectActivity = (app: string) => `${this.prefix}oa:${app}`
+  objectCounts = (app: string) => `${this.prefix}oc:{${app}}`
+  objectActivity = (app: string) => `${this.prefix}oa:{${app}}`
   /** Counter issuing the object versions of an app. */
-  objectVersions = (app: string) => `${this.prefix}ov:${app}`
+  objectVersions = (app: string) => `${this.prefix}ov:{${app}}`
   /**
    * An app queue: sorted set of delivery tags by visible-at time, hash of the items, the tag
    * sequence, and hash of how often each item was handed out.
    */
-  queueVisible = (queueId: string) => `${this.prefix}qv:${queueId}`
-  queueItems = (queueId: string) => `${this.prefix}qi:${queueId}`
-  queueSeq = (queueId: string) => `${this.prefix}qs:${queueId}`
-  queueDeliveries = (queueId: string) => `${this.prefix}qd:${queueId}`
+  queueVisible = (queueId: string) => `${this.prefix}qv:{q:${queueId}}`
+  queueItems = (queueId: string) => `${this.prefix}qi:{q:${queueId}}`
+  queueSeq = (queueId: string) => `${this.prefix}qs:{q:${queueId}}`
+  queueDeliveries = (queueId: string) => `${this.prefix}qd:{q:${queueId}}`
   /** Token bucket of a rate limit (`<account>:<class>`). */
   bucket = (key: string) => `${this.prefix}rl:${key}`
   /**
    * Hash of one chat message's state: `n` version number, `v` latest version, and one field per
    * reaction record (core/chat/ports reactionField). A serial holds no `:`, so it ends the key.
    */
-  chatMessage = (app: string, room: string, serial: string) => `${this.prefix}cm:${app}:${room}:${serial}`
+  chatMessage = (app: string, room: string, serial: string) => `${this.prefix}cm:${this.ch(app, room)}:${serial}`
   /**
    * Versions of one mutable message: hash of `l` its latest version, `u` the newest version serial
    * and one field per version (serial -> body); sorted set (scores 0, so ordered by serial) of the
    * version serials. A serial holds no `:`, so it ends the key.
    */
-  versions = (app: string, channel: string, serial: string) => `${this.prefix}mv:${app}:${channel}:${serial}`
-  versionIndex = (app: string, channel: string, serial: string) => `${this.prefix}mvi:${app}:${channel}:${serial}`
+  versions = (app: string, channel: string, serial: string) => `${this.prefix}mv:${this.ch(app, channel)}:${serial}`
+  versionIndex = (app: string, channel: string, serial: string) =>
+    `${this.prefix}mvi:${this.ch(app, channel)}:${serial}`
   /** Sorted set of an app's chat rooms scored by last activity (ms). */
-  chatRooms = (app: string) => `${this.prefix}cr:${app}`
+  chatRooms = (app: string) => `${this.prefix}cr:{${app}}`
   /** Sorted set of a chat room's typers scored by expiry (ms). */
-  chatTyping = (app: string, room: string) => `${this.prefix}ct:${app}:${room}`
+  chatTyping = (app: string, room: string) => `${this.prefix}ct:${this.ch(app, room)}`
   /**
    * Push: hash of a device registration (`d` the record as JSON, `c` clientId, `s` state,
    * `f` consecutive failures, `e` last error as JSON); a device id may hold `:`, so it ends the key.
    */
-  pushDevice = (app: string, id: string) => `${this.prefix}pd:${app}:${id}`
+  pushDevice = (app: string, id: string) => `${this.prefix}pd:{${app}}:${id}`
   /** Sorted sets (all scores 0, so ordered by id) of an app's device ids and of one client's. */
-  pushDevices = (app: string) => `${this.prefix}pdi:${app}`
-  pushClientDevicesPrefix = (app: string) => `${this.prefix}pdc:${app}:`
+  pushDevices = (app: string) => `${this.prefix}pdi:{${app}}`
+  pushClientDevicesPrefix = (app: string) => `${this.prefix}pdc:{${app}}:`
   /** Sorted set (scores 0) of an app's subscriptions as `<channel>\0<c|d>\0<clientId|deviceId>` (no part holds NUL). */
-  pushSubscriptions = (app: string) => `${this.prefix}ps:${app}`
+  pushSubscriptions = (app: string) => `${this.prefix}ps:{${app}}`
   /** Prefix of the sets of channels one subscriber is subscribed to: `<prefix><c|d>:<id>`. */
-  pushTargetPrefix = (app: string) => `${this.prefix}pt:${app}:`
+  pushTargetPrefix = (app: string) => `${this.prefix}pt:{${app}}:`
 }

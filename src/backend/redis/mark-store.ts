@@ -1,5 +1,5 @@
 import type { MarkStore } from '../../core/ports'
-import { withTimeout, type RedisClient } from './connection'
+import { withTimeout, type RedisCommander } from './connection'
 import type { RedisKeys } from './keys'
 import { MARK_INDEX_SCRIPT } from './mark-scripts'
 import { ScriptRunner } from './script-runner'
@@ -12,7 +12,7 @@ export class RedisMarkStore implements MarkStore {
   private readonly indexScript: ScriptRunner
 
   constructor(
-    private readonly cmd: RedisClient,
+    private readonly cmd: RedisCommander,
     private readonly keys: RedisKeys,
     private readonly timeoutMs: number,
   ) {

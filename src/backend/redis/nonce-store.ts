@@ -1,5 +1,5 @@
 import type { NonceClaim, NonceStore } from '../../core/ports'
-import { withTimeout, type RedisClient } from './connection'
+import { withTimeout, type RedisCommander } from './connection'
 import type { RedisKeys } from './keys'
 import { NONCE_CLAIM_SCRIPT } from './nonce-scripts'
 import { ScriptRunner } from './script-runner'
@@ -16,7 +16,7 @@ export class RedisNonceStore implements NonceStore {
   private readonly claimScript: ScriptRunner
 
   constructor(
-    private readonly cmd: RedisClient,
+    private readonly cmd: RedisCommander,
     private readonly keys: RedisKeys,
     private readonly timeoutMs: number,
   ) {

@@ -13,7 +13,7 @@ import {
   type UpdateOptions,
   type UpdateOutcome,
 } from '../../core/objects/ports'
-import { withTimeout, type RedisClient } from './connection'
+import { withTimeout, type RedisCommander } from './connection'
 import type { RedisKeys } from './keys'
 import { ScriptRunner } from './script-runner'
 import { OBJECT_DELETE_SCRIPT, OBJECT_UPDATE_SCRIPT } from './scripts'
@@ -74,7 +74,7 @@ export class RedisObjectStore implements ObjectStore {
   private readonly deleteScript: ScriptRunner
 
   constructor(
-    private readonly cmd: RedisClient,
+    private readonly cmd: RedisCommander,
     private readonly keys: RedisKeys,
     private readonly s: RedisObjectStoreSettings,
   ) {

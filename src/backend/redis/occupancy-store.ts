@@ -1,5 +1,5 @@
 import type { OccupancyCounts, OccupancyStore } from '../../core/ports'
-import { withTimeout, type RedisClient } from './connection'
+import { withTimeout, type RedisCommander } from './connection'
 import type { RedisKeys } from './keys'
 
 /** How often a node re-reports its counts, and how old a report may be before it no longer counts. */
@@ -26,7 +26,7 @@ export class RedisOccupancyStore implements OccupancyStore {
   private readonly timer: ReturnType<typeof setInterval>
 
   constructor(
-    private readonly cmd: RedisClient,
+    private readonly cmd: RedisCommander,
     private readonly node: string,
     private readonly keys: RedisKeys,
     private readonly timeoutMs: number,

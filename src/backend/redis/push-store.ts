@@ -8,7 +8,7 @@ import {
   type SubscriptionQuery,
   type SubscriptionRecord,
 } from '../../core/push/ports'
-import { withTimeout, type RedisClient } from './connection'
+import { withTimeout, type RedisCommander } from './connection'
 import type { RedisKeys } from './keys'
 import {
   PUSH_CHANNELS_SCRIPT,
@@ -55,7 +55,7 @@ export class RedisPushStore implements PushStore {
   private readonly channelsScript: ScriptRunner
 
   constructor(
-    private readonly cmd: RedisClient,
+    private readonly cmd: RedisCommander,
     private readonly keys: RedisKeys,
     private readonly timeoutMs: number,
   ) {

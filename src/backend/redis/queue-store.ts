@@ -1,7 +1,7 @@
 import type { QueueStore } from '../../core/ports'
 import type { QueuedMessage } from '../../core/types'
 import { pack, unpack } from './codec'
-import { BUFFERS, withTimeout, type RedisClient } from './connection'
+import { BUFFERS, withTimeout, type RedisCommander } from './connection'
 import type { RedisKeys } from './keys'
 import { ScriptRunner } from './script-runner'
 import { QUEUE_PUSH_SCRIPT, QUEUE_RECEIVE_SCRIPT } from './scripts'
@@ -23,7 +23,7 @@ export class RedisQueueStore implements QueueStore {
   private receiveScript: ScriptRunner
 
   constructor(
-    private readonly cmd: RedisClient,
+    private readonly cmd: RedisCommander,
     private readonly keys: RedisKeys,
     private readonly timeoutMs: number,
   ) {

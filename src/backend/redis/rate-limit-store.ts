@@ -1,18 +1,19 @@
 import type { Charge, ChargeResult, RateLimitStore } from '../../core/ports'
-import { withTimeout, type RedisClient, type Sender } from './connection'
+import { withTimeout, type RedisCommander, type Sender } from './connection'
 import type { RedisKeys } from './keys'
 import { ScriptRunner } from './script-runner'
 import { chargeArgs, TAKE_TOKENS_SCRIPT } from './scripts'
 
 /**
  * Token buckets in Redis, one atomic script per check: the budget holds across all nodes together.
- * (A channel publish is charged inside the publish script instead: see RedisBroker.publish.)
+ * (A channel publish is charged by RedisBroker.publish: inside the publish script on one
+ * redis-server, as its own step before the append on a cluster.)
  */
 export class RedisRateLimitStore implements RateLimitStore {
   private script: ScriptRunner
 
   constructor(
-    client: RedisClient | Sender,
+    client: RedisCommander | Sender,
     private readonly keys: RedisKeys,
     private readonly timeoutMs: number,
   ) {

@@ -1,8 +1,21 @@
 import { randomId } from '../../lib/crypto'
 import type { TokenRevocation } from '../../core/types'
 import { CachedRevocationStore } from '../shared/cached-revocation-store'
-import { withTimeout, type RedisClient } from './connection'
+import { withTimeout, type RedisCommander, type RedisSubscriber } from './connection'
 import type { RedisKeys } from './keys'
+import { ScriptRunner } from './script-runner'
+
+/**
+ * Drops key names from the revocation index whose hash is gone (expired), atomically with that
+ * check, so a name written meanwhile (hash first, then index) stays. KEYS[1] index, KEYS[2..]
+ * the hashes; ARGV the names, in KEYS order. All in the `{ctl}` slot.
+ */
+const FORGET_SCRIPT = `
+for i = 2, #KEYS do
+  if redis.call('EXISTS', KEYS[i]) == 0 then redis.call('SREM', KEYS[1], ARGV[i - 1]) end
+end
+return 1
+`
 
 type Pairs = string[] | Record<string, string>
 const pairsOf = (raw: Pairs): string[] => (Array.isArray(raw) ? raw : Object.entries(raw).flat())
@@ -19,43 +32,52 @@ export class RedisRevocationStore extends CachedRevocationStore {
   private readonly origin = randomId(12)
 
   constructor(
-    private readonly cmd: RedisClient,
+    private readonly cmd: RedisCommander,
     private readonly keys: RedisKeys,
     private readonly timeoutMs: number,
   ) {
     super()
+    this.forgetScript = new ScriptRunner(cmd, FORGET_SCRIPT)
   }
+  private readonly forgetScript: ScriptRunner
 
   /** Listens for announcements, then loads what is stored; resolves once this node can serve. */
-  async start(sub: RedisClient, onError: (e: unknown) => void): Promise<this> {
+  async start(sub: RedisSubscriber, onError: (e: unknown) => void): Promise<this> {
     await sub.subscribe(this.keys.revocationEvents(), (msg: string) => this.announced(msg))
-    sub.on('ready', () => void this.load().catch(onError))
+    sub.onReady(() => void this.load().catch(onError))
     await this.load()
     return this
   }
 
-  /** Reads every stored revocation into memory (the expired ones are dropped there when read). */
+  /**
+   * Reads every stored revocation into memory (the expired ones are dropped there when read). The
+   * key names are indexed in a set (a cluster cannot SCAN all masters in one command); names
+   * whose hash expired are dropped from the index here.
+   */
   private async load() {
     const found: TokenRevocation[] = []
-    let cursor = '0'
-    do {
-      const [next, names] = (await withTimeout(
-        this.cmd.sendCommand(['SCAN', cursor, 'MATCH', this.keys.revocationsPattern(), 'COUNT', '500']),
-        this.timeoutMs,
-      )) as unknown as [string, string[]]
-      cursor = String(next)
-      for (const name of names) {
-        const keyName = name.slice(this.keys.revocations('').length)
-        const pairs = pairsOf(
-          (await withTimeout(this.cmd.sendCommand(['HGETALL', name]), this.timeoutMs)) as unknown as Pairs,
-        )
-        for (let i = 0; i < pairs.length; i += 2) {
-          const expires = Number(pairs[i + 1])
-          const [target, issuedBefore, appliesAt] = JSON.parse(pairs[i]!) as [string, number, number]
-          found.push({ keyName, target, issuedBefore, appliesAt, expires })
-        }
+    const index = this.keys.revocationIndex()
+    const names = (await withTimeout(this.cmd.sendCommand(['SMEMBERS', index]), this.timeoutMs)) as string[]
+    const gone: string[] = []
+    for (const keyName of names) {
+      const pairs = pairsOf(
+        (await withTimeout(
+          this.cmd.sendCommand(['HGETALL', this.keys.revocations(keyName)]),
+          this.timeoutMs,
+        )) as unknown as Pairs,
+      )
+      if (!pairs.length) gone.push(keyName)
+      for (let i = 0; i < pairs.length; i += 2) {
+        const expires = Number(pairs[i + 1])
+        const [target, issuedBefore, appliesAt] = JSON.parse(pairs[i]!) as [string, number, number]
+        found.push({ keyName, target, issuedBefore, appliesAt, expires })
       }
-    } while (cursor !== '0')
+    }
+    if (gone.length)
+      await withTimeout(
+        this.forgetScript.run([index, ...gone.map((k) => this.keys.revocations(k))], gone),
+        this.timeoutMs,
+      )
     this.apply(found)
   }
 
@@ -67,9 +89,11 @@ export class RedisRevocationStore extends CachedRevocationStore {
       const fields = mine.flatMap((r) => [JSON.stringify([r.target, r.issuedBefore, r.appliesAt]), String(r.expires)])
       const until = String(Math.max(...mine.map((r) => r.expires)))
       // the hash lives as long as its longest-lived revocation: NX sets a first expiry, GT only ever extends it
+      // indexed after the hash exists: a load that finds the hash gone drops the name only while it still is
       writes.push(this.cmd.sendCommand(['HSET', key, ...fields]))
       writes.push(this.cmd.sendCommand(['PEXPIREAT', key, until, 'NX']))
       writes.push(this.cmd.sendCommand(['PEXPIREAT', key, until, 'GT']))
+      writes.push(this.cmd.sendCommand(['SADD', this.keys.revocationIndex(), keyName]))
     }
     await withTimeout(Promise.all(writes), this.timeoutMs)
     const announcement = JSON.stringify({ o: this.origin, r: rs })

@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto'
-import type { RedisClient, Sender } from './connection'
+import type { RedisCommander, Sender } from './connection'
 
-type Options = Parameters<RedisClient['sendCommand']>[1]
+type Options = Parameters<RedisCommander['sendCommand']>[1]
 
 /**
  * Runs a Lua script by its SHA. Until Redis is known to hold the script (and again after a
@@ -16,7 +16,7 @@ export class ScriptRunner {
   private readonly send: (args: Array<string | Buffer>, options?: Options) => Promise<unknown>
 
   constructor(
-    client: RedisClient | Sender,
+    client: RedisCommander | Sender,
     private readonly source: string,
   ) {
     this.sha = createHash('sha1').update(source).digest('hex')

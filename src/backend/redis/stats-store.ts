@@ -1,6 +1,6 @@
 import type { StatsRecord, StatsStore, StatsUnit } from '../../core/ports'
 import { STATS_UNITS, intervalId, intervalStart } from '../../core/stats/intervals'
-import type { RedisClient } from './connection'
+import type { RedisCommander } from './connection'
 import type { RedisKeys } from './keys'
 import { ScriptRunner } from './script-runner'
 import { HASH_MAX_SCRIPT } from './scripts'
@@ -17,7 +17,7 @@ export class RedisStatsStore implements StatsStore {
   private readonly max: ScriptRunner
 
   constructor(
-    private readonly cmd: RedisClient,
+    private readonly cmd: RedisCommander,
     private readonly keys: RedisKeys,
     private readonly onError: (e: unknown) => void,
   ) {

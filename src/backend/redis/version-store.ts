@@ -1,7 +1,7 @@
 import type { VersionQuery, VersionRecord, VersionStore, VersionWrite } from '../../core/channels/ports'
 import type { Message } from '../../core/types'
 import { pack, unpack } from './codec'
-import { BUFFERS, withTimeout, type RedisClient } from './connection'
+import { BUFFERS, withTimeout, type RedisCommander } from './connection'
 import type { RedisKeys } from './keys'
 import { ScriptRunner } from './script-runner'
 import { VERSION_PUT_SCRIPT } from './version-scripts'
@@ -16,7 +16,7 @@ export class RedisVersionStore implements VersionStore {
   private readonly putScript: ScriptRunner
 
   constructor(
-    private readonly cmd: RedisClient,
+    private readonly cmd: RedisCommander,
     private readonly keys: RedisKeys,
     private readonly retentionMs: number,
     private readonly timeoutMs: number,
