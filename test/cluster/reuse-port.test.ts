@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
-import { readdirSync, readFileSync, readlinkSync } from 'node:fs'
 import { basic, ROOT_KEY } from '../helpers/gateway'
+import { listens } from '../helpers/listening'
 import { GatewayNode } from '../helpers/node-process'
 import { freePort, REDIS_SERVER, TestRedis } from '../helpers/redis'
 import { requireSystem } from '../helpers/system'
@@ -34,33 +34,6 @@ afterAll(async () => {
   for (const n of cluster.nodes) await n.stop()
   await cluster.redis?.stop()
 })
-
-/** Whether process `pid` holds a TCP socket listening on `port` (its fds against /proc/net/tcp). */
-function listens(pid: number, port: number): boolean {
-  const inodes = new Set<string>()
-  for (const fd of readdirSync(`/proc/${pid}/fd`)) {
-    const m = /^socket:\[(\d+)\]$/.exec(link(`/proc/${pid}/fd/${fd}`))
-    if (m) inodes.add(m[1]!)
-  }
-  const hexPort = `:${port.toString(16).toUpperCase().padStart(4, '0')}`
-  return readFileSync('/proc/net/tcp', 'utf8')
-    .split('\n')
-    .slice(1)
-    .some((line) => {
-      const f = line.trim().split(/\s+/)
-      return f[1]?.endsWith(hexPort) && f[3] === '0A' && inodes.has(f[9]!)
-    })
-}
-
-/** An fd's link target, or '' when the fd was closed between listing and reading (the process is busy starting). */
-function link(path: string): string {
-  try {
-    return readlinkSync(path, { encoding: 'utf8' })
-  } catch (e) {
-    if ((e as NodeJS.ErrnoException).code === 'ENOENT') return ''
-    throw e
-  }
-}
 
 const publish = (url: string, data: string) =>
   fetch(`${url}/channels/shared/messages`, {

@@ -144,3 +144,24 @@ export async function addKey(
   })
   return `${APP_ID}.${id}:${secret}`
 }
+
+/**
+ * Adds an app `appId` to the test app's account, with one full-access key, through the store (as
+ * an operator would have created them); returns its key string `appId.k:secret`.
+ */
+export async function addApp(gw: TestGateway, appId: string): Promise<string> {
+  const control = gw.backend.control
+  const { accountId } = (await control.getApp(APP_ID))!
+  await control.createApp({
+    id: appId,
+    accountId,
+    name: appId,
+    status: 'enabled',
+    tlsOnly: false,
+    created: 0,
+    modified: 0,
+  })
+  const k = { appId, id: 'k', name: 'k', secret: `${appId}-secret`, capability: { '*': ['*'] } }
+  await control.createKey({ ...k, status: 0, revocableTokens: false, created: 0, modified: 0 })
+  return `${appId}.k:${k.secret}`
+}

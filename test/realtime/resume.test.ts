@@ -6,7 +6,7 @@
  */
 import { describe, expect, test } from 'bun:test'
 import type * as Ably from 'ably'
-import { APP_ID } from '../helpers/gateway'
+import { addApp } from '../helpers/gateway'
 import {
   collect,
   connectedClient,
@@ -206,23 +206,7 @@ describe.each(FORMATS)('ably-js Realtime over %s', (_format, binary) => {
 })
 
 /** A full-access API key of an app of its own (its credentials string). */
-async function keyOfAnotherApp(): Promise<string> {
-  const control = rt.gw.backend.control
-  const { accountId } = (await control.getApp(APP_ID))!
-  const appId = fresh('app')
-  await control.createApp({
-    id: appId,
-    accountId,
-    name: appId,
-    status: 'enabled',
-    tlsOnly: false,
-    created: 0,
-    modified: 0,
-  })
-  const k = { appId, id: 'k', name: 'k', secret: 'another-app-secret', capability: { '*': ['*'] } }
-  await control.createKey({ ...k, status: 0, revocableTokens: false, created: 0, modified: 0 })
-  return `${appId}.k:${k.secret}`
-}
+const keyOfAnotherApp = () => addApp(rt.gw, fresh('app'))
 
 describe('resume on the wire (raw WebSocket)', () => {
   test('a resume key of a connection of another app, or not a key, gives 80018 and a new connectionId', async () => {

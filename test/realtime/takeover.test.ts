@@ -7,30 +7,14 @@
 import { describe, expect, test } from 'bun:test'
 import type * as Ably from 'ably'
 import { hmacSha256 } from '../../src/lib/crypto'
-import { APP_ID, addKey } from '../helpers/gateway'
+import { addApp, APP_ID, addKey } from '../helpers/gateway'
 import { rawConnected } from '../helpers/realtime-raw'
 import { authCallbackOf, collect, connectedClient, FORMATS, fresh, reach, realtimeGateway } from '../helpers/realtime'
 
 const rt = realtimeGateway()
 
-/** A full-access key of another app of the same account: its key string. */
-async function keyOfAnotherApp(): Promise<string> {
-  const control = rt.gw.backend.control
-  const { accountId } = (await control.getApp(APP_ID))!
-  const appId = fresh('intruder')
-  await control.createApp({
-    id: appId,
-    accountId,
-    name: appId,
-    status: 'enabled',
-    tlsOnly: false,
-    created: 0,
-    modified: 0,
-  })
-  const k = { appId, id: 'k', name: 'k', secret: 'intruder-secret', capability: { '*': ['*'] } }
-  await control.createKey({ ...k, status: 0, revocableTokens: false, created: 0, modified: 0 })
-  return `${appId}.k:${k.secret}`
-}
+/** A full-access API key of an app of its own (its credentials string). */
+const keyOfAnotherApp = () => addApp(rt.gw, fresh('intruder'))
 
 /** Resume keys an attacker holding `apiKey` could mint for `victimId` with what they know. */
 function forgedKeys(victimId: string, apiKey: string, genuine: string): string[] {
