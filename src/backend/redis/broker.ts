@@ -9,7 +9,13 @@ import { idFromSerial, messageFromEntry, packDraft, parseNotification, serialFro
 import { BUFFERS, withTimeout, type RedisCommander, type RedisSubscriber, type Sender } from './connection'
 import type { RedisKeys } from './keys'
 import { ScriptRunner } from './script-runner'
-import { CHARGED_PUBLISH_SCRIPT, chargeArgs, PUBLISH_SCRIPT, TAKE_TOKENS_SCRIPT } from './scripts'
+import {
+  CHARGED_PUBLISH_SCRIPT,
+  chargeArgs,
+  EPHEMERAL_PUBLISH_SCRIPT,
+  PUBLISH_SCRIPT,
+  TAKE_TOKENS_SCRIPT,
+} from './scripts'
 
 const fromMemory = metrics.counter(
   'gateway_resume_from_memory_total',
@@ -68,6 +74,7 @@ export class RedisBroker implements Broker {
   private readonly publishScript: ScriptRunner
   private readonly chargeScript: ScriptRunner
   private readonly chargedPublishScript: ScriptRunner
+  private readonly ephemeralScript: ScriptRunner
   /** When this node last wrote each channel's entry in its app's index (ms). */
   private indexed = new Map<string, number>()
   private readonly send: Sender
@@ -86,6 +93,7 @@ export class RedisBroker implements Broker {
     this.publishScript = new ScriptRunner(this.send, PUBLISH_SCRIPT)
     this.chargeScript = new ScriptRunner(this.send, TAKE_TOKENS_SCRIPT)
     this.chargedPublishScript = new ScriptRunner(this.send, CHARGED_PUBLISH_SCRIPT)
+    this.ephemeralScript = new ScriptRunner(this.send, EPHEMERAL_PUBLISH_SCRIPT)
     // after a reconnect, notifications may have been missed: catch up from the streams
     sub.onReady(() => {
       for (const s of this.subs.values()) this.enqueue(s, () => this.catchUp(s))
@@ -110,10 +118,20 @@ export class RedisBroker implements Broker {
   async publish(app: string, channel: string, drafts: MessageDraft[], opts: PublishOptions): Promise<PublishResult> {
     const c = opts.charge
     let charged: PublishResult['charged']
-    if (c && this.s.redisCluster) {
+    if (c && (this.s.redisCluster || opts.ephemeral)) {
       const r = (await this.t(this.chargeScript.run([this.keys.bucket(c.key)], chargeArgs(c)))) as unknown as number[]
       charged = { ok: Number(r[0]) === 1, remaining: Number(r[1]) / 1000, retryAfterMs: Number(r[2]) }
       if (!charged.ok) return { serials: [], appended: 0, charged }
+    }
+    if (opts.ephemeral) {
+      const bodies = drafts.map(packDraft)
+      const ids = (await this.t(
+        this.ephemeralScript.run(
+          [this.keys.stream(app, channel)],
+          [this.keys.notify(app, channel), String(this.ttl(opts)), String(drafts.length), ...bodies],
+        ),
+      )) as unknown as string[]
+      return { serials: ids.map((id) => serialFromId(String(id))), appended: ids.length, charged }
     }
     const args: Array<string | Buffer> = [
       this.keys.notify(app, channel),
@@ -384,7 +402,8 @@ export class RedisBroker implements Broker {
     const fresh = last === undefined ? messages : messages.filter((m) => m.serial > last)
     if (!fresh.length) return
     s.last = fresh[fresh.length - 1]!.serial
-    if (s.ring) for (const m of fresh) s.ring.push(m)
+    // an ephemeral message is delivered, never kept: no resume from memory replays it
+    if (s.ring) for (const m of fresh) if (!isEphemeral(m)) s.ring.push(m)
     for (const l of s.listeners) l(s.app, s.channel, fresh)
   }
 
@@ -402,6 +421,8 @@ export class RedisBroker implements Broker {
     this.subs.clear()
   }
 }
+
+const isEphemeral = (m: Message): boolean => (m.extras as { ephemeral?: unknown } | undefined)?.ephemeral === true
 
 /** The longest string every one of `ids` begins with. */
 function commonPrefix(ids: string[]): string {
