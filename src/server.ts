@@ -101,7 +101,7 @@ export type GatewayServer = Server<SocketData> & { realtime: Realtime }
 /**
  * Bun's own body limit, a backstop above ours: a declared length up to twice MAX_BODY_SIZE gets our
  * 413 (checked before anything is read) and a chunked body is refused by our count as it passes
- * MAX_BODY_SIZE. Bun answers beyond it alone, with a bare 413 (see README, Security).
+ * MAX_BODY_SIZE. Bun answers beyond it alone, with a bare 413 (see docs/security.md).
  */
 const runtimeBodyLimit = (maxBodySize: number) => 2 * maxBodySize
 

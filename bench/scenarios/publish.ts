@@ -4,7 +4,7 @@
  * interleaved rounds (`--rounds`, default 3), reported as ratios with their spread over the
  * rounds, and as server CPU per request. `--processes 1,2` adds the same publishes to 1 and to 2
  * gateway processes sharing one port on a Redis backend (a node each, CPU counted over all of them
- * and redis-server; see the README, Performance).
+ * and redis-server; see docs/performance.md).
  * Then, with --short, --redis or --rate-limits, the backend runs of publish-backends.ts (exact
  * accounting, history counted back, the Redis share and the rate limiter's cost).
  */

@@ -57,7 +57,7 @@ export function loadConfig(
   return out as Config
 }
 
-/** The settings listing (README table and --help), generated from the schema. */
+/** The settings listing (the table of docs/settings.md and --help), generated from the schema. */
 export function settingsTable(): string {
   const rows = Object.values(SETTINGS).map(
     (s) => `| \`${s.env}\` | ${s.default ? `\`${s.default}\`` : '(unset)'} | ${s.description} |`,

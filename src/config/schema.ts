@@ -1,6 +1,6 @@
 /**
- * Every setting of the gateway: environment name, default, meaning and parser. The README's
- * settings table and the binary's --help are generated from this list, so it is the only place
+ * Every setting of the gateway: environment name, default, meaning and parser. The settings
+ * table of docs/settings.md and the binary's --help are generated from this list, so it is the only place
  * a setting is declared.
  */
 import { availableParallelism } from 'node:os'

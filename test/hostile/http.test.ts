@@ -6,7 +6,7 @@ import { RawConnection, parseResponse, type RawResponse } from '../helpers/raw-h
 /**
  * The HTTP edge over real sockets: bodies that trickle in or declare too much, and requests the
  * runtime refuses before the gateway sees them. Every answer the gateway writes is in the spec's
- * error shape; the runtime's own answers are pinned here as measured (README, Security).
+ * error shape; the runtime's own answers are pinned here as measured (docs/security.md).
  */
 let gw: TestGateway
 let base: string

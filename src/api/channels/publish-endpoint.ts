@@ -55,7 +55,7 @@ export function publishHandler(core: Core, limits: BodyLimits, log: Logger): Pub
 /**
  * The publish route of Bun's native router: the handler plus what the Elysia app does around
  * every request (the CORS policy, the access line and metrics). Measured reason for bypassing
- * Elysia: its pipeline cost about a third of a publish (see README, Performance).
+ * Elysia: its pipeline cost about a third of a publish (see docs/performance.md).
  */
 export function publishRoute<S>(handler: PublishHandler, cors: CorsPolicy, log: Logger) {
   return async (req: Request & { params: { channel: string } }, server: Server<S>): Promise<Response> => {

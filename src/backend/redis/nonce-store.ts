@@ -10,7 +10,7 @@ const CLAIMS: Record<number, NonceClaim> = { 0: 'seen', 1: 'claimed', 2: 'scopeF
  * Seen nonces shared by all nodes: a key with expiry each, and per scope a sorted set of its
  * live ones that bounds them (a full scope refuses; nothing live is dropped). The store's whole
  * size is Redis's memory: with an evicting `maxmemory-policy` Redis itself could drop a live
- * nonce, so the README asks for `noeviction`.
+ * nonce, so docs/security.md asks for `noeviction`.
  */
 export class RedisNonceStore implements NonceStore {
   private readonly claimScript: ScriptRunner
