@@ -68,17 +68,25 @@ test('an event-stream subscriber of the room channel sees send, update, delete, 
     'typing.stopped',
   ])
   expect(got.every((e) => e.channel === ch)).toBe(true)
-  const serials = got.map((e) => e.serial)
+  // changes carry the message's serial (and their own in version): the other events are in serial order
+  const serials = got.filter((e) => !e.version).map((e) => e.serial)
   expect([...serials].sort()).toEqual(serials)
   const data = got.map((e) => JSON.parse(e.data))
 
   // create: the message as the hosted service writes it (text and metadata; headers in extras)
   expect(got[0]).toMatchObject({ serial: m.serial, clientId: 'amy', encoding: 'json', extras: { headers: { h: 'v' } } })
   expect(data[0]).toEqual({ text: 'hello', metadata: { a: 1 } })
-  // update and delete: the whole message in its new version (the hosted service's form)
-  const hosted = ({ roomId: _r, createdAt: _c, ...rest }: any) => rest
-  expect(data[1]).toEqual(hosted(updated))
-  expect(data[1]).toMatchObject({ serial: m.serial, action: 'message.update', text: 'hello!' })
+  // update and delete: the message's serial and creation time, action 1 / 2, the new content as a
+  // create event holds it, and the version (as the hosted service sends them)
+  expect(got[1]).toMatchObject({
+    serial: m.serial,
+    action: 1,
+    clientId: 'amy',
+    timestamp: m.timestamp,
+    extras: { headers: { h: 'v' } },
+    version: { serial: updated.version.serial, timestamp: updated.version.timestamp, clientId: 'amy' },
+  })
+  expect(data[1]).toEqual({ text: 'hello!', metadata: { a: 1 } })
   expect(data[2]).toEqual({ text: 'second', metadata: {} })
   expect(data[3]).toEqual({ currentlyTyping: ['bob'], change: { clientId: 'bob', type: 'typing.started' } })
   expect(data[4]).toMatchObject({
@@ -88,8 +96,14 @@ test('an event-stream subscriber of the room channel sees send, update, delete, 
   })
   expect(data[4].summary.distinct.like.clientIds).toEqual(['amy'])
   expect(got[4].serial).toBe(reaction.serial)
-  expect(data[5]).toEqual(hosted(deleted))
-  expect(data[5]).toMatchObject({ serial: m.serial, action: 'message.delete', text: '' })
+  expect(got[5]).toMatchObject({
+    serial: m.serial,
+    action: 2,
+    clientId: 'amy',
+    extras: { headers: {} },
+    version: { serial: deleted.version.serial, timestamp: deleted.version.timestamp, clientId: 'amy' },
+  })
+  expect(data[5]).toEqual({ text: '', metadata: {} })
   expect(data[6]).toEqual({ currentlyTyping: [], change: { clientId: 'bob', type: 'typing.stopped' } })
 }, 20_000)
 

@@ -4,6 +4,7 @@ import type { ReactionInput, ReactionList, ReactionResult } from '../../core/cha
 import type { ReactionRecord } from '../../core/chat/ports'
 import { parseCount, parseKind, parseName } from '../../core/chat/reactions'
 import type { HistoryQuery } from '../../core/types'
+import { formatSerial, parseSerial, serialAfter } from '../../core/model/serial'
 import { GatewayError } from '../../errors'
 import { historyQuery, type Q } from '../query'
 
@@ -25,8 +26,20 @@ export function chatHistoryQuery(q: Q): HistoryQuery {
     else throw new GatewayError(40003, 'Invalid orderBy param: must be oldestFirst or newestFirst')
   }
   const hq = historyQuery({ ...q, direction })
-  if (hq.cursor === undefined && q.fromSerial) hq.cursor = q.fromSerial
+  if (hq.cursor === undefined && q.fromSerial) hq.cursor = fromSerialCursor(q.fromSerial, hq.direction)
   return hq
+}
+
+/**
+ * `fromSerial` is inclusive (as the hosted service's: the chat client pages back from its attach
+ * serial, and the message at that serial is part of "before subscribe"), while a cursor is
+ * exclusive: start just past the serial on the side the query comes from.
+ */
+function fromSerialCursor(raw: string, direction: HistoryQuery['direction']): string {
+  const s = parseSerial(raw)
+  if (!s || formatSerial(s.ms, s.seq) !== raw) return raw
+  if (direction === 'backwards') return serialAfter(s)
+  return s.seq > 0 ? formatSerial(s.ms, s.seq - 1) : formatSerial(s.ms - 1, 999_999)
 }
 
 const metadataOf = (v: unknown) => (v === undefined || v === null ? undefined : checkMetadata(v))

@@ -209,6 +209,7 @@ export class Authenticator {
       capability: this.matcher(capJson),
     }
     if (claims.revocable) p.revocable = { issued, clientId, revocationKey: claims.revocationKey }
+    if (claims.roomClaims) p.roomClaims = claims.roomClaims
     return p
   }
 

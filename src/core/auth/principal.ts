@@ -31,6 +31,8 @@ export interface Principal {
   presenceMaxMembers?: number
   /** Set for a token of a key with revocableTokens: what a revocation matches it on. */
   revocable?: RevocableClaims
+  /** A JWT's `ably.room.<pattern>` claims: pattern -> value (see model/user-claims.ts). */
+  roomClaims?: Record<string, string>
 }
 
 /** What a token revocation can match on, carried by every revocable token. */

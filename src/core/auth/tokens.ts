@@ -2,6 +2,7 @@ import { GatewayError } from '../../errors'
 import { base64url, fromBase64url } from '../../lib/encoding'
 import { hmacSha256, safeEqual } from '../../lib/crypto'
 import type { ApiKey } from '../types'
+import { roomClaimsOf } from './user-claims'
 
 /**
  * Service tokens are self-contained and signed with the issuing key's secret, so any node can
@@ -18,6 +19,8 @@ export interface TokenClaims {
   revocable?: boolean
   /** What a `revocationKey:` revocation target matches. */
   revocationKey?: string
+  /** A JWT's `ably.room.<pattern>` claims with string values: pattern -> value. */
+  roomClaims?: Record<string, string>
 }
 
 interface WirePayload {
@@ -105,5 +108,6 @@ export function verifyJwt(
     clientId: typeof clientId === 'string' ? clientId : undefined,
     revocable: key.revocableTokens,
     revocationKey: typeof revocationKey === 'string' ? revocationKey : undefined,
+    roomClaims: roomClaimsOf(jwt.claims),
   }
 }

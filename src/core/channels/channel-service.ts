@@ -2,6 +2,7 @@ import { GatewayError, denied } from '../../errors'
 import { metrics } from '../../lib/metrics'
 import { authorize } from '../auth/authorize'
 import type { Principal } from '../auth/principal'
+import { stampUserClaim } from '../auth/user-claims'
 import type { Namespaces } from '../control/namespaces'
 import type { Occupancy } from '../fanout/occupancy'
 import { batchEntryError, summarize } from '../model/batch'
@@ -134,6 +135,7 @@ export class ChannelService {
     if (wire.length > MAX_BATCH_MESSAGES)
       throw new GatewayError(40001, `Invalid publish request: more than ${MAX_BATCH_MESSAGES} messages`)
     const drafts = wire.map((m) => draftFromWire(m, p))
+    for (const d of drafts) stampUserClaim(d, p, channel)
     // `::$` sub-channels: which take channel publishes, and what (model/sub-channels.ts)
     const ephemeral = checkPublish(channel, drafts)
     let size = 0

@@ -22,6 +22,8 @@ export interface ChatMessage {
     metadata?: Record<string, unknown>
   }
   reactions: ReactionSummary
+  /** The author's user claim for the room when the message was sent (see auth/user-claims.ts). */
+  userClaim?: string
 }
 
 export interface SendInput {
@@ -81,13 +83,14 @@ export function sendInput(body: unknown): SendInput {
 export function createEvent(
   input: SendInput,
   clientId: string | undefined,
+  userClaim?: string,
 ): Omit<Message, 'id' | 'serial' | 'timestamp'> {
   const m: Omit<Message, 'id' | 'serial' | 'timestamp'> = {
     name: CHAT_EVENTS.message,
     action: 0,
     data: JSON.stringify({ text: input.text, metadata: input.metadata }),
     encoding: 'json',
-    extras: { headers: input.headers },
+    extras: userClaim === undefined ? { headers: input.headers } : { headers: input.headers, userClaim },
   }
   if (clientId !== undefined) m.clientId = clientId
   return m
@@ -115,6 +118,7 @@ export function fromCreateEvent(m: Message): ChatMessage | undefined {
     reactions: summarize([]),
   }
   if (m.clientId !== undefined) out.clientId = m.clientId
+  if (isObject(m.extras) && typeof m.extras.userClaim === 'string') out.userClaim = m.extras.userClaim
   return out
 }
 

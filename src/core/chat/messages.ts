@@ -1,11 +1,12 @@
 import { GatewayError } from '../../errors'
 import type { Principal } from '../auth/principal'
 import { effectiveClientId } from '../auth/principal'
+import { userClaimFor } from '../auth/user-claims'
 import { MAX_MESSAGE_ID_LENGTH, messageSize } from '../model/message'
 import { utf8Length } from '../../lib/encoding'
 import { parseSerial } from '../model/serial'
 import type { Clock } from '../ports'
-import type { HistoryQuery, Message } from '../types'
+import type { HistoryQuery, Message, Mutation } from '../types'
 import {
   checkDescription,
   checkHeaders,
@@ -21,8 +22,8 @@ import {
 } from './chat-message'
 import type { Limits } from '../limits/limits'
 import type { ChatStore, ChatVersion } from './ports'
-import type { RoomEvents } from './room-events'
-import { CHAT_EVENTS, authorizeEdit, authorizeRoom, checkRoomId, missing } from './rooms'
+import type { EventDraft, RoomEvents } from './room-events'
+import { authorizeEdit, authorizeRoom, checkRoomId, missing } from './rooms'
 
 /** Room channel events read per step while collecting a history page. */
 const SCAN_CHUNK = 1000
@@ -61,7 +62,7 @@ export class ChatMessages {
     const room = checkRoomId(roomId)
     authorizeRoom(p, room, 'publish')
     const input = sendInput(body)
-    const event = createEvent(input, callerClientId(p))
+    const event = createEvent(input, callerClientId(p), userClaimFor(p, room))
     this.checkSize(event)
     if (idempotencyKey !== undefined && idempotencyKey.length === 0)
       throw new GatewayError(40003, 'Invalid idempotencyKey param: must not be empty')
@@ -223,22 +224,29 @@ export class ChatMessages {
       if (opMetadata !== undefined) version.metadata = opMetadata
       if (!(await this.store.putVersion(p.appId, room, serial, n - 1, version))) continue
       const updated = withState(original, { version, reactions: state?.reactions ?? [] })
-      await this.events.publish(p, room, editEvent(updated, clientId))
+      await this.events.publish(p, room, editEvent(updated))
       return updated
     }
     throw new GatewayError(40900, `Message "${serial}" is being changed concurrently; try again`)
   }
 }
 
-/** An update or delete event: the whole message in its new version (see README, chat events). */
-function editEvent(m: ChatMessage, clientId: string | undefined): Omit<Message, 'id' | 'serial' | 'timestamp'> {
-  const e: Omit<Message, 'id' | 'serial' | 'timestamp'> = {
-    name: CHAT_EVENTS.message,
+/**
+ * An update or delete event: a change entry of the room channel (kind `mutation`), so that
+ * subscribers get it as the hosted service sends it: the message's serial, creation time and
+ * author, action 1 or 2, its new content as a create event holds it, and `version` (the version's
+ * serial and time, the editor, description and metadata). Message history skips such entries.
+ */
+function editEvent(m: ChatMessage): EventDraft {
+  const { serial, timestamp, clientId, description, metadata } = m.version
+  const mutation: Mutation = { serial: m.serial, timestamp: m.timestamp, version: { serial, timestamp } }
+  if (clientId !== undefined) mutation.clientId = clientId
+  if (description !== undefined) mutation.description = description
+  if (metadata !== undefined) mutation.metadata = metadata
+  return {
+    ...createEvent({ text: m.text, metadata: m.metadata, headers: m.headers }, m.clientId, m.userClaim),
+    kind: 'mutation',
     action: m.action === 'message.delete' ? 2 : 1,
-    data: JSON.stringify(m),
-    encoding: 'json',
-    extras: { headers: m.headers },
+    mutation,
   }
-  if (clientId !== undefined) e.clientId = clientId
-  return e
 }

@@ -2,6 +2,7 @@ import { GatewayError } from '../../errors'
 import { randomId } from '../../lib/crypto'
 import { authorize } from '../auth/authorize'
 import type { Principal } from '../auth/principal'
+import { stampUserClaim } from '../auth/user-claims'
 import { draftFromWire, messageSize } from '../model/message'
 import { checkChannelName } from '../model/names'
 import type { OrphanMember, PresenceStore } from '../ports'
@@ -81,6 +82,7 @@ export class ConnectionPresence {
       const action = (item as { action?: unknown } | null)?.action
       if (!isAction(action)) throw new GatewayError(40000, `Invalid presence action ${String(action)}`)
       const d = draftFromWire(item, p)
+      stampUserClaim(d, p, channel)
       if (d.clientId === undefined)
         throw new GatewayError(91000, 'Unable to enter presence channel (no clientId)', { status: 400 })
       size += messageSize(d)
