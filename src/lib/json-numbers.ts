@@ -1,3 +1,5 @@
+import { closingQuote } from './nesting'
+
 /**
  * Numbers of JSON text that a 64-bit float cannot hold: `1e400` parses as Infinity (written back
  * as null) and `1e-400` as 0, so a value would change silently between the request and what is
@@ -9,21 +11,10 @@
 const SUSPECT = /\d{20}|[eE][+-]?\d{3}/
 
 const QUOTE = 34 // "
-const BACKSLASH = 92 // \
 const MINUS = 45 // -
 const isDigit = (c: number) => c >= 48 && c <= 57
 /** Characters a JSON number token is made of: digits, `-`, `+`, `.`, `e`, `E`. */
 const inNumber = (c: number) => isDigit(c) || c === MINUS || c === 43 || c === 46 || c === 101 || c === 69
-
-/** Index of the quote that closes the JSON string opened at `open`, or -1. */
-function closingQuote(text: string, open: number): number {
-  for (let q = text.indexOf('"', open + 1); q !== -1; q = text.indexOf('"', q + 1)) {
-    let slashes = 0
-    while (text.charCodeAt(q - 1 - slashes) === BACKSLASH) slashes++
-    if (slashes % 2 === 0) return q
-  }
-  return -1
-}
 
 /** The first number of the JSON text that overflows to Infinity or underflows to 0, or undefined. */
 export function jsonNumberOutOfRange(text: string): string | undefined {

@@ -21,7 +21,7 @@ function openings(text: string, limit: number): number {
 }
 
 /** Index of the quote that closes the JSON string opened at `open`, or -1. */
-function closingQuote(text: string, open: number): number {
+export function closingQuote(text: string, open: number): number {
   for (let q = text.indexOf('"', open + 1); q !== -1; q = text.indexOf('"', q + 1)) {
     let slashes = 0
     while (text.charCodeAt(q - 1 - slashes) === BACKSLASH) slashes++
