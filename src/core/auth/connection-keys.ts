@@ -77,13 +77,11 @@ export class ConnectionKeys {
    * `identity` (AUTH); undefined otherwise.
    */
   async verify(key: string, identity: ConnectionIdentity): Promise<string | undefined> {
-    const m = KEY.exec(key)
-    if (!m) return undefined
-    const [, id, stamp, who, mac] = m as unknown as [string, string, string, string, string]
-    if (!safeEqual(mac, ConnectionKeys.mac(await this.secret(), id, stamp, identity.appId, who))) return undefined
+    const issued = await this.issuedIn(key, identity.appId)
+    if (!issued) return undefined
     const asked = whoOf(identity)
-    if (who === asked) return id
-    return (await this.grants.has(grantKey(id, asked))) ? id : undefined
+    if (issued.who === asked) return issued.id
+    return (await this.grants.has(grantKey(issued.id, asked))) ? issued.id : undefined
   }
 
   /**
@@ -92,10 +90,15 @@ export class ConnectionKeys {
    * connection names it so (a message's `connectionKey`).
    */
   async ofApp(key: string, appId: string): Promise<string | undefined> {
+    return (await this.issuedIn(key, appId))?.id
+  }
+
+  /** The connection id and identity digest of `key` when a server issued it in app `appId`. */
+  private async issuedIn(key: string, appId: string): Promise<{ id: string; who: string } | undefined> {
     const m = KEY.exec(key)
     if (!m) return undefined
     const [, id, stamp, who, mac] = m as unknown as [string, string, string, string, string]
-    return safeEqual(mac, ConnectionKeys.mac(await this.secret(), id, stamp, appId, who)) ? id : undefined
+    return safeEqual(mac, ConnectionKeys.mac(await this.secret(), id, stamp, appId, who)) ? { id, who } : undefined
   }
 
   /** Whether `a` and `b` are one identity (a key issued for one resumes for the other). */

@@ -5,11 +5,14 @@ import type { EndedConnections } from '../auth/ended-connections'
 const keyOf = (m: unknown): unknown =>
   typeof m === 'object' && m !== null ? (m as Record<string, unknown>).connectionKey : undefined
 
+const hasKey = (m: unknown): boolean => {
+  const key = keyOf(m)
+  return key !== undefined && key !== null
+}
+
 /** Whether a publish body names a connection it is published on behalf of (a message's `connectionKey`). */
 export function carriesConnectionKey(body: unknown): boolean {
-  if (!Array.isArray(body)) return keyOf(body) !== undefined && keyOf(body) !== null
-  for (const m of body) if (keyOf(m) !== undefined && keyOf(m) !== null) return true
-  return false
+  return Array.isArray(body) ? body.some(hasKey) : hasKey(body)
 }
 
 /**
