@@ -380,6 +380,24 @@ export const SETTINGS = {
     'Most members present on one channel; entering beyond it is refused (91003).',
     int(1),
   ),
+  liveObjectsMaxObjects: setting(
+    'LIVE_OBJECTS_MAX_OBJECTS',
+    '20000',
+    'Most LiveObjects (maps and counters, root aside) one channel may hold; an operation creating more is refused (92001).',
+    int(1, 1_000_000),
+  ),
+  liveObjectsMaxMapKeys: setting(
+    'LIVE_OBJECTS_MAX_MAP_KEYS',
+    '10000',
+    'Most live keys one LiveObjects map may hold; an operation adding more is refused (92001).',
+    int(1, 1_000_000),
+  ),
+  liveObjectsGcGraceMs: setting(
+    'LIVE_OBJECTS_GC_GRACE_MS',
+    '86400000',
+    'How long a removed LiveObjects map key is kept as a tombstone (ms); told to clients as objectsGCGracePeriod.',
+    int(120_001),
+  ),
   sseMaxChannels: setting(
     'SSE_MAX_CHANNELS',
     '100',

@@ -20,6 +20,7 @@ import { Occupancy } from './fanout/occupancy'
 import { Streams } from './fanout/streams'
 import { RateLimiter, type LimitSettings } from './limits/rate-limiter'
 import { ObjectService } from './objects/object-service'
+import { LiveObjectService } from './objects/live-service'
 import { ConnectionPresence, type ConnectionPresenceSettings } from './presence/connection-presence'
 import { PresenceService } from './presence/presence-service'
 import { PushService, type PushSettings } from './push/push-service'
@@ -34,7 +35,12 @@ export type CoreSettings = TokenRequestSettings &
   PushSettings &
   WebhookSettings &
   IntegrationSettings &
-  ConnectionPresenceSettings & { basicAuthRequiresTls: boolean }
+  ConnectionPresenceSettings & {
+    basicAuthRequiresTls: boolean
+    liveObjectsMaxObjects: number
+    liveObjectsMaxMapKeys: number
+    liveObjectsGcGraceMs: number
+  }
 
 /** The domain services of one node, built on a backend's ports. */
 export interface Core {
@@ -75,6 +81,8 @@ export interface Core {
   management: Management
   sandbox: Sandbox
   objects: ObjectService
+  /** The plugin's LiveObjects (channel objects, OBJECT / OBJECT_SYNC, /channels/{ch}/object). */
+  liveObjects: LiveObjectService
   chat: ChatService
   integrations: Integrations
   webhooks: WebhookDispatcher
@@ -153,6 +161,12 @@ export function createCore(backend: Backend, clock: Clock, s: CoreSettings): Cor
     push,
     sandbox: new Sandbox(backend.control, presence, stats, clock),
     objects: new ObjectService(backend.objects, backend.broker, namespaces, hub, clock, limits),
+    liveObjects: new LiveObjectService(backend.liveObjects, namespaces, clock, {
+      maxObjects: s.liveObjectsMaxObjects,
+      maxKeys: s.liveObjectsMaxMapKeys,
+      gcGraceMs: s.liveObjectsGcGraceMs,
+      maxMessageSize: s.maxMessageSize,
+    }),
     chat: new ChatService(backend.broker, backend.chat, backend.presence, occupancy, stats, limits, clock, {
       maxMessageSize: s.maxMessageSize,
       typingTimeoutMs: DEFAULT_TYPING_TIMEOUT_MS,

@@ -19,7 +19,7 @@ import type {
   Rule,
   TokenRevocation,
 } from './types'
-import type { ObjectStore } from './objects/ports'
+import type { LiveObjectStore, ObjectStore } from './objects/ports'
 import type { ChatStore } from './chat/ports'
 import type { VersionStore } from './channels/ports'
 import type { PushStore } from './push/ports'
@@ -427,6 +427,8 @@ export interface Backend {
   queueBroker?: QueueBroker
   /** LiveObjects state and history (see objects/ports.ts). */
   objects: ObjectStore
+  /** The plugin's LiveObjects: objects of channels changed by operations in the channel's log (objects/live-ports.ts). */
+  liveObjects: LiveObjectStore
   /** Versions of the messages of mutable channels (see channels/ports.ts). */
   versions: VersionStore
   /** Chat message versions, reactions, rooms and typing (see chat/ports.ts). */

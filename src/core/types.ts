@@ -6,9 +6,10 @@ import type { ErrorBody } from '../errors'
  * travels through the broker, the rings, resume and the hub the same way, so each transport gets
  * all of a channel's events in one order, exactly once. Absent means a channel message;
  * `mutation`: a new version of an earlier message (update, delete or append, see `Mutation`),
- * delivered as a message but not an item of message history.
+ * delivered as a message but not an item of message history; `object`: a LiveObjects operation
+ * (`data` its JSON text, see objects/live-service.ts), delivered as OBJECT to object subscribers only.
  */
-export type EntryKind = 'presence' | 'mutation'
+export type EntryKind = 'presence' | 'mutation' | 'object'
 
 /** Who made a change of a message and why (the operation of an update, delete or append). */
 export interface Operation {

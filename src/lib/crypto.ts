@@ -28,3 +28,6 @@ export function randomId(len: number): string {
 
 /** 256 random bits, base64url: a secret to sign with. */
 export const randomSecret = (): string => randomBytes(32).toString('base64url')
+
+/** SHA-256 of the UTF-8 bytes of `data`, base64url without padding. */
+export const sha256Base64url = (data: string): string => new Bun.CryptoHasher('sha256').update(data).digest('base64url')

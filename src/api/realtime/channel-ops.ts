@@ -19,9 +19,10 @@ import type { PresenceOps } from './presence-ops'
 import { parseRewind } from './rewind'
 import type { RealtimeSettings } from './settings'
 import type { Logger } from '../../lib/logger'
+import { sendObjectSync, type ObjectHost } from './object-ops'
 
 /** What channel operations need of their connection. */
-export interface ChannelHost extends AttachmentHost {
+export interface ChannelHost extends AttachmentHost, ObjectHost {
   readonly core: Core
   readonly s: RealtimeSettings
   readonly principalOf: Principal
@@ -222,6 +223,7 @@ export class ChannelOps {
         ? await core.presence.snapshot(principal.appId, channel)
         : []
     if (members.length) flags |= Flag.HAS_PRESENCE
+    if (modes & Flag.OBJECT_SUBSCRIBE) flags |= Flag.HAS_OBJECTS // always followed by a full OBJECT_SYNC
     const att = new Attachment(this.conn, channel, modes, flags, Object.keys(echoed).length ? echoed : undefined, error)
     this.attachments.set(channel, att)
     att.role = {
@@ -231,7 +233,7 @@ export class ChannelOps {
     }
     att.appId = principal.appId
     core.occupancy.attach(principal.appId, channel, att.role)
-    if (modes & (Flag.SUBSCRIBE | Flag.PRESENCE_SUBSCRIBE)) {
+    if (modes & (Flag.SUBSCRIBE | Flag.PRESENCE_SUBSCRIBE | Flag.OBJECT_SUBSCRIBE)) {
       att.session = core.streams.create(
         { principal, channels: [channel], positions, rewind: rewind?.count, rewindMs: rewind?.ms, managed: true },
         att,
@@ -249,6 +251,7 @@ export class ChannelOps {
         ...(Object.keys(echoed).length ? { params: echoed } : {}),
       })
     if (members.length) await this.conn.presence.sync(channel, members)
+    if (modes & Flag.OBJECT_SUBSCRIBE) await sendObjectSync(this.conn, channel) // LiveObjects (object-ops.ts)
   }
 
   /** New credentials: attachments the capability no longer allows fail; the others carry on under them. */

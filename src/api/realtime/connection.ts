@@ -13,6 +13,7 @@ import { ChannelOps } from './channel-ops'
 import { decodeFrame, encodeFrame, type ClientFrame, type Format, type Frame } from './frames'
 import { PresenceOps } from './presence-ops'
 import { Publishes, type PublishHost } from './publishes'
+import { objectDetails, publishObjects, type ObjectHost } from './object-ops'
 import { Action, wireError, type ProtocolMessage } from './protocol'
 import type { RealtimeSettings } from './settings'
 
@@ -53,7 +54,7 @@ const MAX_UNREAD_ANSWERS = 1024 * 1024
  * them, heartbeats, re-authentication and token expiry, CLOSE, and the error rules of the
  * protocol (a connection-level ERROR is fatal; a channel-level one fails that channel only).
  */
-export class RealtimeConnection implements AttachmentHost, PublishHost {
+export class RealtimeConnection implements AttachmentHost, PublishHost, ObjectHost {
   readonly format: Format
   readonly echo: boolean
   readonly heartbeats: boolean
@@ -139,6 +140,7 @@ export class RealtimeConnection implements AttachmentHost, PublishHost {
       connectionStateTtl: this.s.connectionStateTtlMs,
       maxIdleInterval: this.s.realtimeMaxIdleIntervalMs,
       serverId: this.serverId,
+      ...objectDetails(this.core), // LiveObjects (object-ops.ts)
     }
     if (this.principal.clientId !== undefined) d.clientId = this.principal.clientId
     return d
@@ -208,8 +210,9 @@ export class RealtimeConnection implements AttachmentHost, PublishHost {
       }
       case Action.SYNC:
         return this.channels.sync(pm)
-      case Action.ANNOTATION:
       case Action.OBJECT:
+        return publishObjects(this, pm) // LiveObjects (object-ops.ts)
+      case Action.ANNOTATION:
         return this.publishes.refuse(
           pm,
           new GatewayError(40000, 'This protocol message is not served by this gateway yet'),

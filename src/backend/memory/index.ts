@@ -7,6 +7,7 @@ import { RingSnapshot } from './ring-snapshot'
 import { MemoryMarkStore } from './mark-store'
 import { MemoryNonceStore } from './nonce-store'
 import { SqliteObjectStore } from './object-store'
+import { SqliteLiveObjectStore } from './live-object-store'
 import { MemoryPresenceStore } from './presence-store'
 import { SqlitePushStore } from './push-store'
 import { MemoryRateLimitStore } from './rate-limit-store'
@@ -35,6 +36,7 @@ export function createMemoryBackend(s: MemoryBrokerSettings & { dataDir: string 
     limits,
     queues: new SqliteQueueStore(db),
     objects,
+    liveObjects: new SqliteLiveObjectStore(db, broker, clock),
     versions: new SqliteVersionStore(db, clock, s.persistedHistoryTtlMs),
     chat: new SqliteChatStore(db, s.persistedHistoryTtlMs),
     push: new SqlitePushStore(db),

@@ -7,6 +7,7 @@ import { RedisKeys } from './keys'
 import { RedisMarkStore } from './mark-store'
 import { RedisNonceStore } from './nonce-store'
 import { RedisObjectStore } from './object-store'
+import { RedisLiveObjectStore } from './live-object-store'
 import { RedisOccupancyStore } from './occupancy-store'
 import { RedisPresenceStore, type RedisPresenceSettings } from './presence-store'
 import { randomId } from '../../lib/crypto'
@@ -61,6 +62,7 @@ export async function createRedisBackend(s: RedisBackendSettings, onError: (e: u
       historyTtlMs: s.persistedHistoryTtlMs,
       redisTimeoutMs: s.redisTimeoutMs,
     }),
+    liveObjects: new RedisLiveObjectStore(cmd, keys, s),
     versions: new RedisVersionStore(cmd, keys, s.persistedHistoryTtlMs, s.redisTimeoutMs),
     chat: new RedisChatStore(cmd, keys, s.persistedHistoryTtlMs, s.redisTimeoutMs),
     push: new RedisPushStore(cmd, keys, s.redisTimeoutMs),

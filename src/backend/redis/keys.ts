@@ -88,6 +88,8 @@ export class RedisKeys {
   objectHistory = (app: string, ns: string, id: string) => `${this.prefix}oh:{${app}}:${ns.length}:${ns}:${id}`
   /** Sorted set (all scores 0, so ordered by id) of a namespace's object ids. */
   objectIds = (app: string, ns: string) => `${this.prefix}oi:{${app}}:${ns}`
+  /** The plugin's LiveObjects of a channel: hash of object id -> msgpack record (channel's slot). */
+  liveObjects = (app: string, channel: string) => `${this.prefix}lo:${this.ch(app, channel)}`
   /** Hashes of an app's namespaces: namespace -> object count; namespace -> last activity (ms). */
   objectCounts = (app: string) => `${this.prefix}oc:{${app}}`
   objectActivity = (app: string) => `${this.prefix}oa:{${app}}`

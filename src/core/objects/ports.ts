@@ -2,7 +2,7 @@
  * The LiveObjects storage port. Every backend (memory + SQLite, Redis) implements it; the shared
  * HTTP suites in test/objects hold both to the contracts stated here.
  */
-import type { Direction } from '../types'
+import type { Direction, MessageDraft } from '../types'
 
 export type JsonValue = null | boolean | number | string | JsonValue[] | JsonObject
 export interface JsonObject {
@@ -107,3 +107,100 @@ export interface ObjectStore {
 export const OBJECT_HISTORY_MAX = 1000
 /** Bound on an object's state, as the byte length of its JSON text. */
 export const MAX_OBJECT_BYTES = 65_536
+
+// ---- The plugin's LiveObjects (channel objects changed by operations in the channel's log; live-*.ts) ----
+// Everything in the JSON wire form of shared/reference/ably-liveobjects.md (bytes base64, JSON values as text).
+
+/** A leaf or a reference: exactly one field is set (`bytes` base64, `json` JSON text of an object or array). */
+export interface ObjectData {
+  objectId?: string
+  string?: string
+  number?: number
+  boolean?: boolean
+  bytes?: string
+  json?: string
+}
+
+/** A map entry: its value (absent when removed), the serial of the operation that wrote it, and removal. */
+export interface MapEntry {
+  data?: ObjectData
+  timeserial?: string
+  tombstone?: boolean
+  /** When it was removed (ms), for a tombstoned entry. */
+  serialTimestamp?: number
+}
+
+/** An operation as it is applied, stored and fanned out: creates carry the parsed initial value. */
+export interface Operation {
+  action: number
+  objectId: string
+  mapCreate?: { semantics: 0; entries: Record<string, MapEntry> }
+  mapSet?: { key: string; value: ObjectData }
+  mapRemove?: { key: string }
+  counterCreate?: { count: number }
+  counterInc?: { number: number }
+  objectDelete?: Record<string, never>
+}
+
+/** One object as stored. The object's type is its id's (`root` is a map). */
+export interface LiveObjectRecord {
+  objectId: string
+  /** Serial of the last operation applied to it (its `siteTimeserials` entry). */
+  serial?: string
+  tombstone?: boolean
+  /** When it was tombstoned (ms). */
+  tombstonedAt?: number
+  /** Its create was merged: a map's initial entries, or a counter's initial count. */
+  created?: boolean
+  createEntries?: Record<string, MapEntry>
+  createCount?: number
+  /** Entries written by operations (with their serials), tombstones included until collected. */
+  entries?: Record<string, MapEntry>
+  /** Sum of the increments (the create's count excluded). */
+  count?: number
+}
+
+export interface LiveLimits {
+  /** Objects a channel may hold besides `root`. */
+  maxObjects: number
+  /** Live keys a map may hold. */
+  maxKeys: number
+  /** Removed keys are forgotten this long after their removal (ms). */
+  gcGraceMs: number
+}
+
+export interface LiveObjectBatch {
+  /** The operations of one publish (one ProtocolMessage or REST request), applied all or none. */
+  ops: Operation[]
+  /** One channel log entry (kind `object`) per operation, in the same order. */
+  drafts: MessageDraft[]
+}
+
+/** How a batch is appended (the broker's PublishOptions that apply to it) and bounded. */
+export interface LivePublishOptions {
+  /** The channel is of a `persisted` namespace (its log entries are kept for the long retention). */
+  persisted: boolean
+  /** The entries' ids are de-duplicated within the idempotency window (REST idempotent publishes). */
+  clientIds?: boolean
+  /** The entries' ids may be looked up later (a realtime connection's resends). */
+  findable?: boolean
+  limits: LiveLimits
+}
+
+export interface LiveObjectStore {
+  /**
+   * In one atomic step per channel (across every node sharing the store): checks the operations
+   * against the stored objects (`limits`: 92001; a tombstoned object: 92002), appends the drafts
+   * to the channel's log in the channel's one serial sequence (delivered like any entry) and
+   * applies each operation with its entry's serial and time (live-state.ts `applyOps`). Resolves
+   * with the serials once the change is durable; on a refusal nothing is appended or applied.
+   * With `clientIds`, a batch whose entry ids were all published within the idempotency window is
+   * answered with the first serials and applied once.
+   */
+  publish(appId: string, channel: string, batch: LiveObjectBatch, opts: LivePublishOptions): Promise<string[]>
+  /**
+   * Every object of the channel, `root` first (an empty root when none is stored), as of one
+   * point of the channel's sequence: each record covers exactly the operations up to it.
+   */
+  snapshot(appId: string, channel: string): Promise<LiveObjectRecord[]>
+}

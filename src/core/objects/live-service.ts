@@ -1,0 +1,106 @@
+import { GatewayError } from '../../errors'
+import { utf8Length } from '../../lib/encoding'
+import type { Principal } from '../auth/principal'
+import { authorize } from '../auth/authorize'
+import type { Namespaces } from '../control/namespaces'
+import type { Clock } from '../ports'
+import type { MessageDraft } from '../types'
+import type { LiveObjectStore } from './ports'
+import type { LiveLimits, LiveObjectRecord } from './live-state'
+import { clientOperation, invalidObjects, type Operation } from './live-wire'
+
+/**
+ * The one site code of this deployment: every node stamps it, since every operation of a channel
+ * takes its serial from the channel's one sequence (shared/reference/ably-liveobjects.md §5.1).
+ */
+export const SITE_CODE = 'gw0'
+
+export interface LiveObjectSettings extends LiveLimits {
+  /** Bound on the operations of one publish (bytes of their JSON text). */
+  maxMessageSize: number
+}
+
+/** Where a publish comes from: a realtime protocol message, or a REST request (its message id). */
+export interface LiveOrigin {
+  connectionId?: string
+  msgSerial?: number
+  /** Base of the entries' ids (`<id>:<index>`); with `clientIds` they are de-duplicated (REST idempotency). */
+  id: string
+  clientIds?: boolean
+}
+
+/** An operation with what the client sent beside it. */
+export interface LiveOp {
+  op: Operation
+  extras?: Record<string, unknown>
+}
+
+const PUBLISH = 'object-publish'
+const SUBSCRIBE = 'object-subscribe'
+
+/**
+ * The plugin's LiveObjects on a channel: operations published over realtime or REST become
+ * entries (kind `object`) of the channel's log, applied to the channel's objects in the same
+ * atomic step, so every transport delivers them in channel order and every sync matches what
+ * live clients computed. Reads need `object-subscribe`, writes `object-publish`.
+ */
+export class LiveObjectService {
+  constructor(
+    private readonly store: LiveObjectStore,
+    private readonly namespaces: Namespaces,
+    private readonly clock: Clock,
+    readonly s: LiveObjectSettings,
+  ) {}
+
+  /** The operations of a realtime OBJECT's `state` (ObjectMessages), validated. */
+  parseState(state: unknown): LiveOp[] {
+    if (!Array.isArray(state) || state.length === 0) throw invalidObjects('state must be a non-empty array')
+    return state.map((m, i) => {
+      if (typeof m !== 'object' || m === null) throw invalidObjects(`state[${i}] must be an object`)
+      const { operation, extras } = m as { operation?: unknown; extras?: unknown }
+      const op = clientOperation(operation, `state[${i}].operation`)
+      if (extras !== undefined && (typeof extras !== 'object' || extras === null || Array.isArray(extras)))
+        throw invalidObjects(`state[${i}].extras must be an object`)
+      return extras ? { op, extras: extras as Record<string, unknown> } : { op }
+    })
+  }
+
+  /**
+   * Publishes operations on the channel: refused whole when one is invalid or over a bound;
+   * resolves with one serial per operation once they are applied and durable.
+   */
+  async publish(p: Principal, channel: string, ops: LiveOp[], origin: LiveOrigin): Promise<string[]> {
+    authorize(p, channel, PUBLISH)
+    const size = ops.reduce((n, o) => n + utf8Length(JSON.stringify(o)), 0)
+    if (size > this.s.maxMessageSize)
+      throw new GatewayError(
+        40009,
+        `Object operations too large (${size} bytes; the limit is ${this.s.maxMessageSize} bytes)`,
+      )
+    const clientId = p.clientId !== undefined && p.clientId !== '*' ? p.clientId : undefined
+    const drafts: MessageDraft[] = ops.map(({ op, extras }, i) => {
+      const d: MessageDraft = { id: `${origin.id}:${i}`, kind: 'object', data: JSON.stringify(op) }
+      if (clientId !== undefined) d.clientId = clientId
+      if (origin.connectionId !== undefined) d.connectionId = origin.connectionId
+      if (extras) d.extras = extras
+      return d
+    })
+    const persisted = await this.namespaces.isPersisted(p.appId, channel)
+    return this.store.publish(
+      p.appId,
+      channel,
+      { ops: ops.map((o) => o.op), drafts },
+      { persisted, clientIds: origin.clientIds, findable: origin.connectionId !== undefined, limits: this.s },
+    )
+  }
+
+  /** Every object of the channel, `root` first (what an OBJECT_SYNC carries). */
+  async snapshot(p: Principal, channel: string): Promise<LiveObjectRecord[]> {
+    authorize(p, channel, SUBSCRIBE)
+    return this.store.snapshot(p.appId, channel)
+  }
+
+  now(): number {
+    return this.clock.now()
+  }
+}
