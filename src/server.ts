@@ -13,6 +13,7 @@ import { healthRoutes } from './api/health'
 import { openapiRoutes } from './api/openapi'
 import { consoleRoutes } from './api/console'
 import { objectRoutes } from './api/objects'
+import { channelObjectRoutes } from './api/objects/channel-objects'
 import { pushRoutes } from './api/push'
 import { bodyParser, checkDeclaredLength, type BodyLimits } from './api/plugins/body'
 import { CorsPolicy, useCors } from './api/plugins/cors'
@@ -81,6 +82,7 @@ export function buildApp(
     .use(integrationRoutes(core))
     .use(sandboxRoutes(core, s.sandboxProvisioning))
     .use(objectRoutes(core))
+    .use(channelObjectRoutes(core))
     .use(chatRoutes(core))
     .use(pushRoutes(core))
   routes = () => app.routes as readonly RouteEntry[]

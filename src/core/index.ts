@@ -21,6 +21,7 @@ import { Streams } from './fanout/streams'
 import { RateLimiter, type LimitSettings } from './limits/rate-limiter'
 import { ObjectService } from './objects/object-service'
 import { LiveObjectService } from './objects/live-service'
+import { LiveObjectRest } from './objects/live-rest'
 import { ConnectionPresence, type ConnectionPresenceSettings } from './presence/connection-presence'
 import { PresenceService } from './presence/presence-service'
 import { PushService, type PushSettings } from './push/push-service'
@@ -83,6 +84,8 @@ export interface Core {
   objects: ObjectService
   /** The plugin's LiveObjects (channel objects, OBJECT / OBJECT_SYNC, /channels/{ch}/object). */
   liveObjects: LiveObjectService
+  /** Its REST side: reads by id or path, operations by id or path. */
+  liveObjectsRest: LiveObjectRest
   chat: ChatService
   integrations: Integrations
   webhooks: WebhookDispatcher
@@ -116,6 +119,12 @@ export function createCore(backend: Backend, clock: Clock, s: CoreSettings): Cor
     createPoster({ allowPrivate: true }),
     s,
   )
+  const liveObjects = new LiveObjectService(backend.liveObjects, namespaces, clock, {
+    maxObjects: s.liveObjectsMaxObjects,
+    maxKeys: s.liveObjectsMaxMapKeys,
+    gcGraceMs: s.liveObjectsGcGraceMs,
+    maxMessageSize: s.maxMessageSize,
+  })
   return {
     clock,
     backendKind: backend.kind,
@@ -161,12 +170,8 @@ export function createCore(backend: Backend, clock: Clock, s: CoreSettings): Cor
     push,
     sandbox: new Sandbox(backend.control, presence, stats, clock),
     objects: new ObjectService(backend.objects, backend.broker, namespaces, hub, clock, limits),
-    liveObjects: new LiveObjectService(backend.liveObjects, namespaces, clock, {
-      maxObjects: s.liveObjectsMaxObjects,
-      maxKeys: s.liveObjectsMaxMapKeys,
-      gcGraceMs: s.liveObjectsGcGraceMs,
-      maxMessageSize: s.maxMessageSize,
-    }),
+    liveObjects,
+    liveObjectsRest: new LiveObjectRest(liveObjects),
     chat: new ChatService(backend.broker, backend.chat, backend.presence, occupancy, stats, limits, clock, {
       maxMessageSize: s.maxMessageSize,
       typingTimeoutMs: DEFAULT_TYPING_TIMEOUT_MS,
