@@ -235,7 +235,16 @@ export class ChannelOps {
     core.occupancy.attach(principal.appId, channel, att.role)
     if (modes & (Flag.SUBSCRIBE | Flag.PRESENCE_SUBSCRIBE | Flag.OBJECT_SUBSCRIBE)) {
       att.session = core.streams.create(
-        { principal, channels: [channel], positions, rewind: rewind?.count, rewindMs: rewind?.ms, managed: true },
+        {
+          principal,
+          channels: [channel],
+          positions,
+          rewind: rewind?.count,
+          rewindMs: rewind?.ms,
+          managed: true,
+          // receiving only object operations (LiveObjects) needs object-subscribe, not subscribe
+          operation: modes & (Flag.SUBSCRIBE | Flag.PRESENCE_SUBSCRIBE) ? undefined : 'object-subscribe',
+        },
         att,
       )
       await core.streams.start(att.session)

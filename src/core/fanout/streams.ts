@@ -29,6 +29,8 @@ export interface OpenStream {
    * session counts no connection in stats and sets no expiry timer.
    */
   managed?: boolean
+  /** The capability operation each channel needs (default `subscribe`; an object-only attachment: `object-subscribe`). */
+  operation?: string
 }
 
 /** Something open on this node under a set of credentials: a stream, or a realtime connection. */
@@ -73,7 +75,7 @@ export class Streams {
    * `start`.
    */
   create(req: OpenStream, sink: SessionSink): StreamSession {
-    for (const ch of req.channels) authorize(req.principal, ch, 'subscribe')
+    for (const ch of req.channels) authorize(req.principal, ch, req.operation ?? 'subscribe')
     let resumeFrom: Array<string | undefined> | undefined = req.positions
     if (req.resumeToken) {
       resumeFrom = decodeEventId(req.resumeToken, req.channels)
