@@ -68,6 +68,7 @@ import { connectionsScenario } from './scenarios/connections'
 import { fanoutScenario } from './scenarios/fanout'
 import { latencyScenario } from './scenarios/latency'
 import { presenceScenario } from './scenarios/presence'
+import { liveObjectsScenario } from './scenarios/liveobjects'
 import { publishScenario } from './scenarios/publish'
 import { realtimeConnectionsScenario } from './scenarios/realtime-connections'
 import { realtimeFanoutScenario } from './scenarios/realtime-fanout'
@@ -86,6 +87,7 @@ const SCENARIOS: Record<string, Scenario> = {
   'realtime-latency': realtimeLatencyScenario,
   'realtime-connections': realtimeConnectionsScenario,
   presence: presenceScenario,
+  liveobjects: liveObjectsScenario,
 }
 
 async function main(): Promise<number> {

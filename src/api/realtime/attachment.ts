@@ -37,6 +37,8 @@ export class Attachment implements SessionSink {
   /** Counted in the channel's occupancy as this, until it closes. */
   role?: OccupancyRole
   appId?: string
+  /** Called after an ATTACHED sent again (a resume gap): LiveObjects sync again after every ATTACHED. */
+  reattached?: () => void
   private closed = false
 
   constructor(
@@ -93,7 +95,9 @@ export class Attachment implements SessionSink {
 
   /** A resume gap found after ATTACHED: an update without RESUMED carrying the error (the client sees the discontinuity). */
   notice(err: GatewayError): void {
-    if (!this.closed) this.sendAttached(this.session?.positions[0] ?? '', err, this.flags & ~Flag.RESUMED)
+    if (this.closed) return
+    this.sendAttached(this.session?.positions[0] ?? '', err, this.flags & ~Flag.RESUMED)
+    this.reattached?.()
   }
 
   end(err: GatewayError): void {

@@ -260,7 +260,12 @@ export class ChannelOps {
         ...(Object.keys(echoed).length ? { params: echoed } : {}),
       })
     if (members.length) await this.conn.presence.sync(channel, members)
-    if (modes & Flag.OBJECT_SUBSCRIBE) await sendObjectSync(this.conn, channel) // LiveObjects (object-ops.ts)
+    if (modes & Flag.OBJECT_SUBSCRIBE) {
+      // LiveObjects (object-ops.ts): a full sync after every ATTACHED
+      att.reattached = () =>
+        void sendObjectSync(this.conn, channel).catch((e) => this.conn.fail(toGatewayError('UNKNOWN', e)))
+      await sendObjectSync(this.conn, channel)
+    }
   }
 
   /** New credentials: attachments the capability no longer allows fail; the others carry on under them. */

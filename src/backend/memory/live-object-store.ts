@@ -61,8 +61,7 @@ export class SqliteLiveObjectStore implements LiveObjectStore {
   async publish(app: string, channel: string, batch: LiveObjectBatch, opts: LivePublishOptions): Promise<string[]> {
     const target = { get: (id: string) => this.get(app, channel, id), count: () => this.count(app, channel) }
     const tokens = batch.ops.map((_, i) => serialToken(i))
-    const changed = applyOps(target, batch.ops, tokens, this.clock.now(), opts.limits)
-    const created = changed.filter((r) => r.objectId !== ROOT && !this.stmt.get.get(app, channel, r.objectId)).length
+    const { changed, added } = applyOps(target, batch.ops, tokens, this.clock.now(), opts.limits)
     const r = this.broker.publishNow(app, channel, batch.drafts, opts)
     if (r.appended === 0) return r.serials // a retry of a publish already applied
     settleSerials(changed, r.serials, batch.drafts[0]!.timestamp ?? this.clock.now())
@@ -71,7 +70,7 @@ export class SqliteLiveObjectStore implements LiveObjectStore {
     })()
     const k = `${app}\u0000${channel}`
     const n = this.counts.get(k)
-    if (n !== undefined) this.counts.set(k, n + created)
+    if (n !== undefined) this.counts.set(k, n + added)
     return r.serials
   }
 

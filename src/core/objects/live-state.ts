@@ -27,7 +27,8 @@ export interface ApplyTarget {
 
 /**
  * Applies `ops` (serial `serials[i]`, time `ts`) to copies of the records they touch; returns the
- * changed records, or throws (92001 limits, 92002 tombstoned) with nothing changed.
+ * changed records and how many of them are new objects (root aside), or throws (92001 limits,
+ * 92002 tombstoned) with nothing changed.
  */
 export function applyOps(
   target: ApplyTarget,
@@ -35,7 +36,7 @@ export function applyOps(
   serials: string[],
   ts: number,
   limits: LiveLimits,
-): LiveObjectRecord[] {
+): { changed: LiveObjectRecord[]; added: number } {
   const touched = new Map<string, LiveObjectRecord>()
   let added = 0
   ops.forEach((op, i) => {
@@ -51,7 +52,7 @@ export function applyOps(
     if (rec.tombstone) throw tombstoned(op.objectId)
     applyOp(rec, op, serials[i]!, ts, limits)
   })
-  return [...touched.values()]
+  return { changed: [...touched.values()], added }
 }
 
 function applyOp(rec: LiveObjectRecord, op: Operation, serial: string, ts: number, limits: LiveLimits) {
