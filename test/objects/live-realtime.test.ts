@@ -8,6 +8,7 @@ import { describe, expect, test } from 'bun:test'
 import type * as Ably from 'ably'
 import { LiveCounter, LiveMap, LiveObjects } from 'ably/liveobjects'
 import { connectedClient, cutSocket, FORMATS, fresh, reach, realtimeGateway } from '../helpers/realtime'
+import { messages, openSse } from '../helpers/sse'
 import { eventually, MODES } from './live-util'
 
 const rt = realtimeGateway()
@@ -51,6 +52,29 @@ describe.each(FORMATS)('LiveObjects plugin over %s', (_format, binary) => {
     await c.root.get('votes').increment(100)
     await eventually(() => expect(a.root.get('votes').value()).toBe(113))
     await eventually(() => expect(b.root.get('votes').value()).toBe(113))
+  })
+
+  test('a tree of several OBJECT_SYNC pages syncs whole; operations are not message history', async () => {
+    const name = fresh('lo-pages')
+    const rest = rt.rest({ binary })
+    for (let made = 0; made < 250; made += 50) {
+      const ops = Array.from({ length: 50 }, (_, i) => ({ path: `c${made + i}`, counterCreate: { count: made + i } }))
+      const r = await rest.request('post', `/channels/${name}/object`, 3, null, ops)
+      expect(r.statusCode).toBe(200)
+    }
+    const { root } = await rootOf(await client(), name)
+    const tree = root.compact()
+    expect(Object.keys(tree).length).toBe(250)
+    expect(tree.c249).toBe(249)
+    // an event stream of the channel gets its messages, never the object operations
+    const sse = await openSse(`${rt.base}/sse?v=1.2&channels=${name}&key=${encodeURIComponent(rt.gw.key)}`)
+    await root.set('x', 1)
+    await rest.channels.get(name).publish('m', 'after')
+    await eventually(() => expect(messages(sse.events).length).toBe(1))
+    expect(JSON.parse(messages(sse.events)[0]!.data).data).toBe('after')
+    sse.close()
+    const history = (await rest.channels.get(name).history()).items
+    expect(history.map((m) => m.data)).toEqual(['after'])
   })
 
   test('subscriptions fire for operations made by another client', async () => {
