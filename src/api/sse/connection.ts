@@ -4,7 +4,7 @@ import { deliveredBy, metrics } from '../../lib/metrics'
 import type { SessionSink, StreamSession } from '../../core/fanout/session'
 import type { Message } from '../../core/types'
 import { compactSerial, encodeEventId } from '../../core/fanout/resume-token'
-import { entryRecord, errorRecord, keepaliveBytes, payloads, withoutObjects, type StreamMode } from './format'
+import { entryRecord, errorRecord, keepaliveBytes, payloads, type StreamMode } from './format'
 
 export interface ConnectionOptions {
   mode: StreamMode
@@ -103,11 +103,8 @@ export class EventStreamConnection implements SessionSink {
     })
   }
 
-  deliver(index: number, all: Message[]): boolean {
+  deliver(index: number, batch: Message[]): boolean {
     if (this.closed) return true
-    // LiveObjects operations are for the realtime plugin only
-    const batch = withoutObjects(all)
-    if (batch.length === 0) return true
     delivered.value += batch.length
     const { mode, enveloped, channels, hash } = this.o
     const channel = channels[index]!
@@ -121,11 +118,13 @@ export class EventStreamConnection implements SessionSink {
         let text = ''
         let last = ''
         for (let i = 0; i < batch.length; i++) {
+          if (batch[i]!.kind === 'object') continue // LiveObjects operations are for the realtime plugin only
           last = compactSerial(batch[i]!.serial)
           text += entryRecord(mode, `${hash}:${last}`, batch[i]!, data[i]!)
         }
         byVariant.set(this.variant, (done = { text, last, written: false }))
       }
+      if (!done.text) return true
       this.parts[0] = done.last
       const more = this.write(done.bytes ?? (done.written ? (done.bytes = utf8Encode(done.text)) : done.text))
       done.written = true
@@ -134,10 +133,11 @@ export class EventStreamConnection implements SessionSink {
     const data = payloads(batch, channel, mode, enveloped)
     let text = ''
     for (let i = 0; i < batch.length; i++) {
+      if (batch[i]!.kind === 'object') continue
       this.parts[index] = compactSerial(batch[i]!.serial)
       text += entryRecord(mode, encodeEventId(hash, this.parts), batch[i]!, data[i]!)
     }
-    return this.write(text)
+    return text ? this.write(text) : true
   }
 
   notice(err: GatewayError): void {

@@ -39,18 +39,6 @@ function envelopedJson(m: Message, channel: string): string {
   return JSON.stringify(o)
 }
 
-const noObjects = new WeakMap<Message[], Message[]>()
-/** A batch without its LiveObjects operations (the same array when it has none; computed once per batch). */
-export function withoutObjects(batch: Message[]): Message[] {
-  let out = noObjects.get(batch)
-  if (!out)
-    noObjects.set(
-      batch,
-      (out = batch.some((m) => m.kind === 'object') ? batch.filter((m) => m.kind !== 'object') : batch),
-    )
-  return out
-}
-
 /** SSE `data:` lines; a payload holding newlines is split over several lines as the standard requires. */
 const dataLines = (text: string) =>
   text.includes('\n') || text.includes('\r') ? text.split(/\r\n|\r|\n/).join('\ndata: ') : text
