@@ -102,4 +102,36 @@ describe('raw OBJECT frames', () => {
     expect(echo.state[0].serial).toBe(ack.res[0].serials[0])
     expect(echo.state[0].siteCode).toBeTruthy()
   })
+
+  test('a resend after a resume is answered with its first serials and applied once (also without the publish memory)', async () => {
+    const { raw, connected } = await rawConnected(rt.base, { key: rt.gw.key })
+    const channel = fresh('lo-resend')
+    raw.send({ action: 10, channel, flags: (1 << 24) | (1 << 25) })
+    await raw.next((m) => m.action === 20)
+    const inc = (msgSerial: number) =>
+      raw.send({
+        action: 19,
+        channel,
+        msgSerial,
+        state: [
+          { operation: { action: 2, objectId: 'root', mapRemove: { key: `k${msgSerial}` } } },
+          { operation: { action: 1, objectId: 'root', mapSet: { key: 'n', value: { number: msgSerial } } } },
+        ],
+      })
+    inc(0)
+    const first = await raw.next((m) => m.action === 1 && m.msgSerial === 0)
+    // the same msgSerial again: answered from the connection's memory
+    inc(0)
+    const again = await raw.next((m) => m.action === 1 && m.msgSerial === 0, 5000, raw.frames.indexOf(first) + 1)
+    expect(again.res).toEqual(first.res)
+    // as on a node the connection resumed to after its first node died: from the channel's log
+    const conn = rt.gw.server!.realtime.connection(connected.connectionId) as any
+    conn.acks.adopt({ answered: { get: () => undefined, set() {} }, inflight: new Map() })
+    conn.publishes.unknownPastUntil = Date.now() + 60_000
+    inc(0)
+    const fromLog = await raw.next((m) => m.action === 1 && m.msgSerial === 0, 5000, raw.frames.indexOf(again) + 1)
+    expect(fromLog.res).toEqual(first.res)
+    const echoes = raw.frames.filter((m) => m.action === 19)
+    expect(echoes.length).toBe(1)
+  })
 })

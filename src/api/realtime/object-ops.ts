@@ -55,6 +55,13 @@ export function publishObjects(host: ObjectHost, pm: ProtocolMessage): void {
           40160,
           `Channel "${channel}" is attached without the object_publish mode: object operations are not permitted on this attachment`,
         )
+      // resumed here without the publish memory of the node it came from (that node died): a
+      // resend found in the channel's log is answered with its serials, not applied again
+      if (host.publishes.unknownPastUntil > Date.now() && Array.isArray(pm.state)) {
+        const resend = { msgSerial: slot.msgSerial, count: pm.state.length }
+        const [before] = await host.core.channels.publishedBefore(host.principalOf, channel, host.id, [resend])
+        if (before) return acks.ack(slot, before)
+      }
       const ops = host.core.liveObjects.parseState(pm.state)
       const serials = await host.core.liveObjects.publish(host.principalOf, channel, ops, {
         connectionId: host.id,

@@ -209,7 +209,7 @@ export class MemoryBroker implements Broker {
     for (let i = ring.size - 1; i >= 0 && i >= ring.size - LOOKUP_SCAN && found.size < wanted.size; i--) {
       if (ring.timestampAt(i) < windowStart) break
       const m = ring.at(i)
-      if (!m.kind && wanted.has(m.id)) found.set(m.id, m.serial)
+      if ((!m.kind || m.kind === 'object') && wanted.has(m.id)) found.set(m.id, m.serial)
     }
     return found
   }

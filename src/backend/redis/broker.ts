@@ -257,7 +257,7 @@ export class RedisBroker implements Broker {
       for (const [id, fields] of entries) {
         if (fields[1].indexOf(prefix) < 0) continue
         const m = messageFromEntry(id.toString(), fields[1])
-        if (!m.kind && wanted.has(m.id) && !found.has(m.id)) found.set(m.id, m.serial)
+        if ((!m.kind || m.kind === 'object') && wanted.has(m.id) && !found.has(m.id)) found.set(m.id, m.serial)
       }
       scanned += entries.length
       if (entries.length < LOOKUP_PAGE) break
