@@ -38,6 +38,9 @@ export interface SessionStart {
   rewindMs?: number
 }
 
+/** What a rewind replays of a channel's rewound entries (mutable messages in their state then). */
+export type RewindView = (appId: string, channel: string, entries: Message[]) => Promise<Message[]>
+
 /** Entries read from the log per step of a replay or catch-up. */
 const READ_CHUNK = 1000
 
@@ -84,6 +87,7 @@ export class StreamSession implements Subscriber {
     private readonly stats?: StatsService,
     /** The transport manages the connection itself (token expiry, connection stats): the session does neither. */
     readonly managed = false,
+    private readonly rewindView?: RewindView,
   ) {
     this.clientId = principal.clientId === '*' ? undefined : principal.clientId
     this.positions = channels.map(() => '')
@@ -134,7 +138,7 @@ export class StreamSession implements Subscriber {
           .filter((m) => m.serial <= position)
           .reverse()
         if (recent.length) this.positions[i] = serialBefore(recent[0]!.serial)
-        ;(this.rewound ??= [])[i] = recent
+        ;(this.rewound ??= [])[i] = this.rewindView ? await this.rewindView(appId, ch, recent) : recent
       }
     }
     this.sink.begin(this.positions, heads)

@@ -10,7 +10,7 @@ import type { StatsService } from '../stats/stats-service'
 import type { Hub } from './hub'
 import { STREAM_ROLE, type Occupancy } from './occupancy'
 import { channelsHash, decodeEventId } from './resume-token'
-import { StreamSession, type SessionSink } from './session'
+import { StreamSession, type RewindView, type SessionSink } from './session'
 
 /** What a transport asks for when it opens a stream (names already checked with checkChannelName). */
 export interface OpenStream {
@@ -58,6 +58,7 @@ export class Streams {
     revocations: RevocationStore,
     private readonly clock: Clock,
     private readonly stats: StatsService,
+    private readonly rewindView?: RewindView,
   ) {
     // a revoked key (or a disabled app) ends the streams opened with it, on every node
     control.onChange((e) => {
@@ -89,6 +90,7 @@ export class Streams {
       sink,
       this.stats,
       req.managed,
+      this.rewindView,
     )
     session.startAt = {
       resumeFrom,
