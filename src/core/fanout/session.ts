@@ -73,6 +73,8 @@ export class StreamSession implements Subscriber {
   private expiry?: ReturnType<typeof setTimeout>
   /** Where the session starts (set by the streams service that created it). */
   startAt?: SessionStart
+  /** A filtered channel's filter: messages it refuses are skipped (live, rewind, resume alike), presence passes. */
+  filter?: (m: Message) => boolean
   /** Told once when the session closes (the streams service that tracks it). */
   owner?: { closed(session: StreamSession): void }
 
@@ -249,6 +251,11 @@ export class StreamSession implements Subscriber {
       if (out.length === 0) return true
     }
     this.positions[i] = out[out.length - 1]!.serial
+    if (this.filter) {
+      const f = this.filter
+      out = out.filter((m) => m.kind === 'presence' || f(m))
+      if (out.length === 0) return true
+    }
     this.stats?.messagesDelivered(this.principal.appId, this.principal.accountId, out.length)
     return this.sink.deliver(i, out)
   }

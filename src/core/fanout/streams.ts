@@ -5,7 +5,7 @@ import type { Principal } from '../auth/principal'
 import { IdGenerator } from '../model/ids'
 import { parseSerial } from '../model/serial'
 import type { Broker, Clock, ControlStore, RevocationStore } from '../ports'
-import type { TokenRevocation } from '../types'
+import type { Message, TokenRevocation } from '../types'
 import type { StatsService } from '../stats/stats-service'
 import type { Hub } from './hub'
 import { STREAM_ROLE, type Occupancy } from './occupancy'
@@ -24,6 +24,8 @@ export interface OpenStream {
   rewind?: number
   /** With `rewind`: only entries of this last window (ms). */
   rewindMs?: number
+  /** Deliver only the messages that pass this (a filtered channel, see channels/filtered-channel.ts). */
+  filter?: (m: Message) => boolean
   /**
    * The transport tracks the connection itself (a realtime connection holds many sessions): the
    * session counts no connection in stats and sets no expiry timer.
@@ -100,6 +102,7 @@ export class Streams {
     // an event stream counts in each channel's occupancy; a managed session's transport counts
     // its attachments itself
     if (!req.managed) for (const ch of req.channels) this.occupancy.attach(req.principal.appId, ch, STREAM_ROLE)
+    if (req.filter) session.filter = req.filter
     session.owner = this
     this.live.add(session)
     return session
