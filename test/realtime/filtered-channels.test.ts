@@ -89,4 +89,24 @@ describe.each(FORMATS)('filtered channels over %s', (_format, binary) => {
     await rt.rest({ binary }).channels.get(name).publish('n', 'fine')
     expect((await ok.until(1)).map((m) => m.data)).toEqual(['fine'])
   })
+
+  test('a filtered channel detaches and attaches again; publishing goes to the channel, not the filtered name', async () => {
+    const c = await connectedClient(rt.port, { key: rt.gw.key }, binary)
+    const name = fresh('filtered-detach')
+    const derived = c.channels.getDerived(name, { filter: "name == 'keep'" })
+    const got = await collect(derived)
+    await derived.detach()
+    await rt.rest({ binary }).channels.get(name).publish('keep', 'while-detached')
+    await derived.attach()
+    const refused = await derived.publish('keep', 'x').then(
+      () => undefined,
+      (e: Ably.ErrorInfo) => e.code,
+    )
+    expect(refused).toBe(40010)
+    await c.channels.get(name).publish('drop', 'dropped')
+    await c.channels.get(name).publish('keep', 'kept')
+    await got.until(1)
+    expect(got.messages.map((m) => m.data)).toEqual(['kept'])
+    expect(c.connection.state).toBe('connected')
+  })
 })
