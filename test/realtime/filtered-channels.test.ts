@@ -70,6 +70,22 @@ describe.each(FORMATS)('filtered channels over %s', (_format, binary) => {
     expect(ch.state).toBe('attached')
   })
 
+  test('channel params in the qualifier ([?rewind=N]name) apply to the filtered channel', async () => {
+    const name = fresh('filtered-qualifier')
+    await publishAll(name)
+    const c = await connectedClient(rt.port, { key: rt.gw.key }, binary)
+    const got = await collect(
+      c.channels.getDerived(`[?rewind=10]${name}`, { filter: "headers.flavor == 'strawberry'" }),
+    )
+    await got.until(2)
+    await rt
+      .rest({ binary })
+      .channels.get(name)
+      .publish({ name: 'x', data: 'live', extras: { headers: { flavor: 'strawberry' } } })
+    await got.until(3)
+    expect(got.messages.map((m) => m.data)).toEqual(['strawberry-35', 'cake-strawberry', 'live'])
+  })
+
   test('a malformed or unbounded filter fails the attach with 40010; the connection stays up', async () => {
     const c = await connectedClient(rt.port, { key: rt.gw.key }, binary)
     const name = fresh('filtered-bad')
