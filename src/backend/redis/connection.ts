@@ -40,6 +40,8 @@ export interface RedisConnections {
   fast: { send: Sender; close(): void }
   /** Sends a command to the master owning `key`'s slot (WAIT after a write to that key). */
   sendTo(key: string, args: string[]): Promise<unknown>
+  /** Names the shard (master) owning `key`: the publishes of one shard are batched together. */
+  shardOf(key: string): string
   quit(): Promise<void>
 }
 
@@ -132,6 +134,7 @@ export async function connectStandalone(s: RedisSettings, onError: (e: Error) =>
     },
     fast,
     sendTo: (_key, args) => fast.send(args),
+    shardOf: () => '',
     async quit() {
       fast.close()
       await Promise.allSettled([sub.quit(), cmd.quit()])
@@ -179,6 +182,11 @@ export async function connectCluster(s: RedisSettings, onError: (e: Error) => vo
     fast,
     // WAIT must run on the connection that wrote: with REDIS_WAIT_REPLICAS the publish path is on node-redis too
     sendTo: (key, args) => cluster.sendCommand(key, false, args),
+    shardOf: (key) => {
+      const slot = keySlot(key)
+      const m = cluster.getSlotMaster(slot) as { host?: string; port?: number } | undefined
+      return m?.host && m.port ? `${m.host}:${m.port}` : `slot ${slot}`
+    },
     async quit() {
       fast.close()
       await Promise.allSettled([cluster.close()])

@@ -1,0 +1,160 @@
+import type { Charge } from '../../core/ports'
+import { chargeArgs } from './scripts'
+import { BATCH_PUBLISH_SCRIPT, CLUSTER_BATCH_PUBLISH_SCRIPT } from './batch-publish-script'
+import type { Sender } from './connection'
+import { ScriptRunner } from './script-runner'
+
+/** One publish as the batch script takes it. */
+export interface BatchedPublish {
+  stream: string
+  notify: string
+  ttlMs: number
+  idemPrefix: string
+  channel: string
+  /** Per message: client id ('' when server-generated) and msgpack body. */
+  messages: Array<[string, Buffer]>
+  /** The rate-limit charge taken in the same step (one redis-server only: the bucket is another slot). */
+  charge?: { bucket: string; charge: Charge }
+  /** The app's channel index to refresh in the same step (one redis-server only). */
+  index?: { key: string; score: number }
+}
+
+/** The script's answer to one publish: `{ fresh, ...ids[, remaining] }`, `{ -1, remaining, retryAfterMs }`. */
+export type BatchReply = Array<number | string>
+
+/** At most this many publishes, or about this many bytes of bodies, in one script call. */
+const MAX_PUBLISHES = 256
+const MAX_BYTES = 4 << 20
+
+interface Pending {
+  p: BatchedPublish
+  resolve(r: BatchReply): void
+  reject(e: unknown): void
+}
+
+interface Group {
+  items: Pending[]
+  bytes: number
+}
+
+/** Replies that say the batch never ran because its keys are not (all) on the master it reached. */
+const MOVED = /CROSSSLOT|MOVED|ASK|TRYAGAIN|CLUSTERDOWN|hash to the same slot|slot/i
+
+/**
+ * Batched publishes: the publishes made in one event-loop turn go to Redis together, one script
+ * call per shard (all of them on one redis-server; per master on a cluster, by `shardOf`), flushed
+ * on setImmediate, in the order they were made. A publish's promise settles with its own reply
+ * or error (the script runs each under pcall), so one bad publish never fails its batch-mates;
+ * an error of the whole call (a timeout, a lost connection) is every member's, as it would be
+ * for each alone. With `afterWrite` (WAIT, REDIS_WAIT_REPLICAS), one WAIT after the batch covers all
+ * of its writes.
+ */
+export class PublishBatcher {
+  private groups = new Map<string, Group>()
+  private scheduled = false
+  private readonly script: ScriptRunner
+
+  constructor(
+    send: Sender,
+    private readonly o: {
+      idempotencyWindowMs: number
+      cluster: boolean
+      /** The shard (master) owning a key; one group when absent. */
+      shardOf?: (key: string) => string
+      /** Runs after each batch's write, given its first stream (WAIT for replicas); a rejection fails the batch's writes. */
+      afterWrite?: (stream: string) => Promise<void>
+    },
+  ) {
+    this.script = new ScriptRunner(send, o.cluster ? CLUSTER_BATCH_PUBLISH_SCRIPT : BATCH_PUBLISH_SCRIPT)
+  }
+
+  /** Resolves with the publish's reply, after its batch's write (and WAIT, if set) answered. */
+  publish(p: BatchedPublish): Promise<BatchReply> {
+    return new Promise((resolve, reject) => {
+      const shard = this.o.shardOf?.(p.stream) ?? ''
+      let g = this.groups.get(shard)
+      let bytes = 0
+      for (const [, b] of p.messages) bytes += b.length
+      if (g && (g.items.length >= MAX_PUBLISHES || g.bytes + bytes > MAX_BYTES)) {
+        // full: it goes now, ahead of anything later for its shard
+        this.groups.delete(shard)
+        void this.run(g.items)
+        g = undefined
+      }
+      if (!g) this.groups.set(shard, (g = { items: [], bytes: 0 }))
+      g.items.push({ p, resolve, reject })
+      g.bytes += bytes
+      if (!this.scheduled) {
+        this.scheduled = true
+        setImmediate(this.flush)
+      }
+    })
+  }
+
+  private flush = () => {
+    this.scheduled = false
+    const groups = [...this.groups.values()]
+    this.groups.clear()
+    for (const g of groups) void this.run(g.items)
+  }
+
+  private async run(items: Pending[]) {
+    let replies: BatchReply[]
+    try {
+      replies = await this.call(items)
+    } catch (e) {
+      // on a cluster a batch whose slots moved did not run: each publish goes again on its own
+      if (items.length > 1 && this.o.cluster && MOVED.test(String((e as Error)?.message))) {
+        for (const it of items) void this.run([it])
+        return
+      }
+      for (const it of items) it.reject(e)
+      return
+    }
+    // the WAIT covers every write of the batch; a shortfall is the error of each publish that wrote
+    let waitError: unknown
+    if (this.o.afterWrite)
+      await this.o.afterWrite(items[0]!.p.stream).catch((e) => {
+        waitError = e ?? new Error('WAIT failed')
+      })
+    items.forEach((it, i) => {
+      const r = replies[i]
+      if (!Array.isArray(r)) it.reject(new Error('Unexpected reply from the batch publish script'))
+      else if (Number(r[0]) === -2) it.reject(new Error(String(r[1])))
+      else if (Number(r[0]) === -1 || waitError === undefined) it.resolve(r)
+      else it.reject(waitError)
+    })
+  }
+
+  private async call(items: Pending[]): Promise<BatchReply[]> {
+    const keys: string[] = []
+    const slot = new Map<string, number>()
+    const keyIndex = (k: string) => {
+      let i = slot.get(k)
+      if (i === undefined) {
+        keys.push(k)
+        slot.set(k, (i = keys.length))
+      }
+      return String(i)
+    }
+    // streams first: the first key routes the call on a cluster
+    for (const { p } of items) keyIndex(p.stream)
+    const args: Array<string | Buffer> = [String(this.o.idempotencyWindowMs), String(items.length)]
+    for (const { p } of items) {
+      args.push(
+        keyIndex(p.stream),
+        p.notify,
+        String(p.ttlMs),
+        p.idemPrefix,
+        p.channel,
+        String(p.messages.length),
+        p.charge ? keyIndex(p.charge.bucket) : '0',
+        p.index ? keyIndex(p.index.key) : '0',
+        p.index ? String(p.index.score) : '0',
+      )
+      if (p.charge) args.push(...chargeArgs(p.charge.charge))
+      for (const [cid, body] of p.messages) args.push(cid, body)
+    }
+    return (await this.script.run(keys, args)) as BatchReply[]
+  }
+}
