@@ -66,7 +66,15 @@ local function publish(sk, notify, ttl, idem, n, m)
     if seen then
       ids[#ids + 1] = seen
     else
-      local id = redis.call('XADD', sk, 'MINID', minid, '*', 'm', body)
+      -- trimmed at the channel's first append of the batch: the clock stands still in a script,
+      -- so later appends would trim nothing more
+      local id
+      if c.trimmed then
+        id = redis.call('XADD', sk, '*', 'm', body)
+      else
+        id = redis.call('XADD', sk, 'MINID', minid, '*', 'm', body)
+        c.trimmed = true
+      end
       ids[#ids + 1] = id
       fresh = fresh + 1
       if cid ~= '' then redis.call('SET', idem .. cid, id, 'PX', window) end
