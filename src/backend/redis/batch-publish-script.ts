@@ -3,7 +3,8 @@
  * one shard. Each publish keeps the single-publish script's semantics (dedupe by client id,
  * append to the channel's stream trimming what is past retention, notify the subscribed nodes),
  * and what can be shared is done once per batch: the clock is read once; a channel's previous
- * entry is read, its expiry set and its notification sent once (one SPUBLISH carrying every
+ * entry is read, its stream trimmed, its expiry set (when the node asks: it refreshes it at most
+ * once a second) and its notification sent once (one SPUBLISH carrying every
  * message the batch appended to it, in order); a rate bucket is read and written once (its
  * charges applied one after the other, as take_tokens would). Each publish runs under pcall: one
  * that fails is answered its error alone, its batch-mates are not affected.
@@ -12,6 +13,7 @@
  * ARGV[1] idempotency window ms, ARGV[2] publish count P, then per publish:
  *   stream key index, notify channel, retention ms, idempotency key prefix, channel name,
  *   message count n, bucket key index (0: no charge), index key index (0: none), index score,
+ *   the stream's expiry ms, whether to set it now ('1' or '0'),
  *   [cost, rate per second, burst, now ms when charged], then n × (client id or '', body).
  * Returns per publish { fresh, id per message[, remaining*1000 when charged] },
  * { -1, remaining*1000, retryAfterMs } when its charge was refused (nothing appended),
@@ -44,7 +46,7 @@ local function take(key, cost, rate, burst, at0)
   return ok, math.floor(tokens * 1000), retry
 end
 
-local function publish(sk, notify, ttl, idem, n, m)
+local function publish(sk, notify, ttl, idem, n, m, expire, due)
   local c = chans[sk]
   if not c then
     local last = redis.call('XREVRANGE', sk, '+', '-', 'COUNT', 1)
@@ -54,7 +56,8 @@ local function publish(sk, notify, ttl, idem, n, m)
     chans[sk] = c
     order[#order + 1] = sk
   end
-  c.notify, c.ttl = notify, ttl
+  c.notify, c.expire = notify, expire
+  if due == '1' then c.due = true end
   local minid = tostring(now - tonumber(ttl))
   local ids = { 0 }
   local fresh = 0
@@ -98,7 +101,8 @@ for p = 1, count do
   local sk = KEYS[tonumber(ARGV[pos])]
   local notify, ttl, idem, name = ARGV[pos + 1], ARGV[pos + 2], ARGV[pos + 3], ARGV[pos + 4]
   local n, bk, ik, score = tonumber(ARGV[pos + 5]), tonumber(ARGV[pos + 6]), tonumber(ARGV[pos + 7]), ARGV[pos + 8]
-  local m = pos + 9
+  local expire, due = ARGV[pos + 9], ARGV[pos + 10]
+  local m = pos + 11
   local charged, remaining, retry = true, nil, 0
   if bk > 0 then
     local okc, a, b, c = pcall(take, KEYS[bk], tonumber(ARGV[m]), tonumber(ARGV[m + 1]), tonumber(ARGV[m + 2]), tonumber(ARGV[m + 3]))
@@ -111,7 +115,7 @@ for p = 1, count do
   elseif not charged then
     out[p] = { -1, remaining, retry }
   else
-    local ok, r = pcall(publish, sk, notify, ttl, idem, n, m)
+    local ok, r = pcall(publish, sk, notify, ttl, idem, n, m, expire, due)
     if not ok then
       out[p] = { -2, message(r) }
     else
@@ -122,11 +126,12 @@ for p = 1, count do
   end
 end
 
--- a write even when every message was a duplicate: a WAIT after it (REDIS_WAIT_REPLICAS) then
--- also covers the earlier publish that stored them, whose answer may have been lost
+-- the expiry when the node asks for it (at most once a second per channel and node), and always a
+-- write when every message was a duplicate: a WAIT after it (REDIS_WAIT_REPLICAS) then also
+-- covers the earlier publish that stored them, whose answer may have been lost
 for _, sk in ipairs(order) do
   local c = chans[sk]
-  redis.call('PEXPIRE', sk, c.ttl)
+  if c.due or c.fresh == 0 then redis.call('PEXPIRE', sk, c.expire) end
   if c.fresh > 0 then redis.call('SPUBLISH', c.notify, table.concat(c.parts)) end
 end
 for key, b in pairs(buckets) do

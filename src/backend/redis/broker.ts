@@ -30,7 +30,11 @@ export interface RedisBrokerSettings {
   redisCluster?: boolean
 }
 
-/** A channel's entry in its app's channel index is refreshed at most this often per node (ms). */
+/**
+ * A channel's entry in its app's channel index, and its stream's expiry, are refreshed at most
+ * this often per node (ms); the expiry is set this much past the retention, so a stream never
+ * expires before its last message's retention ends.
+ */
 const INDEX_REFRESH_MS = 1000
 
 interface Subscription {
@@ -71,6 +75,8 @@ export class RedisBroker implements Broker {
   private readonly ephemeralScript: ScriptRunner
   /** When this node last wrote each channel's entry in its app's index (ms). */
   private indexed = new Map<string, number>()
+  /** When this node last set each channel's stream expiry (ms). */
+  private expired = new Map<string, number>()
   private readonly send: Sender
 
   constructor(
@@ -140,6 +146,8 @@ export class RedisBroker implements Broker {
     // one redis-server: the charge and the channel index are in the publish's step; a cluster: separate steps
     const index = cluster ? this.index(app, channel) : undefined
     const due = cluster ? undefined : this.indexDue(k)
+    // with REDIS_WAIT_REPLICAS every publish writes, so that its WAIT covers what it stored
+    const expireNow = (this.s.redisWaitReplicas ?? 0) > 0 || this.due(this.expired, k) !== undefined
     let reply: Array<number | string>
     try {
       reply = await this.t(
@@ -152,10 +160,13 @@ export class RedisBroker implements Broker {
           messages: drafts.map((d) => [opts.clientIds ? d.id : '', packDraft(d)]),
           charge: c && !cluster ? { bucket: this.keys.bucket(c.key), charge: c } : undefined,
           index: due === undefined ? undefined : { key: this.keys.channels(app), score: due },
+          expireMs: this.ttl(opts) + INDEX_REFRESH_MS,
+          expireNow,
         }),
       )
     } catch (e) {
       if (due !== undefined) this.indexed.delete(k)
+      if (expireNow) this.expired.delete(k)
       throw e
     }
     if (Number(reply[0]) === -1) {
@@ -177,11 +188,16 @@ export class RedisBroker implements Broker {
 
   /** The index score (now, ms) when this node has not refreshed the channel's index entry within INDEX_REFRESH_MS. */
   private indexDue(k: string): number | undefined {
+    return this.due(this.indexed, k)
+  }
+
+  /** Now (ms), marked in `marks`, unless `k` was marked within INDEX_REFRESH_MS. */
+  private due(marks: Map<string, number>, k: string): number | undefined {
     const now = Date.now()
-    const last = this.indexed.get(k)
+    const last = marks.get(k)
     if (last !== undefined && now - last < INDEX_REFRESH_MS) return undefined
-    if (this.indexed.size >= 100_000) this.indexed.clear()
-    this.indexed.set(k, now)
+    if (marks.size >= 100_000) marks.clear()
+    marks.set(k, now)
     return now
   }
 

@@ -17,6 +17,9 @@ export interface BatchedPublish {
   charge?: { bucket: string; charge: Charge }
   /** The app's channel index to refresh in the same step (one redis-server only). */
   index?: { key: string; score: number }
+  /** The stream's expiry (ms), and whether to set it now (else only when every message was a duplicate). */
+  expireMs: number
+  expireNow: boolean
 }
 
 /** The script's answer to one publish: `{ fresh, ...ids[, remaining] }`, `{ -1, remaining, retryAfterMs }`. */
@@ -151,6 +154,8 @@ export class PublishBatcher {
         p.charge ? keyIndex(p.charge.bucket) : '0',
         p.index ? keyIndex(p.index.key) : '0',
         p.index ? String(p.index.score) : '0',
+        String(p.expireMs),
+        p.expireNow ? '1' : '0',
       )
       if (p.charge) args.push(...chargeArgs(p.charge.charge))
       for (const [cid, body] of p.messages) args.push(cid, body)
