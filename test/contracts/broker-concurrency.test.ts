@@ -5,8 +5,8 @@ import { RedisKeys } from '../../src/backend/redis/keys'
 import { createTestGateway, type TestGateway } from '../helpers/gateway'
 import { onRedis, rawRedis } from '../helpers/redis-cluster'
 
-// Many publishes made at once (on Redis they share batches: the publishes of one event-loop turn
-// for one shard go in one script call, see backend/redis/publish-batcher.ts): each keeps the
+// Many publishes made at once (on Redis they share batches: publishes made while their shard has
+// a script call in flight go together in the next, see backend/redis/publish-batcher.ts): each keeps the
 // guarantees of a publish made alone. Runs on every backend (TEST_BACKEND).
 let gw: TestGateway
 let broker: Broker

@@ -1,6 +1,6 @@
 /**
- * Many publishes in one script call (PublishBatcher): the publishes of one event-loop turn for
- * one shard. Each publish keeps the single-publish script's semantics (dedupe by client id,
+ * Many publishes in one script call (PublishBatcher): the publishes of one shard made while its
+ * previous call was in flight. Each publish keeps the single-publish script's semantics (dedupe by client id,
  * append to the channel's stream trimming what is past retention, notify the subscribed nodes),
  * and what can be shared is done once per batch: the clock is read once; a channel's previous
  * entry is read, its stream trimmed, its expiry set (when the node asks: it refreshes it at most

@@ -120,7 +120,7 @@ export class RedisBroker implements Broker {
    * append-and-notify step, with the app's channel index refreshed beside it (sent together, one
    * round trip). A charge whose publish then fails stays charged. On one redis-server the charge
    * and the index are taken inside the publish's step instead (one round trip). The append step
-   * goes through the PublishBatcher: the publishes of one event-loop turn for one shard share one
+   * goes through the PublishBatcher: publishes made while their shard has a call in flight share one
    * script call, each still answered alone.
    */
   async publish(app: string, channel: string, drafts: MessageDraft[], opts: PublishOptions): Promise<PublishResult> {

@@ -35,26 +35,32 @@ interface Pending {
   reject(e: unknown): void
 }
 
-interface Group {
+interface Shard {
   items: Pending[]
-  bytes: number
+  /** Script calls of this shard sent and not answered yet. */
+  inFlight: number
+  scheduled: boolean
 }
+
+/** Script calls in flight per shard: publishes made meanwhile wait and go together in the next. */
+const MAX_IN_FLIGHT = 1
 
 /** Replies that say the batch never ran because its keys are not (all) on the master it reached. */
 const MOVED = /CROSSSLOT|MOVED|ASK|TRYAGAIN|CLUSTERDOWN|hash to the same slot|slot/i
 
 /**
- * Batched publishes: the publishes made in one event-loop turn go to Redis together, one script
- * call per shard (all of them on one redis-server; per master on a cluster, by `shardOf`), flushed
- * on setImmediate, in the order they were made. A publish's promise settles with its own reply
- * or error (the script runs each under pcall), so one bad publish never fails its batch-mates;
- * an error of the whole call (a timeout, a lost connection) is every member's, as it would be
- * for each alone. With `afterWrite` (WAIT, REDIS_WAIT_REPLICAS), one WAIT after the batch covers all
- * of its writes.
+ * Batched publishes (group commit): a publish goes to Redis at once when its shard (all of one
+ * redis-server; a master of a cluster, by `shardOf`) has no script call in flight; otherwise it
+ * waits for that call's answer and goes with every publish made meanwhile, in one script call, in
+ * the order they were made (at most MAX_PUBLISHES or MAX_BYTES a call). So an idle node adds no
+ * delay, and a busy one sends a few large calls instead of many small ones. A publish's promise
+ * settles with its own reply or error (the script runs each under pcall), so one bad publish
+ * never fails its batch-mates; an error of the whole call (a timeout, a lost connection) is every
+ * member's, as it would be for each alone. With `afterWrite` (WAIT, REDIS_WAIT_REPLICAS), one
+ * WAIT after the batch covers all of its writes.
  */
 export class PublishBatcher {
-  private groups = new Map<string, Group>()
-  private scheduled = false
+  private shards = new Map<string, Shard>()
   private readonly script: ScriptRunner
 
   constructor(
@@ -62,7 +68,7 @@ export class PublishBatcher {
     private readonly o: {
       idempotencyWindowMs: number
       cluster: boolean
-      /** The shard (master) owning a key; one group when absent. */
+      /** The shard (master) owning a key; one shard when absent. */
       shardOf?: (key: string) => string
       /** Runs after each batch's write, given its first stream (WAIT for replicas); a rejection fails the batch's writes. */
       afterWrite?: (stream: string) => Promise<void>
@@ -74,31 +80,43 @@ export class PublishBatcher {
   /** Resolves with the publish's reply, after its batch's write (and WAIT, if set) answered. */
   publish(p: BatchedPublish): Promise<BatchReply> {
     return new Promise((resolve, reject) => {
-      const shard = this.o.shardOf?.(p.stream) ?? ''
-      let g = this.groups.get(shard)
-      let bytes = 0
-      for (const [, b] of p.messages) bytes += b.length
-      if (g && (g.items.length >= MAX_PUBLISHES || g.bytes + bytes > MAX_BYTES)) {
-        // full: it goes now, ahead of anything later for its shard
-        this.groups.delete(shard)
-        void this.run(g.items)
-        g = undefined
-      }
-      if (!g) this.groups.set(shard, (g = { items: [], bytes: 0 }))
-      g.items.push({ p, resolve, reject })
-      g.bytes += bytes
-      if (!this.scheduled) {
-        this.scheduled = true
-        setImmediate(this.flush)
-      }
+      const key = this.o.shardOf?.(p.stream) ?? ''
+      let s = this.shards.get(key)
+      if (!s) this.shards.set(key, (s = { items: [], inFlight: 0, scheduled: false }))
+      s.items.push({ p, resolve, reject })
+      this.schedule(key, s)
     })
   }
 
-  private flush = () => {
-    this.scheduled = false
-    const groups = [...this.groups.values()]
-    this.groups.clear()
-    for (const g of groups) void this.run(g.items)
+  /** Drains the shard after the current turn's synchronous publishes (they go together). */
+  private schedule(key: string, s: Shard) {
+    if (s.scheduled || s.inFlight >= MAX_IN_FLIGHT || !s.items.length) return
+    s.scheduled = true
+    queueMicrotask(() => {
+      s.scheduled = false
+      this.drain(key, s)
+    })
+  }
+
+  private drain(key: string, s: Shard) {
+    while (s.items.length && s.inFlight < MAX_IN_FLIGHT) {
+      let bytes = 0
+      let n = 0
+      while (n < s.items.length && n < MAX_PUBLISHES) {
+        let b = 0
+        for (const [, body] of s.items[n]!.p.messages) b += body.length
+        if (n > 0 && bytes + b > MAX_BYTES) break
+        bytes += b
+        n++
+      }
+      const batch = s.items.splice(0, n)
+      s.inFlight++
+      void this.run(batch).finally(() => {
+        s.inFlight--
+        if (s.items.length) this.schedule(key, s)
+        else if (s.inFlight === 0 && this.shards.get(key) === s) this.shards.delete(key)
+      })
+    }
   }
 
   private async run(items: Pending[]) {

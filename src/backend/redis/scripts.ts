@@ -32,7 +32,7 @@ return take_tokens(KEYS[1], tonumber(ARGV[1]), tonumber(ARGV[2]), tonumber(ARGV[
 
 /*
  * The channel publish (dedupe by client id, append, notify) is in batch-publish-script.ts: the
- * publishes of one event-loop turn for one shard share one call of it (PublishBatcher).
+ * publishes made while their shard has a call in flight share the next call of it (PublishBatcher).
  */
 
 /**
