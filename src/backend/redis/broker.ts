@@ -95,6 +95,7 @@ export class RedisBroker implements Broker {
     const wait = s.redisWaitReplicas ?? 0
     this.batcher = new PublishBatcher(this.send, {
       idempotencyWindowMs: s.idempotencyWindowMs,
+      redisTimeoutMs: s.redisTimeoutMs,
       cluster: !!s.redisCluster,
       shardOf,
       afterWrite: wait > 0 ? (stream) => this.waitReplicas(stream, wait) : undefined,

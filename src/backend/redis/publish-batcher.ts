@@ -67,6 +67,8 @@ export class PublishBatcher {
     send: Sender,
     private readonly o: {
       idempotencyWindowMs: number
+      /** A call not answered within it fails its publishes (503, outcome unknown) and frees its shard. */
+      redisTimeoutMs: number
       cluster: boolean
       /** The shard (master) owning a key; one shard when absent. */
       shardOf?: (key: string) => string
@@ -122,7 +124,7 @@ export class PublishBatcher {
   private async run(items: Pending[]) {
     let replies: BatchReply[]
     try {
-      replies = await this.call(items)
+      replies = await this.timed(this.call(items))
     } catch (e) {
       // on a cluster a batch whose slots moved did not run: each publish goes again on its own
       if (items.length > 1 && this.o.cluster && MOVED.test(String((e as Error)?.message))) {
@@ -144,6 +146,23 @@ export class PublishBatcher {
       else if (Number(r[0]) === -2) it.reject(new Error(String(r[1])))
       else if (Number(r[0]) === -1 || waitError === undefined) it.resolve(r)
       else it.reject(waitError)
+    })
+  }
+
+  /** `p`, or a rejection once REDIS_TIMEOUT_MS passed (its errors unchanged: a cluster's redirections are read). */
+  private timed<T>(p: Promise<T>): Promise<T> {
+    return new Promise<T>((resolve, reject) => {
+      const timer = setTimeout(() => reject(new Error('the batch publish call timed out')), this.o.redisTimeoutMs)
+      p.then(
+        (v) => {
+          clearTimeout(timer)
+          resolve(v)
+        },
+        (e) => {
+          clearTimeout(timer)
+          reject(e)
+        },
+      )
     })
   }
 
