@@ -52,6 +52,9 @@ export async function startRedisCluster(
         '127.0.0.1',
         '--cluster-enabled',
         'yes',
+        // the address every node gives in CLUSTER SLOTS (one alone in its cluster would give none)
+        '--cluster-announce-ip',
+        '127.0.0.1',
         '--cluster-config-file',
         join(dir, `nodes-${port}.conf`),
         '--save',

@@ -209,19 +209,23 @@ function fastClusterSender(
   s: RedisSettings,
 ): { send: Sender; close(): void } {
   const clients = new Map<string, BunRedisClient>()
+  const seedHost = new URL(seed).hostname
   /** When a master's dropped client may be replaced (ms): no connection storm at a dead address. */
   const retryAt = new Map<string, number>()
   let closed = false
   const clientFor = (key: string): BunRedisClient | undefined => {
     const master = cluster.getSlotMaster(keySlot(key)) as { host?: string; port?: number } | undefined
-    if (!master?.host || !master.port) return undefined
-    const address = `${master.host}:${master.port}`
+    if (!master?.port) return undefined
+    // an empty host (a node that never learned its address, e.g. alone in its cluster) means the
+    // address the topology was read from: the seed's host, where node-redis connects too
+    const host = master.host || seedHost
+    const address = `${host}:${master.port}`
     let c = clients.get(address)
     if (!c) {
       if ((retryAt.get(address) ?? 0) > Date.now()) return undefined
       // the seed's scheme and credentials, the master's address
       const url = new URL(seed)
-      url.hostname = master.host
+      url.hostname = host
       url.port = String(master.port)
       const client = new BunRedisClient(url.toString(), {
         enableOfflineQueue: false,
