@@ -39,6 +39,8 @@ export class Attachment implements SessionSink {
   appId?: string
   /** Called after an ATTACHED sent again (a resume gap): LiveObjects sync again after every ATTACHED. */
   reattached?: () => void
+  /** The channel counted in occupancy when `channel` is a filtered channel's name (its base channel). */
+  base?: string
   private closed = false
 
   constructor(
@@ -111,6 +113,6 @@ export class Attachment implements SessionSink {
     if (this.closed) return
     this.closed = true
     this.session?.close()
-    if (this.role) this.host.core.occupancy.detach(this.appId!, this.channel, this.role)
+    if (this.role) this.host.core.occupancy.detach(this.appId!, this.base ?? this.channel, this.role)
   }
 }

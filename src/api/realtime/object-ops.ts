@@ -88,7 +88,7 @@ export function publishObjects(host: ObjectHost, pm: ProtocolMessage): void {
  * receives live operations, so every operation is in the snapshot, delivered after it, or both
  * (the client skips an operation its synced object already covers).
  */
-export async function sendObjectSync(host: ObjectHost, channel: string): Promise<void> {
+export async function sendObjectSync(host: ObjectHost, channel: string, wireName = channel): Promise<void> {
   const records = await host.core.liveObjects.snapshot(host.principalOf, channel)
-  for (const pm of syncMessages(records, channel, host.format === 'msgpack')) host.send(pm)
+  for (const pm of syncMessages(records, wireName, host.format === 'msgpack')) host.send(pm)
 }
