@@ -119,12 +119,18 @@ export function createCore(backend: Backend, clock: Clock, s: CoreSettings): Cor
     createPoster({ allowPrivate: true }),
     s,
   )
-  const liveObjects = new LiveObjectService(backend.liveObjects, namespaces, clock, {
-    maxObjects: s.liveObjectsMaxObjects,
-    maxKeys: s.liveObjectsMaxMapKeys,
-    gcGraceMs: s.liveObjectsGcGraceMs,
-    maxMessageSize: s.maxMessageSize,
-  })
+  const liveObjects = new LiveObjectService(
+    backend.liveObjects,
+    namespaces,
+    clock,
+    {
+      maxObjects: s.liveObjectsMaxObjects,
+      maxKeys: s.liveObjectsMaxMapKeys,
+      gcGraceMs: s.liveObjectsGcGraceMs,
+      maxMessageSize: s.maxMessageSize,
+    },
+    limits,
+  )
   return {
     clock,
     backendKind: backend.kind,

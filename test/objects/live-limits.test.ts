@@ -135,3 +135,21 @@ describe('raw OBJECT frames', () => {
     expect(echoes.length).toBe(1)
   })
 })
+
+describe('rate limits', () => {
+  const limited = realtimeGateway({ rateLimits: true, limitObjectWritesPerSecond: 5, limitObjectReadsPerSecond: 2 })
+
+  test('each operation is a state update of the account: 42910 past LIMIT_OBJECT_WRITES_PER_SECOND, nothing of a refused one applied', async () => {
+    const c = await connectedClient(limited.port, {
+      key: limited.gw.key,
+      plugins: { LiveObjects },
+    } as Ably.ClientOptions)
+    const root = await (c.channels.get(fresh('lo-rate'), { modes: MODES }) as any).object.get()
+    const results = await Promise.allSettled(Array.from({ length: 20 }, (_, i) => root.set(`k${i}`, i)))
+    const refused = results.filter((r) => r.status === 'rejected').map((r) => (r as PromiseRejectedResult).reason.code)
+    expect(refused.length).toBeGreaterThan(0)
+    expect(new Set(refused)).toEqual(new Set([42910]))
+    // what was accepted is all there is
+    expect(Object.keys(root.compact()).length).toBe(20 - refused.length)
+  })
+})

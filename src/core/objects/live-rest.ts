@@ -138,7 +138,7 @@ export class LiveObjectRest {
   constructor(private readonly live: LiveObjectService) {}
 
   private async objects(p: Principal, channel: string): Promise<Objects> {
-    const recs = await this.live.snapshot(p, channel)
+    const recs = await this.live.query(p, channel)
     return new Map(recs.map((r) => [r.objectId, r]))
   }
 

@@ -5,6 +5,7 @@ import { authorize } from '../auth/authorize'
 import type { Namespaces } from '../control/namespaces'
 import type { Clock } from '../ports'
 import type { MessageDraft } from '../types'
+import { noLimits, type Limits } from '../limits/limits'
 import type { LiveObjectStore } from './ports'
 import type { LiveLimits, LiveObjectRecord } from './live-state'
 import { clientOperation, invalidObjects, type Operation } from './live-wire'
@@ -50,6 +51,7 @@ export class LiveObjectService {
     private readonly namespaces: Namespaces,
     private readonly clock: Clock,
     readonly s: LiveObjectSettings,
+    private readonly limits: Limits = noLimits,
   ) {}
 
   /** The operations of a realtime OBJECT's `state` (ObjectMessages), validated. */
@@ -85,6 +87,8 @@ export class LiveObjectService {
       if (extras) d.extras = extras
       return d
     })
+    // each operation is a state update of the account's (LIMIT_OBJECT_WRITES_PER_SECOND)
+    await this.limits.take(p.accountId, 'objectWrites', ops.length)
     const persisted = await this.namespaces.isPersisted(p.appId, channel)
     return this.store.publish(
       p.appId,
@@ -92,6 +96,13 @@ export class LiveObjectService {
       { ops: ops.map((o) => o.op), drafts },
       { persisted, clientIds: origin.clientIds, findable: origin.connectionId !== undefined, limits: this.s },
     )
+  }
+
+  /** A REST read: a state query of the account's (LIMIT_OBJECT_READS_PER_SECOND); a realtime sync is not one. */
+  async query(p: Principal, channel: string): Promise<LiveObjectRecord[]> {
+    authorize(p, channel, SUBSCRIBE)
+    await this.limits.take(p.accountId, 'objectReads')
+    return this.store.snapshot(p.appId, channel)
   }
 
   /** Every object of the channel, `root` first (what an OBJECT_SYNC carries). */
