@@ -137,13 +137,14 @@ const PAYLOADS = [
 export class LiveObjectRest {
   constructor(private readonly live: LiveObjectService) {}
 
-  private async objects(p: Principal, channel: string): Promise<Objects> {
-    const recs = await this.live.query(p, channel)
+  /** The channel's objects by id: a read (a charged state query), or what a publish's paths resolve in. */
+  private async objects(p: Principal, channel: string, read: boolean): Promise<Objects> {
+    const recs = read ? await this.live.query(p, channel) : await this.live.snapshot(p, channel)
     return new Map(recs.map((r) => [r.objectId, r]))
   }
 
   async read(p: Principal, channel: string, q: ReadParams): Promise<unknown> {
-    const objects = await this.objects(p, channel)
+    const objects = await this.objects(p, channel, true)
     const startId = q.objectId ?? ROOT
     const start = objects.get(startId)
     if (!start) throw notFound(startId)
@@ -167,7 +168,7 @@ export class LiveObjectRest {
     const list = Array.isArray(body) ? body : [body]
     if (list.length === 0) throw invalidObjects('the body holds no operation')
     let objects: Objects | undefined
-    const load = async () => (objects ??= await this.objects(p, channel))
+    const load = async () => (objects ??= await this.objects(p, channel, false))
     const ops: LiveOp[] = []
     const objectIds: string[] = []
     let idBase: string | undefined
