@@ -38,6 +38,16 @@ const ReadOut = (description: string) =>
   t.Union([t.Record(t.String(), t.Unknown()), t.Number(), t.String(), t.Boolean()], { description })
 const PublishOut = Obj({ messageId: Str(), channel: Str(), objectIds: t.Array(t.String()) })
 
+/** What the two publish paths declare (the same route under both). */
+const publishRoute = (summary: string) => ({
+  auth: true as const,
+  params: ChannelParam,
+  query: AnyQuery,
+  body: Operations,
+  response: { 200: PublishOut },
+  detail: { summary },
+})
+
 /**
  * The LiveObjects REST API the official client's plugin calls (`channel.object` on `Ably.Rest`):
  * `GET /channels/{channel}/object[/{objectId}]` and `POST /channels/{channel}/object`, with
@@ -88,25 +98,11 @@ export const channelObjectRoutes = (core: Core) => {
     .post(
       '/channels/:channel/object',
       ({ request, query, params, principal, body }) => publish(request, query, principal, params.channel, body),
-      {
-        auth: true,
-        params: ChannelParam,
-        query: AnyQuery,
-        body: Operations,
-        response: { 200: PublishOut },
-        detail: { summary: 'Publish LiveObjects operations (ably-js RestObject.publish)' },
-      },
+      publishRoute('Publish LiveObjects operations (ably-js RestObject.publish)'),
     )
     .post(
       '/channels/:channel/objects',
       ({ request, query, params, principal, body }) => publish(request, query, principal, params.channel, body),
-      {
-        auth: true,
-        params: ChannelParam,
-        query: AnyQuery,
-        body: Operations,
-        response: { 200: PublishOut },
-        detail: { summary: 'Publish LiveObjects operations (alias of /object)' },
-      },
+      publishRoute('Publish LiveObjects operations (alias of /object)'),
     )
 }

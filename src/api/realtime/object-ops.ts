@@ -1,31 +1,21 @@
 import type { Core } from '../../core'
-import type { Principal } from '../../core/auth/principal'
 import { checkChannelName } from '../../core/model/names'
 import { SITE_CODE } from '../../core/objects/live-service'
 import { GatewayError } from '../../errors'
-import type { Logger } from '../../lib/logger'
 import { toGatewayError } from '../plugins/errors'
-import type { AckQueue } from './acks'
 import type { Format } from './frames'
 import { syncMessages } from './object-frames'
 import { Flag, loggedName, wireError, type ProtocolMessage } from './protocol'
-import type { Publishes } from './publishes'
+import type { PublishHost, Publishes } from './publishes'
 
 /**
  * The realtime side of the plugin's LiveObjects, kept apart from the connection so that it hooks
  * into it in a few lines: OBJECT publishes (ACK with one serial per operation once applied and
  * durable), the OBJECT_SYNC after every ATTACHED of an object subscriber, and what CONNECTED tells.
  */
-export interface ObjectHost {
-  readonly id: string
-  readonly core: Core
+export interface ObjectHost extends PublishHost {
   readonly format: Format
-  readonly principalOf: Principal
-  readonly acks: AckQueue
   readonly publishes: Publishes
-  readonly log: Logger
-  pendingAttach(channel: string): Promise<void> | undefined
-  attachedModes(channel: string): number | undefined
   /** Sends a protocol message that is an answer (not paused with deliveries). */
   send(pm: object): void
 }
