@@ -77,6 +77,21 @@ describe.each(FORMATS)('LiveObjects plugin over %s', (_format, binary) => {
     expect(history.map((m) => m.data)).toEqual(['after'])
   })
 
+  test('binary values travel as bytes on both wires, in operations, creates and syncs', async () => {
+    const name = fresh('lo-bytes')
+    const a = await rootOf(await client(), name)
+    const b = await rootOf(await client(), name)
+    await a.root.set('raw', Buffer.from([0, 1, 2, 255]))
+    await a.root.set('m', LiveMap.create({ inner: Buffer.from('hi') }))
+    await eventually(() => expect(b.root.get('m')?.get('inner')?.value()).toBeDefined())
+    const bytes = (v: unknown) => [...new Uint8Array(v as ArrayBuffer)]
+    expect(bytes(b.root.get('raw').value())).toEqual([0, 1, 2, 255])
+    expect(bytes(b.root.get('m').get('inner').value())).toEqual([...Buffer.from('hi')])
+    const c = await rootOf(await client(), name)
+    expect(bytes(c.root.get('raw').value())).toEqual([0, 1, 2, 255])
+    expect(bytes(c.root.get('m').get('inner').value())).toEqual([...Buffer.from('hi')])
+  })
+
   test('subscriptions fire for operations made by another client', async () => {
     const name = fresh('lo-sub')
     const a = await rootOf(await client(), name)
