@@ -93,7 +93,7 @@ export function createCore(backend: Backend, clock: Clock, s: CoreSettings): Cor
   const webhooks = new WebhookDispatcher(createPoster({ allowPrivate: s.webhookAllowPrivateTargets }), clock, s, stats)
   const rules = new RulesEngine(backend.control, backend.queues, webhooks, clock, () => {}, backend.queueBroker)
   const management = new Management(backend.control, clock)
-  const presence = new PresenceService(backend.broker, backend.presence, namespaces, limits)
+  const presence = new PresenceService(backend.broker, backend.presence, namespaces, limits, rules)
   const dataGuard = new DataGuard(backend.control)
   const connectionKeys = new ConnectionKeys(backend.control, backend.marks, clock, s.connectionMarksPerApp)
   const endedConnections = new EndedConnections(backend.marks, s.connectionMarksPerApp)

@@ -3,6 +3,7 @@ import { connect, type Channel, type ChannelModel, type ConsumeMessage } from 'a
 import { createServer } from 'node:net'
 import { metrics } from '../../src/lib/metrics'
 import { ACCESS_TOKEN, APP_ID, createTestGateway, type TestGateway } from '../helpers/gateway'
+import { closeClients, connectedClient, FORMATS } from '../helpers/realtime'
 import { requireSystem } from '../helpers/system'
 import { TcpProxy } from '../helpers/tcp-proxy'
 
@@ -124,6 +125,7 @@ describe.skipIf(!HAVE)('queues on RabbitMQ (AMQP_URL)', () => {
   })
 
   afterAll(async () => {
+    closeClients()
     for (const c of consumers) await c.close().catch(() => {})
     await gw?.close()
     await proxy?.stop()
@@ -214,6 +216,78 @@ describe.skipIf(!HAVE)('queues on RabbitMQ (AMQP_URL)', () => {
     const probe = await conn.createChannel()
     probe.on('error', () => {})
     await expect(probe.assertQueue(`${appId}:mine`)).rejects.toMatchObject({ code: 403 })
+  })
+
+  test('a channel.presence rule delivers enter, update and leave in the hosted presence envelope (both wire formats)', async () => {
+    const { appId, key } = await newApp()
+    const q = await newQueue(appId, 'members', 5, 100)
+    const r = await v1(`/apps/${appId}/rules`, 'POST', {
+      ruleType: 'amqp',
+      source: { channelFilter: '^room:', type: 'channel.presence' },
+      target: { queueId: q.id },
+    })
+    expect(r.status).toBe(201)
+    const rule = await body(r)
+    expect(rule.source).toEqual({ channelFilter: '^room:', type: 'channel.presence' })
+    const port = Number(new URL(gw.listen()).port)
+    const { ch, got } = await consume(q.amqp.uri, q.amqp.queueName)
+
+    for (const [format, binary] of FORMATS) {
+      const clientId = `member-${format}`
+      const client = await connectedClient(port, { key, clientId }, binary)
+      const room = client.channels.get(`room:${format}`)
+      await room.presence.enter(binary ? new Uint8Array([1, 2, 3]) : { joined: true })
+      await room.presence.update('typing')
+      // a message on the channel is not a presence event: this rule does not route it
+      await room.publish('chat', 'hello')
+      await room.presence.leave()
+      const envelopes = await waitFor(
+        () => got.filter((m) => envelope(m).channel === `room:${format}`),
+        (g) => g.length >= 3,
+      )
+      const [enter, update, leave] = envelopes.map(envelope)
+      expect(enter).toEqual({
+        source: 'channel.presence',
+        appId,
+        channel: `room:${format}`,
+        site: expect.any(String),
+        ruleId: rule.id,
+        presence: [
+          {
+            id: expect.any(String),
+            action: 2,
+            clientId,
+            connectionId: client.connection.id,
+            timestamp: expect.any(Number),
+            ...(binary ? { data: 'AQID', encoding: 'base64' } : { data: '{"joined":true}', encoding: 'json' }),
+          },
+        ],
+      })
+      expect(update.presence).toEqual([expect.objectContaining({ action: 4, clientId, data: 'typing' })])
+      expect(leave.presence).toEqual([expect.objectContaining({ action: 3, clientId })])
+      expect(envelopes[0]!.properties.headers).toMatchObject({
+        'x-ably-envelope-source': 'channel.presence',
+        'x-ably-envelope-channel': `room:${format}`,
+        'x-ably-envelope-rule-id': rule.id,
+      })
+      expect(envelopes[0]!.properties.messageId).toBe(`${rule.id}:${enter.presence[0].id}`)
+      for (const m of envelopes) ch.ack(m)
+      client.close()
+    }
+    await Bun.sleep(300)
+    // three per client, none for the messages
+    expect(got.length).toBe(6)
+    expect(got.every((m) => envelope(m).source === 'channel.presence')).toBe(true)
+
+    // presence rules go to app queues on RabbitMQ only; other sources are refused as such
+    const refused = async (ruleType: string, type: string, target: Record<string, unknown>) => {
+      const res = await v1(`/apps/${appId}/rules`, 'POST', { ruleType, source: { channelFilter: '', type }, target })
+      expect(res.status).toBe(400)
+      return (await body(res)).error.message as string
+    }
+    expect(await refused('http', 'channel.presence', { url: 'http://127.0.0.1:9/x' })).toContain('channel.presence')
+    expect(await refused('amqp', 'channel.lifecycle', { queueId: q.id })).toContain('source.type')
+    expect(await refused('amqp', 'channel.occupancy', { queueId: q.id })).toContain('source.type')
   })
 
   test('maxLength holds (the oldest are dropped) and the ttl is the broker queue ttl', async () => {
