@@ -101,6 +101,9 @@ async function deadPort(): Promise<number> {
   return port
 }
 
+/** A GET of RabbitMQ's management API (as the broker's administrator). */
+const rabbit = (path: string) => fetch(`${MANAGEMENT}${path}`, { headers: { authorization: MANAGEMENT_AUTH } })
+
 const envelope = (m: ConsumeMessage) => JSON.parse(m.content.toString()) as any
 
 /** A sample of this process's metrics (0 when absent). */
@@ -347,13 +350,49 @@ describe.skipIf(!HAVE)('queues on RabbitMQ (AMQP_URL)', () => {
     await expect(connect(wrong.toString())).rejects.toThrow(/ACCESS[-_]REFUSED/)
   })
 
-  test('deleting a queue deletes it in RabbitMQ', async () => {
-    const { appId } = await newApp()
+  test('deleting a queue deletes it in RabbitMQ, with its messages', async () => {
+    const { appId, key } = await newApp()
     const q = await newQueue(appId, 'doomed', 1, 10)
-    expect(await readyCount(q.amqp.queueName)).toBe(0)
+    const kept = await newQueue(appId, 'kept', 1, 10)
+    await routeInto(appId, q.id, '^doomed$')
+    expect((await publish(key, 'doomed', { name: 'n', data: 'waiting' })).status).toBe(201)
+    await waitFor(
+      () => readyCount(q.amqp.queueName),
+      (n) => n === 1,
+    )
     expect((await v1(`/apps/${appId}/queues/${encodeURIComponent(q.id)}`, 'DELETE')).status).toBe(204)
     expect(await readyCount(q.amqp.queueName)).toBeUndefined()
-    expect(await body(await v1(`/apps/${appId}/queues`))).toEqual([])
+    expect((await body(await v1(`/apps/${appId}/queues`))).map((x: { id: string }) => x.id)).toEqual([kept.id])
+    // the app's other queue and its consumer user stay
+    expect(await readyCount(kept.amqp.queueName)).toBe(0)
+    expect((await rabbit(`/users/${encodeURIComponent(`app.${appId}`)}`)).status).toBe(200)
+  })
+
+  test('deleting an app deletes its queues, its consumer user and its permissions in RabbitMQ', async () => {
+    const { appId, key } = await newApp()
+    const a = await newQueue(appId, 'first', 1, 10)
+    const b = await newQueue(appId, 'second', 1, 10)
+    await routeInto(appId, a.id, '^first$')
+    expect((await publish(key, 'first', { name: 'n', data: 'left unread' })).status).toBe(201)
+    await waitFor(
+      () => readyCount(a.amqp.queueName),
+      (n) => n === 1,
+    )
+    const user = encodeURIComponent(`app.${appId}`)
+    expect((await rabbit(`/users/${user}`)).status).toBe(200)
+    expect((await rabbit(`/permissions/%2F/${user}`)).status).toBe(200)
+    const conn = await connect(a.amqp.uri)
+    consumers.push(conn)
+    conn.on('error', () => {})
+
+    expect((await v1(`/apps/${appId}`, 'DELETE')).status).toBe(204)
+    expect(await readyCount(a.amqp.queueName)).toBeUndefined()
+    expect(await readyCount(b.amqp.queueName)).toBeUndefined()
+    expect((await rabbit(`/users/${user}`)).status).toBe(404)
+    expect((await rabbit(`/permissions/%2F/${user}`)).status).toBe(404)
+    // the credentials the records handed out open nothing any more
+    await expect(connect(a.amqp.uri)).rejects.toThrow(/ACCESS[-_]REFUSED/)
+    expect((await v1(`/apps/${appId}/queues`)).status).toBe(404)
   })
 
   test('RabbitMQ unreachable: channel publishes still answer 201, rule deliveries resume once it is back, nothing acked comes again', async () => {

@@ -37,7 +37,7 @@ export type QueueCounts = { ready: number; unacknowledged: number; total: number
 export type QueueView = Queue & { messages?: QueueCounts; amqp?: { uri: string; queueName: string } }
 
 /** What a broker call that failed answers (unless it failed with a GatewayError of its own). */
-const unreachableThrow = (e: unknown): never => {
+export const unreachableThrow = (e: unknown): never => {
   throw e instanceof GatewayError
     ? e
     : new GatewayError(50003, 'The queue broker (AMQP) cannot be reached; try again later')
