@@ -158,6 +158,8 @@ describe.skipIf(!HAVE)('queues on RabbitMQ (AMQP_URL)', () => {
     expect(q.amqp.queueName).toBe(`${appId}:orders`)
     expect(q.amqp.uri).toStartWith(`amqp://app.${appId}:`)
     expect(q.amqp.uri).toEndWith('@127.0.0.1:5672')
+    // STOMP is not served: the record does not advertise it (the hosted record has a stomp block)
+    expect(q).not.toHaveProperty('stomp')
 
     // declared durable with the queue's bounds (the broker's own view)
     const info = await waitFor(
@@ -210,6 +212,7 @@ describe.skipIf(!HAVE)('queues on RabbitMQ (AMQP_URL)', () => {
     // the record lists the same connection details; the HTTP consumer is not offered for broker queues
     const listed = (await body(await v1(`/apps/${appId}/queues`)))[0]
     expect(listed.amqp).toEqual(q.amqp)
+    expect(listed).not.toHaveProperty('stomp')
     expect((await v1(`/apps/${appId}/queues/${encodeURIComponent(q.id)}/messages`, 'POST')).status).toBe(400)
 
     // consumers only read: they cannot declare or publish
