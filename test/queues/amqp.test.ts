@@ -487,6 +487,32 @@ describe.skipIf(!HAVE)('queues on RabbitMQ (AMQP_URL)', () => {
     }
   })
 
+  test('broker away: deleting an app with queues answers 503 and keeps it; an app without queues is deleted', async () => {
+    const gw2 = await createTestGateway({ amqpUrl: `amqp://guest:guest@127.0.0.1:${await deadPort()}` })
+    try {
+      const v2 = (path: string, method = 'GET', json?: unknown) =>
+        gw2.request(`/v1${path}`, { method, json, key: null, headers: { authorization: `Bearer ${ACCESS_TOKEN}` } })
+      const now = Date.now()
+      await gw2.backend.control.putQueue({
+        id: `${APP_ID}:local:kept`,
+        appId: APP_ID,
+        name: 'kept',
+        region: 'local',
+        ttl: 1,
+        maxLength: 10,
+        created: now,
+      })
+      expect((await v2(`/apps/${APP_ID}`, 'DELETE')).status).toBe(503)
+      expect((await v2(`/apps/${APP_ID}/keys`)).status).toBe(200)
+      const accountId = (await body(await v2('/me'))).account.id
+      const empty = await body(await v2(`/accounts/${accountId}/apps`, 'POST', { name: 'no-queues' }))
+      expect((await v2(`/apps/${empty.id}`, 'DELETE')).status).toBe(204)
+      expect((await v2(`/apps/${empty.id}/keys`)).status).toBe(404)
+    } finally {
+      await gw2.close()
+    }
+  })
+
   test('an expired message is gone (the ttl of one minute, counted from its publish)', async () => {
     expect(ttlQueue).toBeDefined()
     const { name, publishedAt } = ttlQueue!
