@@ -280,9 +280,21 @@ describe.skipIf(!HAVE)('queues on RabbitMQ (AMQP_URL)', () => {
       for (const m of envelopes) ch.ack(m)
       client.close()
     }
+    // a leave the server makes (the member's connection closed) is routed too
+    const gone = await connectedClient(port, { key, clientId: 'closer' }, false)
+    await gone.channels.get('room:closed').presence.enter()
+    gone.close()
+    const closed = await waitFor(
+      () => got.filter((m) => envelope(m).channel === 'room:closed').map((m) => envelope(m).presence[0]),
+      (g) => g.length >= 2,
+    )
+    expect(closed.map((p) => [p.action, p.clientId])).toEqual([
+      [2, 'closer'],
+      [3, 'closer'],
+    ])
     await Bun.sleep(300)
-    // three per client, none for the messages
-    expect(got.length).toBe(6)
+    // three per client and two for the closed one, none for the messages
+    expect(got.length).toBe(8)
     expect(got.every((m) => envelope(m).source === 'channel.presence')).toBe(true)
 
     // presence rules go to app queues on RabbitMQ only; other sources are refused as such
