@@ -129,6 +129,13 @@ describe.skipIf(!HAVE)('queues on RabbitMQ (AMQP_URL)', () => {
 
   afterAll(async () => {
     closeClients()
+    await stale?.gw.close()
+    await stale?.proxy.stop()
+    if (stale) {
+      const ch = await admin.createChannel()
+      await ch.deleteQueue(stale.queueName).catch(() => {})
+      await ch.close().catch(() => {})
+    }
     for (const c of consumers) await c.close().catch(() => {})
     await gw?.close()
     await proxy?.stop()
@@ -150,6 +157,8 @@ describe.skipIf(!HAVE)('queues on RabbitMQ (AMQP_URL)', () => {
   })
 
   let ttlQueue: { name: string; publishedAt: number } | undefined
+  /** A node whose broker is away while its one message outlives its queue's ttl (checked by the last test). */
+  let stale: { gw: TestGateway; proxy: TcpProxy; queueName: string; publishedAt: number } | undefined
 
   test('a rule routes channel messages into the app queue; a consumer with the handed-out credentials reads the envelope and acks', async () => {
     const { appId, key } = await newApp()
@@ -335,6 +344,39 @@ describe.skipIf(!HAVE)('queues on RabbitMQ (AMQP_URL)', () => {
       (n) => n === 1,
     )
     ttlQueue = { name: q.amqp.queueName, publishedAt: Date.now() }
+
+    // a second node, its broker away: a message routed now waits in its buffer past the ttl
+    const staleProxy = await TcpProxy.start(await deadPort())
+    const staleGw = await createTestGateway({
+      amqpUrl: `amqp://guest:guest@127.0.0.1:${staleProxy.port}`,
+      amqpManagementUrl: 'http://guest:guest@127.0.0.1:15672',
+    })
+    const name = `stale${Date.now().toString(36)}`
+    const now = Date.now()
+    const queue = {
+      id: `${APP_ID}:local:${name}`,
+      appId: APP_ID,
+      name,
+      region: 'local',
+      ttl: 1,
+      maxLength: 10,
+      created: now,
+    }
+    await staleGw.backend.control.putQueue(queue)
+    await staleGw.backend.control.putRule({
+      id: name,
+      appId: APP_ID,
+      ruleType: 'amqp',
+      requestMode: 'single',
+      status: 'enabled',
+      source: { channelFilter: `^${name}$`, type: 'channel.message' },
+      target: { queueId: queue.id },
+      created: now,
+      modified: now,
+    })
+    stale = { gw: staleGw, proxy: staleProxy, queueName: `${APP_ID}:${name}`, publishedAt: Date.now() }
+    const sent = await staleGw.request(`/channels/${name}/messages`, { method: 'POST', json: { data: 'too late' } })
+    expect(sent.status).toBe(201)
   })
 
   test("another app's credentials cannot read the queue; wrong credentials cannot connect", async () => {
@@ -525,7 +567,7 @@ describe.skipIf(!HAVE)('queues on RabbitMQ (AMQP_URL)', () => {
     }
   })
 
-  test('an expired message is gone (the ttl of one minute, counted from its publish)', async () => {
+  test('an expired message is gone (the ttl of one minute, counted from its publish); one a node held past it is dropped unsent and counted', async () => {
     expect(ttlQueue).toBeDefined()
     const { name, publishedAt } = ttlQueue!
     await waitFor(
@@ -534,5 +576,18 @@ describe.skipIf(!HAVE)('queues on RabbitMQ (AMQP_URL)', () => {
       Math.max(0, publishedAt + 60_000 - Date.now()) + 30_000,
     )
     expect(Date.now() - publishedAt).toBeGreaterThan(55_000)
+
+    // the broker back after the ttl: the message the other node held is dropped unsent, and counted
+    expect(stale).toBeDefined()
+    const s = stale!
+    await Bun.sleep(Math.max(0, s.publishedAt + 61_000 - Date.now()))
+    const expired = metric('gateway_queue_dropped_total', '{reason="expired"}')
+    s.proxy.target = 5672
+    await waitFor(
+      () => metric('gateway_queue_dropped_total', '{reason="expired"}') - expired,
+      (n) => n >= 1,
+    )
+    // never sent: the queue holds nothing (not even declared: the pump drops it before that)
+    expect((await readyCount(s.queueName)) ?? 0).toBe(0)
   }, 120_000)
 })
