@@ -120,3 +120,57 @@ test('a client that asks without reading: cut once its unread answers pass their
   expect((await cuts()) - cutBefore).toBeGreaterThanOrEqual(1)
   socket.destroy()
 })
+
+test('a LiveObjects sync larger than the socket takes is paced by the reader, not a reason to cut it', async () => {
+  const size = () => rt.gw.server!.realtime.size
+  for (let i = 0; i < 200 && size() > 0; i++) await Bun.sleep(10)
+  const channel = fresh('lo-slow-sync')
+  // 200 maps of 100 KB each: a sync of 20 MB, more than the loopback socket's buffers take
+  const value = 'z'.repeat(100 * 1024)
+  for (let made = 0; made < 200; made += 10) {
+    const ops = Array.from({ length: 10 }, (_, i) => ({
+      path: `m${made + i}`,
+      mapCreate: { semantics: 0, entries: { v: { data: { string: value } } } },
+    }))
+    const r = await rt.gw.request(`/channels/${channel}/object`, { method: 'POST', json: ops })
+    expect(r.status).toBe(200)
+  }
+  const { socket, send } = await nonReadingClient(`key=${encodeURIComponent(rt.gw.key)}&format=json`)
+  send(JSON.stringify({ action: 10, channel, flags: 1 << 24 }))
+  // the server has filled the socket and waits for room; now read it all: every page arrives
+  let buf = Buffer.alloc(0)
+  let objects = 0
+  const done = new Promise<void>((resolve, reject) => {
+    socket.on('close', () => reject(new Error(`cut after ${objects} objects`)))
+    socket.on('data', (d: Buffer) => {
+      buf = Buffer.concat([buf, d])
+      for (;;) {
+        if (buf.length < 2) return
+        let len = buf[1]! & 127
+        let at = 2
+        if (len === 126) [len, at] = [buf.readUInt16BE(2), 4]
+        else if (len === 127) [len, at] = [Number(buf.readBigUInt64BE(2)), 10]
+        if (buf.length < at + len) return
+        const text = buf.subarray(at, at + len).toString()
+        buf = buf.subarray(at + len)
+        if ((buf.length === 0 && text[0] !== '{') || !text.startsWith('{')) continue
+        const pm = JSON.parse(text)
+        if (pm.action !== 20) continue
+        objects += pm.state.length
+        if (/^[\w-]+:$/.test(pm.channelSerial)) resolve()
+      }
+    })
+  })
+  // once the node holds the attachment, it has sent what the socket takes and waits for room
+  const attachments = async () =>
+    parseExposition(await (await fetch(`${rt.base}/metrics`)).text()).get('gateway_realtime_attachments')?.samples[0]
+      ?.value ?? 0
+  for (let i = 0; i < 500 && (await attachments()) < 1; i++) await Bun.sleep(10)
+  expect(await attachments()).toBe(1)
+  const cutBefore = await cuts()
+  socket.resume()
+  await done
+  expect(objects).toBe(201)
+  expect(await cuts()).toBe(cutBefore)
+  socket.destroy()
+}, 60_000)

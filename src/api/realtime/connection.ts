@@ -307,6 +307,20 @@ export class RealtimeConnection implements AttachmentHost, PublishHost, ObjectHo
     this.unread = 0
     this.paused = false
     this.channels.drained()
+    this.roomMade()
+  }
+
+  /** Waiting for the socket to drain (LiveObjects sync pages: object-ops.ts). */
+  private roomWaiters?: Array<() => void>
+  /** Resolves once the socket holds no more than REALTIME_BUFFER_BYTES unsent (at once when closed). */
+  room(): Promise<void> {
+    if (this.closed || this.ws.getBufferedAmount() <= this.s.realtimeBufferBytes) return Promise.resolve()
+    return new Promise((resolve) => (this.roomWaiters ??= []).push(resolve))
+  }
+  private roomMade() {
+    // a drain may leave more than the budget unsent: the waiters go on waiting then
+    if (!this.closed && this.ws.getBufferedAmount() > this.s.realtimeBufferBytes) return
+    for (const resolve of this.roomWaiters?.splice(0) ?? []) resolve()
   }
 
   /** A subscription ended with an error: credentials → the connection fails; otherwise the client resumes. */
@@ -379,6 +393,7 @@ export class RealtimeConnection implements AttachmentHost, PublishHost, ObjectHo
   private gone(abrupt: boolean, why: Ending, superseded = false) {
     if (this.closed) return
     this.closed = true
+    for (const resolve of this.roomWaiters?.splice(0) ?? []) resolve()
     const { reason, err, level = 'debug' } = why
     if (this.log.enabled(level)) {
       const fields: Record<string, unknown> = {

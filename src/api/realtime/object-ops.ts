@@ -18,6 +18,8 @@ export interface ObjectHost extends PublishHost {
   readonly publishes: Publishes
   /** Sends a protocol message that is an answer (not paused with deliveries). */
   send(pm: object): void
+  /** Resolves once the socket has room (not over its unsent-bytes budget). */
+  room(): Promise<void>
 }
 
 /** What `connectionDetails` carries for LiveObjects (apply-on-ACK needs the site code). */
@@ -80,5 +82,10 @@ export function publishObjects(host: ObjectHost, pm: ProtocolMessage): void {
  */
 export async function sendObjectSync(host: ObjectHost, channel: string, wireName = channel): Promise<void> {
   const records = await host.core.liveObjects.snapshot(host.principalOf, channel)
-  for (const pm of syncMessages(records, wireName, host.format === 'msgpack')) host.send(pm)
+  // a page at a time, each once the socket has room: a large tree to a slow reader is paced, never
+  // piled up in memory (nor a reason to cut the client as one that does not read its answers)
+  for (const pm of syncMessages(records, wireName, host.format === 'msgpack')) {
+    await host.room()
+    host.send(pm)
+  }
 }
