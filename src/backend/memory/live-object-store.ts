@@ -39,6 +39,7 @@ export class SqliteLiveObjectStore implements LiveObjectStore {
       all: db.prepare('SELECT body FROM live_objects WHERE app = ? AND channel = ?'),
       count: db.prepare("SELECT count(*) AS n FROM live_objects WHERE app = ? AND channel = ? AND id <> 'root'"),
       put: db.prepare('INSERT OR REPLACE INTO live_objects (app, channel, id, body) VALUES (?, ?, ?, ?)'),
+      remove: db.prepare('DELETE FROM live_objects WHERE app = ? AND channel = ? AND id = ?'),
     }
   }
 
@@ -72,6 +73,13 @@ export class SqliteLiveObjectStore implements LiveObjectStore {
     const n = this.counts.get(k)
     if (n !== undefined) this.counts.set(k, n + added)
     return r.serials
+  }
+
+  async remove(app: string, channel: string, ids: string[]): Promise<void> {
+    this.db.transaction(() => {
+      for (const id of ids) this.stmt.remove.run(app, channel, id)
+    })()
+    this.counts.delete(`${app}\u0000${channel}`)
   }
 
   async snapshot(app: string, channel: string): Promise<LiveObjectRecord[]> {

@@ -63,6 +63,14 @@ export class RedisLiveObjectStore implements LiveObjectStore {
     return reply.slice(1).map((id) => serialFromId(String(id)))
   }
 
+  async remove(app: string, channel: string, ids: string[]): Promise<void> {
+    if (ids.length === 0) return
+    await withTimeout(
+      this.cmd.sendCommand(['HDEL', this.keys.liveObjects(app, channel), ...ids]),
+      this.s.redisTimeoutMs,
+    )
+  }
+
   async snapshot(app: string, channel: string): Promise<LiveObjectRecord[]> {
     const vals = (await withTimeout(
       this.cmd.sendCommand(['HVALS', this.keys.liveObjects(app, channel)], BUFFERS),

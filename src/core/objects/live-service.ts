@@ -8,7 +8,8 @@ import type { MessageDraft } from '../types'
 import { noLimits, type Limits } from '../limits/limits'
 import type { LiveObjectStore } from './ports'
 import type { LiveLimits, LiveObjectRecord } from './live-state'
-import { clientOperation, invalidObjects, type Operation } from './live-wire'
+import { liveEntries } from './live-state'
+import { clientOperation, invalidObjects, OpAction, ROOT, type Operation } from './live-wire'
 
 /**
  * The one site code of this deployment: every node stamps it, since every operation of a channel
@@ -35,6 +36,9 @@ export interface LiveOp {
   op: Operation
   extras?: Record<string, unknown>
 }
+
+/** How often a channel's objects are collected at most (ms; never less often than the grace period). */
+const COLLECT_EVERY = 3_600_000
 
 const PUBLISH = 'object-publish'
 const SUBSCRIBE = 'object-subscribe'
@@ -108,7 +112,66 @@ export class LiveObjectService {
   /** Every object of the channel, `root` first (what an OBJECT_SYNC carries). */
   async snapshot(p: Principal, channel: string): Promise<LiveObjectRecord[]> {
     authorize(p, channel, SUBSCRIBE)
-    return this.store.snapshot(p.appId, channel)
+    const recs = await this.store.snapshot(p.appId, channel)
+    this.collectSoon(p.appId, channel, recs)
+    return recs
+  }
+
+  /** When each channel's objects were last collected here (ms), bounded. */
+  private readonly collected = new Map<string, number>()
+
+  /**
+   * Garbage collection, at most once per COLLECT_EVERY per channel and node, after a sync read
+   * the channel's objects anyway: an object no longer reachable from root whose last operation is
+   * older than the grace period is tombstoned by the server (OBJECT_DELETE, delivered like any
+   * operation), and one tombstoned longer than the grace period is forgotten. Clients forget
+   * tombstones after the same period (objectsGCGracePeriod).
+   */
+  private collectSoon(appId: string, channel: string, recs: LiveObjectRecord[]) {
+    const k = `${appId}\u0000${channel}`
+    const now = this.clock.now()
+    const last = this.collected.get(k)
+    if (last !== undefined && now - last < Math.min(COLLECT_EVERY, this.s.gcGraceMs)) return
+    if (this.collected.size >= 10_000) this.collected.clear()
+    this.collected.set(k, now)
+    void this.collect(appId, channel, recs, now).catch(() => {
+      /* tried again at a later sync */
+    })
+  }
+
+  private async collect(appId: string, channel: string, recs: LiveObjectRecord[], now: number) {
+    const before = now - this.s.gcGraceMs
+    const byId = new Map(recs.map((r) => [r.objectId, r]))
+    const reachable = new Set<string>([ROOT])
+    const queue = [ROOT]
+    while (queue.length) {
+      const rec = byId.get(queue.pop()!)
+      if (!rec || rec.tombstone) continue
+      for (const d of liveEntries(rec).values())
+        if (d.objectId !== undefined && !reachable.has(d.objectId)) {
+          reachable.add(d.objectId)
+          queue.push(d.objectId)
+        }
+    }
+    const serialMs = (r: LiveObjectRecord) => Number(r.serial?.slice(0, r.serial.indexOf('-')) ?? NaN)
+    const orphans = recs.filter((r) => !reachable.has(r.objectId) && !r.tombstone && serialMs(r) < before)
+    if (orphans.length) {
+      const ops: Operation[] = orphans.map((r) => ({
+        action: OpAction.OBJECT_DELETE,
+        objectId: r.objectId,
+        objectDelete: {},
+      }))
+      const id = `gc-${now}`
+      const drafts: MessageDraft[] = ops.map((op, i) => ({
+        id: `${id}:${i}`,
+        kind: 'object',
+        data: JSON.stringify(op),
+      }))
+      const persisted = await this.namespaces.isPersisted(appId, channel)
+      await this.store.publish(appId, channel, { ops, drafts }, { persisted, limits: this.s })
+    }
+    const expired = recs.filter((r) => r.tombstone && (r.tombstonedAt ?? Infinity) < before).map((r) => r.objectId)
+    await this.store.remove(appId, channel, expired)
   }
 
   now(): number {

@@ -203,4 +203,6 @@ export interface LiveObjectStore {
    * point of the channel's sequence: each record covers exactly the operations up to it.
    */
   snapshot(appId: string, channel: string): Promise<LiveObjectRecord[]>
+  /** Forgets these objects (tombstoned ones past the grace period); each in one step. */
+  remove(appId: string, channel: string, objectIds: string[]): Promise<void>
 }
