@@ -23,7 +23,7 @@ import { observability, type AddressOf } from './api/observability'
 import { isLongLived } from './api/long-lived'
 import { sseRoutes, type SseSettings } from './api/sse'
 import { realtime, UPGRADED, type Realtime, type RealtimeLimits } from './api/realtime'
-import type { SocketData } from './api/realtime/connection'
+import type { SocketData } from './api/realtime/socket'
 
 export interface ServerSettings extends SseSettings, BodyLimits, RealtimeLimits {
   sandboxProvisioning: boolean

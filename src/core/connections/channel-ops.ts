@@ -1,8 +1,8 @@
-import type { Principal } from '../../core/auth/principal'
-import { checkChannelName } from '../../core/model/names'
+import type { Principal } from '../auth/principal'
+import { checkChannelName } from '../model/names'
 import { GatewayError } from '../../errors'
-import { toGatewayError } from '../plugins/errors'
-import type { Core } from '../../core'
+import { asGatewayError } from '../model/batch'
+import type { ConnectionServices } from './services'
 import { Attachment, type AttachmentHost } from './attachment'
 import {
   Action,
@@ -22,7 +22,7 @@ import type { Logger } from '../../lib/logger'
 
 /** What channel operations need of their connection. */
 export interface ChannelHost extends AttachmentHost {
-  readonly core: Core
+  readonly core: ConnectionServices
   readonly s: RealtimeSettings
   readonly principalOf: Principal
   readonly presence: PresenceOps
@@ -138,12 +138,12 @@ export class ChannelOps {
     try {
       channel = checkChannelName(name)
     } catch (e) {
-      const err = toGatewayError('UNKNOWN', e)
+      const err = asGatewayError(e)
       return refused ? refused(err) : this.channelError(name, err, pm.action)
     }
     const run = (this.queues?.get(channel) ?? Promise.resolve()).then(() =>
       op(channel).catch((e) => {
-        const err = toGatewayError('UNKNOWN', e)
+        const err = asGatewayError(e)
         if (refused) return refused(err)
         this.attachments.get(channel)?.close()
         this.attachments.delete(channel)

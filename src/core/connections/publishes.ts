@@ -1,8 +1,8 @@
-import type { Core } from '../../core'
-import type { Principal } from '../../core/auth/principal'
-import type { Answer, PublishResponse } from '../../core/channels/channel-service'
+import type { ConnectionServices } from './services'
+import type { Principal } from '../auth/principal'
+import type { Answer, PublishResponse } from '../channels/channel-service'
 import { GatewayError } from '../../errors'
-import { toGatewayError } from '../plugins/errors'
+import { asGatewayError } from '../model/batch'
 import type { Logger } from '../../lib/logger'
 import type { AckQueue, AckSlot } from './acks'
 import { Flag, loggedName, modeRefused, wireError, type ProtocolMessage } from './protocol'
@@ -27,7 +27,7 @@ interface Lookup {
 /** What publishing needs of its connection. */
 export interface PublishHost {
   readonly id: string
-  readonly core: Core
+  readonly core: ConnectionServices
   readonly principalOf: Principal
   readonly acks: AckQueue
   /** The ATTACH of the channel still under way on this connection, if any. */
@@ -112,7 +112,7 @@ export class Publishes {
 
   /** A publish that failed, answered with a NACK (logged at debug with its reason). */
   private refused(slot: AckSlot, channel: string, e: unknown) {
-    const err = toGatewayError('UNKNOWN', e)
+    const err = asGatewayError(e)
     this.host.log.debug('realtime publish refused', {
       connectionId: this.host.id,
       channel: loggedName(channel),
