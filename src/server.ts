@@ -131,6 +131,11 @@ export function serve(app: App, core: Core, s: ServerSettings, log: Logger, o: L
       if (r === UPGRADED) return undefined
       if (r) return r
     }
+    const comet = rt.comet(req)
+    if (comet) {
+      server.timeout(req, 0) // a long poll is held open until something comes (at most half the idle interval)
+      return comet
+    }
     return http(req, server)
   }
   const server = Bun.serve<SocketData>({

@@ -12,6 +12,7 @@ import { GatewayError } from '../../errors'
 import type { Logger } from '../../lib/logger'
 import { toGatewayError } from '../plugins/errors'
 import { decodeFrame, type ClientFrame, type Format } from './frames'
+import { cometRoutes } from './comet'
 import { SocketTransport, type SocketData } from './socket'
 
 export type { RealtimeLimits, RealtimeSettings } from '../../core/connections'
@@ -97,6 +98,20 @@ export function formatRefusal(url: URL): GatewayError | undefined {
  */
 export function realtime(core: ConnectionServices, s: RealtimeLimits, log: Logger) {
   const registry = new ConnectionRegistry(core, s, `${hostname()}-${process.pid}`, log, systemTimers)
+  const comet = cometRoutes(
+    registry,
+    {
+      maxFrameSize: s.realtimeMaxFrameSize,
+      pollMs: Math.max(1000, Math.floor(s.realtimeMaxIdleIntervalMs / 2)),
+      goneAfterMs: Math.max(5000, s.realtimeMaxIdleIntervalMs),
+      receive: (conn, raw) => receiveFrame(conn, raw, 'json', s.realtimeMaxFrameSize),
+    },
+    (url, request) => {
+      // comet is JSON only (the client sends no format)
+      const { format: _format, ...params } = connectParams(url, request)
+      return { params }
+    },
+  )
 
   /** Opens the connection on an upgraded socket, then serves the frames that came meanwhile. */
   async function open(ws: ServerWebSocket<SocketData>) {
@@ -161,6 +176,14 @@ export function realtime(core: ConnectionServices, s: RealtimeLimits, log: Logge
         headers: { 'content-type': 'application/json' },
       })
     },
+    /**
+     * A comet request (`/comet/connect`, `/comet/<connectionKey>/send|recv|close|disconnect`): its
+     * response; undefined when the request is not one (it goes on to the HTTP routes).
+     */
+    comet(request: Request): Response | Promise<Response> | undefined {
+      if (request.url.indexOf('/comet/') < 0) return undefined
+      return comet.handle(request, new URL(request.url))
+    },
     /** Open connections on this node. */
     get size() {
       return registry.size
@@ -177,6 +200,7 @@ export function realtime(core: ConnectionServices, s: RealtimeLimits, log: Logge
       return registry.disconnectAll()
     },
     close() {
+      comet.close()
       registry.close()
     },
   }
