@@ -115,6 +115,7 @@ const runtimeBodyLimit = (maxBodySize: number) => 2 * maxBodySize
  */
 export function serve(app: App, core: Core, s: ServerSettings, log: Logger, o: ListenOptions): GatewayServer {
   const rt = realtime(core, s, log)
+  const corsPolicy = new CorsPolicy(s.corsOrigins)
   const exempt = (res: Response, req: Request, server: Server<SocketData>) => {
     if (isLongLived(res)) server.timeout(req, 0)
     return res
@@ -131,7 +132,7 @@ export function serve(app: App, core: Core, s: ServerSettings, log: Logger, o: L
       if (r === UPGRADED) return undefined
       if (r) return r
     }
-    const comet = rt.comet(req)
+    const comet = rt.comet(req, corsPolicy)
     if (comet) {
       server.timeout(req, 0) // a long poll is held open until something comes (at most half the idle interval)
       return comet

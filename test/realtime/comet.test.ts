@@ -91,4 +91,53 @@ describe('ably-js Realtime over comet', () => {
     expect(pm!.action).toBe(6)
     expect(pm!.error.code).toBe(80003)
   })
+
+  describe('raw requests', () => {
+    /** A comet connection opened by hand: its CONNECTED and its base path. */
+    async function rawConnect() {
+      const r = await fetch(`${rt.base}/comet/connect?v=6&key=${encodeURIComponent(rt.gw.key)}`)
+      expect(r.status).toBe(200)
+      const text = await r.text()
+      expect(text.endsWith('\n')).toBe(true) // the streaming reader parses line by line
+      const [connected] = JSON.parse(text) as Array<{ action: number; connectionDetails: { connectionKey: string } }>
+      expect(connected!.action).toBe(4)
+      return { base: `${rt.base}/comet/${connected!.connectionDetails.connectionKey}` }
+    }
+
+    test('a refused connect is answered with ERROR in the array (40101-class), never an HTTP error page', async () => {
+      const r = await fetch(`${rt.base}/comet/connect?v=6&key=nope.nope:nope`)
+      const [pm] = (await r.json()) as Array<{ action: number; error: { code: number } }>
+      expect(pm!.action).toBe(9)
+      expect(Math.floor(pm!.error.code / 100)).toBe(401)
+    })
+
+    test('one long poll at a time: a second recv ends the first; a heartbeat id is echoed on the poll', async () => {
+      const { base } = await rawConnect()
+      const polls = [fetch(`${base}/recv`).then((r) => r.json()), fetch(`${base}/recv`).then((r) => r.json())]
+      // whichever reached the server first is ended, empty, by the other
+      expect(await Promise.race(polls)).toEqual([])
+      const sent = await fetch(`${base}/send`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify([{ action: 0, id: 'ping-1' }]),
+      })
+      expect(sent.status).toBe(204)
+      const answers = (await Promise.all(polls)).map((a) => JSON.stringify(a)).sort()
+      expect(answers).toEqual(['[]', JSON.stringify([{ action: 0, id: 'ping-1' }])])
+    })
+
+    test('a send that is not an array of protocol messages fails the connection with ERROR 40000 (no 500)', async () => {
+      const { base } = await rawConnect()
+      for (const body of ['not json', '{"action":0}']) {
+        const { base: b } = body === 'not json' ? { base } : await rawConnect()
+        const r = await fetch(`${b}/send`, { method: 'POST', body })
+        expect(r.status).toBe(200)
+        const pms = (await r.json()) as Array<{ action: number; error?: { code: number } }>
+        expect(pms.at(-1)).toMatchObject({ action: 9, error: { code: 40000 } })
+        // the connection is over: its key names nothing now
+        const after = (await (await fetch(`${b}/recv`)).json()) as Array<{ action: number }>
+        expect(after[0]!.action).toBe(6)
+      }
+    })
+  })
 })

@@ -10,6 +10,7 @@ import {
 } from '../../core/connections'
 import { GatewayError } from '../../errors'
 import type { Logger } from '../../lib/logger'
+import type { CorsPolicy } from '../plugins/cors'
 import { toGatewayError } from '../plugins/errors'
 import { decodeFrame, type ClientFrame, type Format } from './frames'
 import { cometRoutes } from './comet'
@@ -180,9 +181,21 @@ export function realtime(core: ConnectionServices, s: RealtimeLimits, log: Logge
      * A comet request (`/comet/connect`, `/comet/<connectionKey>/send|recv|close|disconnect`): its
      * response; undefined when the request is not one (it goes on to the HTTP routes).
      */
-    comet(request: Request): Response | Promise<Response> | undefined {
+    comet(request: Request, cors: CorsPolicy): Response | Promise<Response> | undefined {
       if (request.url.indexOf('/comet/') < 0) return undefined
-      return comet.handle(request, new URL(request.url))
+      const url = new URL(request.url)
+      if (!url.pathname.startsWith('/comet/')) return undefined
+      // browsers (xhr_polling) call from the web app's origin: CORS as on the REST routes
+      if (request.method === 'OPTIONS') return cors.preflight(request)
+      const res = comet.handle(request, url)
+      if (!res || !request.headers.has('origin')) return res
+      const withCors = (r: Response) => {
+        const headers: Record<string, string> = {}
+        cors.apply(request, headers)
+        for (const k in headers) r.headers.set(k, headers[k]!)
+        return r
+      }
+      return res instanceof Promise ? res.then(withCors) : withCors(res)
     },
     /** Open connections on this node. */
     get size() {
