@@ -193,6 +193,9 @@ test('the realtime connection in core knows no runtime, socket or wire format (i
     for (const p of s.packages) problems.push(`${s.rel} imports package ${p}`)
     for (const t of s.imports)
       if (!/^(core|errors|lib)\//.test(t) || t.startsWith('lib/http')) problems.push(`${s.rel} imports ${t}`)
+    const code = s.text.replace(/\/\*[\s\S]*?\*\/|\/\/.*$/gm, '')
+    if (/\bDate\.now\(|new Date\(\)|\bset(Timeout|Interval)\(/.test(code) && !s.rel.endsWith('/timers.ts'))
+      problems.push(`${s.rel} reads the time or sets timers itself (the clock and the Timers port do)`)
     if (
       /\bServerWebSocket\b|\bWebSocket\b|\bBuffer\b|JSON\.stringify|msgpack/.test(
         s.text.replace(/\/\*[\s\S]*?\*\/|\/\/.*$/gm, ''),

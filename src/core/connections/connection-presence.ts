@@ -41,7 +41,7 @@ const isAction = (a: unknown): a is number =>
 export class ConnectionPresence {
   /** Each dropped connection's grace period, by the cancel of its timer. */
   private readonly grace = new Map<string, () => void>()
-  private readonly reaper: ReturnType<typeof setInterval>
+  private readonly stopReaper: () => void
   /** Ids of the leaves this node makes up: never prefixed by a member's connection id (so clients order them by time). */
   private readonly synthesizedPrefix = `leave-${randomId(8)}`
   private synthesized = 0
@@ -55,8 +55,7 @@ export class ConnectionPresence {
     private readonly onError: (e: unknown) => void = () => {},
     private readonly timers: Timers = systemTimers,
   ) {
-    this.reaper = setInterval(() => void this.reap(), Math.max(250, Math.floor(s.presenceLeaseMs / 2)))
-    this.reaper.unref?.()
+    this.stopReaper = timers.every(Math.max(250, Math.floor(s.presenceLeaseMs / 2)), () => void this.reap())
   }
 
   /**
@@ -200,7 +199,7 @@ export class ConnectionPresence {
   }
 
   close(): void {
-    clearInterval(this.reaper)
+    this.stopReaper()
     for (const cancel of this.grace.values()) cancel()
     this.grace.clear()
   }

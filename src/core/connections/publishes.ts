@@ -59,7 +59,7 @@ export class Publishes {
 
   /** Whether a publish is looked up in the log first (no clock read on a connection that never resumed so). */
   private get pastUnknown(): boolean {
-    return this.unknownPastUntil !== 0 && this.unknownPastUntil > Date.now()
+    return this.unknownPastUntil !== 0 && this.unknownPastUntil > this.host.core.clock.now()
   }
 
   /** A protocol message needing an answer: its slot, or the connection fails (it can't be answered). */
