@@ -126,6 +126,17 @@ describe('ably-js Realtime over comet', () => {
       expect(answers).toEqual(['[]', JSON.stringify([{ action: 0, id: 'ping-1' }])])
     })
 
+    test('a send body over the bound fails the connection with 40009, unread', async () => {
+      const { base } = await rawConnect()
+      const big = JSON.stringify([
+        { action: 15, channel: 'x', msgSerial: 0, messages: [{ data: 'x'.repeat(1_100_000) }] },
+      ])
+      const r = await fetch(`${base}/send`, { method: 'POST', body: big })
+      expect(r.status).toBe(200)
+      const pms = (await r.json()) as Array<{ action: number; error?: { code: number } }>
+      expect(pms.at(-1)).toMatchObject({ action: 9, error: { code: 40009 } })
+    })
+
     test('a send that is not an array of protocol messages fails the connection with ERROR 40000 (no 500)', async () => {
       const { base } = await rawConnect()
       for (const body of ['not json', '{"action":0}']) {

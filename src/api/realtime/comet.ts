@@ -131,13 +131,16 @@ export class CometTransport implements Transport {
   async sendRequest(request: Request): Promise<Response> {
     const conn = this.conn
     if (!conn) return unknown()
-    const text = await request.text()
-    if (text.length > this.host.maxFrameSize * 4) {
-      conn.fail(
-        new GatewayError(40009, `Frame too large (${text.length} bytes; the limit is ${this.host.maxFrameSize})`),
-      )
+    const limit = this.host.maxFrameSize * 2
+    const tooLarge = (n: number) => {
+      conn.fail(new GatewayError(40009, `Frame too large (${n} bytes; the limit is ${limit})`))
       return body(this.take())
     }
+    // a declared length over the bound is refused unread (a chunked one stops at the runtime's body limit)
+    const declared = Number(request.headers.get('content-length') ?? 0)
+    if (declared > limit) return tooLarge(declared)
+    const text = await request.text()
+    if (text.length > limit) return tooLarge(text.length)
     let items: unknown
     try {
       if (jsonTooDeep(text, MAX_DEPTH)) throw new Error('too deep')
