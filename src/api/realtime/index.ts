@@ -8,10 +8,9 @@ import {
   type ProtocolMessage,
   type RealtimeLimits,
 } from '../../core/connections'
-import { GatewayError } from '../../errors'
+import { asGatewayError, GatewayError } from '../../errors'
 import type { Logger } from '../../lib/logger'
 import type { CorsPolicy } from '../plugins/cors'
-import { toGatewayError } from '../plugins/errors'
 import { decodeFrame, type ClientFrame, type Format } from './frames'
 import { cometRoutes } from './comet'
 import { SocketTransport, type SocketData } from './socket'
@@ -56,7 +55,7 @@ export function receiveFrame(
   try {
     pm = decodeFrame(raw, format)
   } catch (e) {
-    return conn.fail(toGatewayError('UNKNOWN', e))
+    return conn.fail(asGatewayError(e))
   }
   conn.receive(pm)
 }

@@ -1,7 +1,6 @@
 import type { Principal } from '../auth/principal'
 import { checkChannelName } from '../model/names'
-import { GatewayError } from '../../errors'
-import { asGatewayError } from '../model/batch'
+import { asGatewayError, GatewayError } from '../../errors'
 import type { ConnectionServices } from './services'
 import { Attachment, type AttachmentHost } from './attachment'
 import {

@@ -1,5 +1,5 @@
 import { newConnectionId } from '../auth/connection-keys'
-import { GatewayError } from '../../errors'
+import { asGatewayError, GatewayError } from '../../errors'
 import type { Logger } from '../../lib/logger'
 import { metrics, trackConnections } from '../../lib/metrics'
 import type { PublishMemory } from './acks'
@@ -120,12 +120,7 @@ export class ConnectionRegistry {
 
   /** An error that is not the gateway's own: logged with its stack, answered as 50000. */
   private unexpected(e: unknown): GatewayError {
-    if (e instanceof GatewayError) return e
-    this.log.error('unhandled error', {
-      code: 'UNKNOWN',
-      error: e instanceof Error ? (e.stack ?? e.message) : String(e),
-    })
-    return new GatewayError(50000, 'Internal error')
+    return asGatewayError(e, this.log, { code: 'UNKNOWN' })
   }
 
   /**
