@@ -32,6 +32,8 @@ export class Attachment implements SessionSink {
   /** Counted in the channel's occupancy as this, until it closes. */
   role?: OccupancyRole
   appId?: string
+  /** The channel counted in occupancy when `channel` is a filtered channel's name (its base channel). */
+  base?: string
   private closed = false
   /** Which entries this attachment delivers (by its modes and the connection's `echo`). */
   private readonly filter: DeliveryFilter
@@ -98,6 +100,6 @@ export class Attachment implements SessionSink {
     if (this.closed) return
     this.closed = true
     this.session?.close()
-    if (this.role) this.host.core.occupancy.detach(this.appId!, this.channel, this.role)
+    if (this.role) this.host.core.occupancy.detach(this.appId!, this.base ?? this.channel, this.role)
   }
 }
