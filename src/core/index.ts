@@ -8,6 +8,7 @@ import { OnBehalf } from './channels/on-behalf'
 import { MutableMessages, type MutableSettings } from './channels/mutable-messages'
 import { ChatService, DEFAULT_TYPING_TIMEOUT_MS } from './chat/chat-service'
 import { DataGuard } from './control/data-guard'
+import { AppRemoval } from './control/app-removal'
 import { Integrations, type IntegrationSettings } from './control/integrations'
 import { Management } from './control/management'
 import { RulesEngine } from './rules/rules-engine'
@@ -92,8 +93,10 @@ export function createCore(backend: Backend, clock: Clock, s: CoreSettings): Cor
   // push relay (PUSH_WEBHOOK_URL) is the operator's own, so it may be anywhere
   const webhooks = new WebhookDispatcher(createPoster({ allowPrivate: s.webhookAllowPrivateTargets }), clock, s, stats)
   const rules = new RulesEngine(backend.control, backend.queues, webhooks, clock, () => {}, backend.queueBroker)
-  const management = new Management(backend.control, clock)
-  const presence = new PresenceService(backend.broker, backend.presence, namespaces, limits)
+  const appRemoval = new AppRemoval(backend.control, backend.queues, backend.queueBroker)
+  const removeApp = (appId: string) => appRemoval.remove(appId)
+  const management = new Management(backend.control, clock, removeApp)
+  const presence = new PresenceService(backend.broker, backend.presence, namespaces, limits, rules)
   const dataGuard = new DataGuard(backend.control)
   const connectionKeys = new ConnectionKeys(backend.control, backend.marks, clock, s.connectionMarksPerApp)
   const endedConnections = new EndedConnections(backend.marks, s.connectionMarksPerApp)
@@ -161,7 +164,7 @@ export function createCore(backend: Backend, clock: Clock, s: CoreSettings): Cor
     integrations: new Integrations(management, backend.control, backend.queues, clock, s, backend.queueBroker),
     webhooks,
     push,
-    sandbox: new Sandbox(backend.control, presence, stats, clock),
+    sandbox: new Sandbox(backend.control, presence, stats, clock, removeApp),
     objects: new ObjectService(backend.objects, backend.broker, namespaces, hub, clock, limits),
     chat: new ChatService(backend.broker, backend.chat, backend.presence, occupancy, stats, limits, clock, {
       maxMessageSize: s.maxMessageSize,
