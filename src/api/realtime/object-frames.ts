@@ -1,17 +1,10 @@
-import { SITE_CODE } from '../../core/objects/live-service'
-import { syncMessage, type LiveObjectRecord } from '../../core/objects/live-state'
-import type { MapEntry, ObjectData } from '../../core/objects/live-wire'
-import type { Message } from '../../core/types'
+import { Action, SITE_CODE, type MapEntry, type Message, type ObjectData } from '../../core/connections'
 import { fromBase64 } from '../../lib/encoding'
-import { Action } from './protocol'
 
 /**
  * OBJECT and OBJECT_SYNC frames (shared/reference/ably-liveobjects.md §3, §4, §8). Operations and
  * states are kept in the JSON wire form; msgpack carries `bytes` values as binary.
  */
-
-/** ObjectMessages an OBJECT_SYNC page holds at most (a page is one frame). */
-const SYNC_PAGE = 100
 
 const binaryData = (d: ObjectData | undefined) => {
   if (d?.bytes !== undefined) (d as { bytes: unknown }).bytes = fromBase64(d.bytes)
@@ -51,30 +44,12 @@ export function objectDelivery(entries: Message[], channel: string, binary: bool
   return { action: Action.OBJECT, channel, channelSerial, state: entries.map((m) => objectMessage(m, binary)) }
 }
 
-let syncs = 0
-/** A sync id: `[A-Za-z0-9_-]+`, as the plugin parses it. */
-const syncId = () => `s${(++syncs).toString(36)}${Math.random().toString(36).slice(2, 8)}`
-
-/**
- * The OBJECT_SYNC protocol messages of a snapshot: pages of SYNC_PAGE objects with `<syncId>:<cursor>`, the
- * last one with an empty cursor (the sync ends there). Always at least one page: root is in every
- * snapshot, and a page without `state` would never end the sync.
- */
-export function syncMessages(records: LiveObjectRecord[], channel: string, binary: boolean): object[] {
-  const id = syncId()
-  const pages: object[] = []
-  for (let i = 0; i < records.length || i === 0; i += SYNC_PAGE) {
-    const last = i + SYNC_PAGE >= records.length
-    const state = records.slice(i, i + SYNC_PAGE).map((r) => {
-      const m = syncMessage(r, SITE_CODE) as { object: Record<string, any> }
-      if (binary) {
-        binaryEntries(m.object.map?.entries)
-        binaryEntries(m.object.createOp?.mapCreate?.entries)
-      }
-      return m
-    })
-    const channelSerial = `${id}:${last ? '' : String(i + SYNC_PAGE)}`
-    pages.push({ action: Action.OBJECT_SYNC, channel, channelSerial, state })
+/** An OBJECT_SYNC as the connection hands it over (JSON wire form) for `binary`: `bytes` values as binary. */
+export function syncForWire(pm: { state?: Array<{ object?: Record<string, any> }> }, binary: boolean): object {
+  if (!binary || !pm.state) return pm
+  for (const m of pm.state) {
+    binaryEntries(m.object?.map?.entries)
+    binaryEntries(m.object?.createOp?.mapCreate?.entries)
   }
-  return pages
+  return pm
 }

@@ -1,12 +1,11 @@
-import type { Core } from '../../core'
-import { checkChannelName } from '../../core/model/names'
-import { SITE_CODE } from '../../core/objects/live-service'
-import { GatewayError } from '../../errors'
-import { toGatewayError } from '../plugins/errors'
-import type { Format } from './frames'
-import { syncMessages } from './object-frames'
-import { Flag, loggedName, wireError, type ProtocolMessage } from './protocol'
+import { asGatewayError, GatewayError } from '../../errors'
+import { checkChannelName } from '../model/names'
+import { SITE_CODE } from '../objects/live-service'
+import { syncMessage } from '../objects/live-state'
+import type { LiveObjectRecord } from '../objects/ports'
+import { Action, Flag, loggedName, wireError, type ProtocolMessage } from './protocol'
 import type { PublishHost, Publishes } from './publishes'
+import type { ConnectionServices } from './services'
 
 /**
  * The realtime side of the plugin's LiveObjects, kept apart from the connection so that it hooks
@@ -14,7 +13,6 @@ import type { PublishHost, Publishes } from './publishes'
  * durable), the OBJECT_SYNC after every ATTACHED of an object subscriber, and what CONNECTED tells.
  */
 export interface ObjectHost extends PublishHost {
-  readonly format: Format
   readonly publishes: Publishes
   /** Sends a protocol message that is an answer (not paused with deliveries). */
   send(pm: object): void
@@ -23,7 +21,7 @@ export interface ObjectHost extends PublishHost {
 }
 
 /** What `connectionDetails` carries for LiveObjects (apply-on-ACK needs the site code). */
-export const objectDetails = (core: Core) => ({
+export const objectDetails = (core: ConnectionServices) => ({
   siteCode: SITE_CODE,
   objectsGCGracePeriod: core.liveObjects.s.gcGraceMs,
 })
@@ -49,7 +47,7 @@ export function publishObjects(host: ObjectHost, pm: ProtocolMessage): void {
         )
       // resumed here without the publish memory of the node it came from (that node died): a
       // resend found in the channel's log is answered with its serials, not applied again
-      if (host.publishes.unknownPastUntil > Date.now() && Array.isArray(pm.state)) {
+      if (host.publishes.unknownPastUntil > host.core.clock.now() && Array.isArray(pm.state)) {
         const resend = { msgSerial: slot.msgSerial, count: pm.state.length }
         const [before] = await host.core.channels.publishedBefore(host.principalOf, channel, host.id, [resend])
         if (before) return acks.ack(slot, before)
@@ -62,7 +60,7 @@ export function publishObjects(host: ObjectHost, pm: ProtocolMessage): void {
       })
       acks.ack(slot, serials)
     } catch (e) {
-      const err = toGatewayError('UNKNOWN', e)
+      const err = asGatewayError(e)
       host.log.debug('realtime object publish refused', {
         connectionId: host.id,
         channel: loggedName(pm.channel),
@@ -84,8 +82,33 @@ export async function sendObjectSync(host: ObjectHost, channel: string, wireName
   const records = await host.core.liveObjects.snapshot(host.principalOf, channel)
   // a page at a time, each once the socket has room: a large tree to a slow reader is paced, never
   // piled up in memory (nor a reason to cut the client as one that does not read its answers)
-  for (const pm of syncMessages(records, wireName, host.format === 'msgpack')) {
+  for (const pm of syncMessages(records, wireName)) {
     await host.room()
     host.send(pm)
   }
+}
+
+/** ObjectMessages an OBJECT_SYNC page holds at most (a page is one frame). */
+const SYNC_PAGE = 100
+
+let syncs = 0
+/** A sync id: `[A-Za-z0-9_-]+`, as the plugin parses it. */
+const syncId = () => `s${(++syncs).toString(36)}${Math.random().toString(36).slice(2, 8)}`
+
+/**
+ * The OBJECT_SYNC protocol messages of a snapshot (states in the JSON wire form; the transport
+ * carries `bytes` as binary in msgpack): pages of SYNC_PAGE objects with `<syncId>:<cursor>`, the
+ * last one with an empty cursor (the sync ends there). Always at least one page: root is in every
+ * snapshot, and a page without `state` would never end the sync.
+ */
+export function syncMessages(records: LiveObjectRecord[], channel: string): object[] {
+  const id = syncId()
+  const pages: object[] = []
+  for (let i = 0; i < records.length || i === 0; i += SYNC_PAGE) {
+    const last = i + SYNC_PAGE >= records.length
+    const state = records.slice(i, i + SYNC_PAGE).map((r) => syncMessage(r, SITE_CODE))
+    const channelSerial = `${id}:${last ? '' : String(i + SYNC_PAGE)}`
+    pages.push({ action: Action.OBJECT_SYNC, channel, channelSerial, state })
+  }
+  return pages
 }

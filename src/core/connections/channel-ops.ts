@@ -1,9 +1,8 @@
-import type { Principal } from '../../core/auth/principal'
-import { checkChannelName } from '../../core/model/names'
-import { isFiltered, parseFilteredChannel } from '../../core/channels/filtered-channel'
-import { GatewayError } from '../../errors'
-import { toGatewayError } from '../plugins/errors'
-import type { Core } from '../../core'
+import type { Principal } from '../auth/principal'
+import { checkChannelName } from '../model/names'
+import { isFiltered, parseFilteredChannel } from '../channels/filtered-channel'
+import { asGatewayError, GatewayError } from '../../errors'
+import type { ConnectionServices } from './services'
 import { Attachment, type AttachmentHost } from './attachment'
 import {
   Action,
@@ -24,7 +23,7 @@ import { sendObjectSync, type ObjectHost } from './object-ops'
 
 /** What channel operations need of their connection. */
 export interface ChannelHost extends AttachmentHost, ObjectHost {
-  readonly core: Core
+  readonly core: ConnectionServices
   readonly s: RealtimeSettings
   readonly principalOf: Principal
   readonly presence: PresenceOps
@@ -140,12 +139,12 @@ export class ChannelOps {
     try {
       channel = isFiltered(name) ? (parseFilteredChannel(name), name) : checkChannelName(name)
     } catch (e) {
-      const err = toGatewayError('UNKNOWN', e)
+      const err = asGatewayError(e)
       return refused ? refused(err) : this.channelError(name, err, pm.action)
     }
     const run = (this.queues?.get(channel) ?? Promise.resolve()).then(() =>
       op(channel).catch((e) => {
-        const err = toGatewayError('UNKNOWN', e)
+        const err = asGatewayError(e)
         if (refused) return refused(err)
         this.attachments.get(channel)?.close()
         this.attachments.delete(channel)
@@ -276,7 +275,7 @@ export class ChannelOps {
     if (modes & Flag.OBJECT_SUBSCRIBE) {
       // LiveObjects (object-ops.ts): a full sync after every ATTACHED
       att.reattached = () =>
-        void sendObjectSync(this.conn, channel, wireName).catch((e) => this.conn.fail(toGatewayError('UNKNOWN', e)))
+        void sendObjectSync(this.conn, channel, wireName).catch((e) => this.conn.fail(asGatewayError(e)))
       await sendObjectSync(this.conn, channel, wireName)
     }
   }

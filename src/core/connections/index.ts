@@ -1,0 +1,17 @@
+/**
+ * The realtime connection's public surface, for the transports' adapters (api/realtime): the
+ * registry that opens connections on a transport, the connection a transport hands client
+ * protocol messages to, the Transport port it writes through, and the protocol's vocabulary.
+ */
+export { ConnectionRegistry } from './registry'
+export { Connection, type ConnectParams } from './connection'
+export type { Transport, DeliveryFilter } from './transport'
+export type { ConnectionServices } from './services'
+export { systemTimers, type Timers } from './timers'
+export { Action, type ProtocolMessage } from './protocol'
+export type { RealtimeLimits, RealtimeSettings } from './settings'
+export { presenceFromEntry } from '../presence/presence-service'
+export type { Message, PresenceMessage } from '../types'
+/** What the transports need to frame LiveObjects (object-ops.ts). */
+export { SITE_CODE } from '../objects/live-service'
+export type { MapEntry, ObjectData } from '../objects/ports'

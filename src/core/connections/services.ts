@@ -1,0 +1,27 @@
+import type { Authenticator } from '../auth/authenticator'
+import type { ConnectionKeys } from '../auth/connection-keys'
+import type { EndedConnections } from '../auth/ended-connections'
+import type { ChannelService } from '../channels/channel-service'
+import type { Occupancy } from '../fanout/occupancy'
+import type { Streams } from '../fanout/streams'
+import type { Clock } from '../ports'
+import type { PresenceService } from '../presence/presence-service'
+import type { StatsService } from '../stats/stats-service'
+import type { LiveObjectService } from '../objects/live-service'
+import type { ConnectionPresence } from './connection-presence'
+
+/** The core services a realtime connection uses (the node's `Core` is one; unit tests pass their own). */
+export interface ConnectionServices {
+  clock: Clock
+  auth: Authenticator
+  connectionKeys: ConnectionKeys
+  endedConnections: EndedConnections
+  connectionPresence: ConnectionPresence
+  presence: PresenceService
+  streams: Streams
+  occupancy: Occupancy
+  stats: StatsService
+  channels: ChannelService
+  /** The plugin's LiveObjects (object-ops.ts). */
+  liveObjects: LiveObjectService
+}
