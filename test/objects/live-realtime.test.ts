@@ -92,6 +92,24 @@ describe.each(FORMATS)('LiveObjects plugin over %s', (_format, binary) => {
     expect(bytes(c.root.get('m').get('inner').value())).toEqual([...Buffer.from('hi')])
   })
 
+  test('over comet (long polling) as over WebSocket: operations, echo, sync', async () => {
+    const name = fresh('lo-comet')
+    const comet = () =>
+      connectedClient(
+        rt.port,
+        { key: rt.gw.key, plugins: { LiveObjects }, transports: ['comet'] } as Ably.ClientOptions,
+        binary,
+      )
+    const a = await rootOf(await comet(), name)
+    const b = await rootOf(await client(), name)
+    await a.root.set('n', LiveCounter.create(1))
+    await a.root.get('n').increment(2)
+    await eventually(() => expect(b.root.get('n')?.value()).toBe(3))
+    await b.root.get('n').increment(4)
+    await eventually(() => expect(a.root.get('n').value()).toBe(7))
+    expect((await rootOf(await comet(), name)).root.compact()).toEqual({ n: 7 })
+  })
+
   test('subscriptions fire for operations made by another client', async () => {
     const name = fresh('lo-sub')
     const a = await rootOf(await client(), name)
