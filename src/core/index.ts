@@ -22,6 +22,7 @@ import { RateLimiter, type LimitSettings } from './limits/rate-limiter'
 import { ObjectService } from './objects/object-service'
 import { ConnectionPresence, type ConnectionPresenceSettings } from './presence/connection-presence'
 import { PresenceService } from './presence/presence-service'
+import { OccupancyEvents } from './presence/occupancy-events'
 import { PushService, type PushSettings } from './push/push-service'
 import type { Backend, Clock } from './ports'
 import { StatsService } from './stats/stats-service'
@@ -62,6 +63,8 @@ export interface Core {
   hub: Hub
   /** Attachments per channel by role, on this node and (clusters) every node. */
   occupancy: Occupancy
+  /** `[meta]occupancy` events for attachments that ask for them (`occupancy=metrics`). */
+  occupancyEvents: OccupancyEvents
   /** Opening and tracking subscription streams for every transport. */
   streams: Streams
   limits: RateLimiter
@@ -128,6 +131,7 @@ export function createCore(backend: Backend, clock: Clock, s: CoreSettings): Cor
     namespaces,
     hub,
     occupancy,
+    occupancyEvents: new OccupancyEvents(occupancy, presence, hub, clock),
     streams: new Streams(hub, occupancy, backend.broker, auth, backend.control, backend.revocations, clock, stats),
     limits,
     stats,

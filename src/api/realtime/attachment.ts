@@ -6,6 +6,8 @@ import type { OccupancyRole } from '../../core/fanout/occupancy'
 import { batchFrames, deliveryFrame, type Format, type Frame } from './frames'
 import { delivered } from './metrics'
 import { Action, Flag } from './protocol'
+import { occupancyFrame } from './occupancy-frames'
+import type { OccupancyEvent } from '../../core/presence/occupancy-events'
 
 /** What an attachment needs of its connection. */
 export interface AttachmentHost {
@@ -34,6 +36,8 @@ export class Attachment implements SessionSink {
   /** Counted in the channel's occupancy as this, until it closes. */
   role?: OccupancyRole
   appId?: string
+  /** Ends the occupancy events of an `occupancy=metrics` attachment. */
+  unwatch?: () => void
   private closed = false
 
   constructor(
@@ -88,6 +92,11 @@ export class Attachment implements SessionSink {
     return more
   }
 
+  /** An occupancy event (`occupancy=metrics`), once ATTACHED went out. */
+  occupancy(e: OccupancyEvent): void {
+    if (!this.closed && this.attached) this.host.deliver(occupancyFrame(this.channel, e, this.host.format))
+  }
+
   /** A resume gap found after ATTACHED: an update without RESUMED carrying the error (the client sees the discontinuity). */
   notice(err: GatewayError): void {
     if (!this.closed) this.sendAttached(this.session?.positions[0] ?? '', err, this.flags & ~Flag.RESUMED)
@@ -104,6 +113,7 @@ export class Attachment implements SessionSink {
     if (this.closed) return
     this.closed = true
     this.session?.close()
+    this.unwatch?.()
     if (this.role) this.host.core.occupancy.detach(this.appId!, this.channel, this.role)
   }
 }

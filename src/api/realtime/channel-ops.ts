@@ -17,6 +17,7 @@ import {
 import type { AckQueue, AckSlot } from './acks'
 import type { PresenceOps } from './presence-ops'
 import { parseRewind } from './rewind'
+import { wantsOccupancy } from './occupancy-frames'
 import type { RealtimeSettings } from './settings'
 import type { Logger } from '../../lib/logger'
 
@@ -204,6 +205,9 @@ export class ChannelOps {
     const rewind = resuming ? undefined : parsed
     const echoed: Record<string, string> = {}
     for (const [k, v] of Object.entries(params)) if (RECOGNISED_PARAMS.has(k)) echoed[k] = String(v)
+    // occupancy events need channel-metadata; without it the attach goes on, without events
+    const occupancy = wantsOccupancy(params) && principal.capability.allows(channel, 'channel-metadata')
+    if (occupancy) echoed.occupancy = 'metrics'
 
     let flags = 0
     let error: GatewayError | undefined
@@ -249,6 +253,8 @@ export class ChannelOps {
         ...(Object.keys(echoed).length ? { params: echoed } : {}),
       })
     if (members.length) await this.conn.presence.sync(channel, members)
+    if (occupancy && this.attachments.get(channel) === att)
+      att.unwatch = core.occupancyEvents.watch(principal.appId, channel, att)
   }
 
   /** New credentials: attachments the capability no longer allows fail; the others carry on under them. */
