@@ -5,6 +5,7 @@ import { EndedConnections, type EndedConnectionSettings } from './auth/ended-con
 import { TokenRevocations } from './auth/token-revocations'
 import { ChannelService, type ChannelSettings } from './channels/channel-service'
 import { OnBehalf } from './channels/on-behalf'
+import { AnnotationService } from './channels/annotation-service'
 import { MutableMessages, type MutableSettings } from './channels/mutable-messages'
 import { ChatService, DEFAULT_TYPING_TIMEOUT_MS } from './chat/chat-service'
 import { DataGuard } from './control/data-guard'
@@ -75,6 +76,8 @@ export interface Core {
   channels: ChannelService
   /** Message updates, deletes and appends; one message and its versions. */
   messages: MutableMessages
+  /** Annotations of messages and their summaries. */
+  annotations: AnnotationService
   management: Management
   sandbox: Sandbox
   objects: ObjectService
@@ -100,6 +103,7 @@ export function createCore(backend: Backend, clock: Clock, s: CoreSettings): Cor
   const dataGuard = new DataGuard(backend.control)
   const connectionKeys = new ConnectionKeys(backend.control, backend.marks, clock, s.connectionMarksPerApp)
   const endedConnections = new EndedConnections(backend.marks, s.connectionMarksPerApp)
+  const annotations = new AnnotationService(backend.broker, backend.annotations, limits, s.maxMessageSize)
   const messages = new MutableMessages(backend.broker, backend.versions, namespaces, limits, stats, s)
   const push = new PushService(
     backend.push,
@@ -151,15 +155,26 @@ export function createCore(backend: Backend, clock: Clock, s: CoreSettings): Cor
       new OnBehalf(connectionKeys, endedConnections),
     ),
     messages,
+    annotations,
     management,
     integrations: new Integrations(management, backend.control, backend.queues, clock, s, backend.queueBroker),
     webhooks,
     push,
     sandbox: new Sandbox(backend.control, presence, stats, clock),
     objects: new ObjectService(backend.objects, backend.broker, namespaces, hub, clock, limits),
-    chat: new ChatService(backend.broker, backend.chat, backend.presence, occupancy, stats, limits, clock, {
-      maxMessageSize: s.maxMessageSize,
-      typingTimeoutMs: DEFAULT_TYPING_TIMEOUT_MS,
-    }),
+    chat: new ChatService(
+      backend.broker,
+      backend.chat,
+      backend.presence,
+      occupancy,
+      annotations,
+      stats,
+      limits,
+      clock,
+      {
+        maxMessageSize: s.maxMessageSize,
+        typingTimeoutMs: DEFAULT_TYPING_TIMEOUT_MS,
+      },
+    ),
   }
 }

@@ -6,9 +6,11 @@ import type { ErrorBody } from '../errors'
  * travels through the broker, the rings, resume and the hub the same way, so each transport gets
  * all of a channel's events in one order, exactly once. Absent means a channel message;
  * `mutation`: a new version of an earlier message (update, delete or append, see `Mutation`),
- * delivered as a message but not an item of message history.
+ * delivered as a message but not an item of message history; `annotation` and `summary`: an
+ * annotation of a message and the message's summary after it (channels/annotation-entries.ts),
+ * delivered live only (ephemeral), never kept in the log.
  */
-export type EntryKind = 'presence' | 'mutation'
+export type EntryKind = 'presence' | 'mutation' | 'annotation' | 'summary'
 
 /** Who made a change of a message and why (the operation of an update, delete or append). */
 export interface Operation {

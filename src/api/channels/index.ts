@@ -8,6 +8,7 @@ import { PUBLISH_ROUTE, type PublishHandler, type PublishParty } from './publish
 import { paginated, pageOf } from '../pagination'
 import { historyQuery, intParam, statsQuery, untilSerial } from '../query'
 import { messageRoutes } from './message-routes'
+import { annotationRoutes } from './annotation-routes'
 import * as M from './model'
 import { batchPublishToWire, messageToWire, presenceToWire, protocolVersion } from './wire'
 
@@ -233,3 +234,4 @@ export const channelRoutes = (core: Core, publish: PublishHandler) =>
       },
     )
     .use(messageRoutes(core))
+    .use(annotationRoutes(core))

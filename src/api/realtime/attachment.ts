@@ -9,6 +9,14 @@ import { Action, Flag } from './protocol'
 import { occupancyFrame } from './occupancy-frames'
 import type { OccupancyEvent } from '../../core/presence/occupancy-events'
 
+/** The mode an attachment needs to receive each kind of delivery frame. */
+const MODE_OF = {
+  message: Flag.SUBSCRIBE,
+  summary: Flag.SUBSCRIBE,
+  presence: Flag.PRESENCE_SUBSCRIBE,
+  annotation: Flag.ANNOTATION_SUBSCRIBE,
+} as const
+
 /** What an attachment needs of its connection. */
 export interface AttachmentHost {
   readonly id: string
@@ -79,7 +87,7 @@ export class Attachment implements SessionSink {
     if (this.closed) return true
     let more = true
     for (const f of batchFrames(batch, this.channel, this.host.format)) {
-      if (!(this.modes & (f.kind === 'presence' ? Flag.PRESENCE_SUBSCRIBE : Flag.SUBSCRIBE))) continue
+      if (!(this.modes & MODE_OF[f.kind])) continue
       if (f.kind === 'message' && !this.host.echo && f.entries.some((m) => m.connectionId === this.host.id)) {
         const others = f.entries.filter((m) => m.connectionId !== this.host.id)
         if (others.length) more = this.host.deliver(deliveryFrame(others, this.channel, this.host.format).frame)

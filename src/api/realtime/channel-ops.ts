@@ -235,7 +235,7 @@ export class ChannelOps {
     }
     att.appId = principal.appId
     core.occupancy.attach(principal.appId, channel, att.role)
-    if (modes & (Flag.SUBSCRIBE | Flag.PRESENCE_SUBSCRIBE)) {
+    if (modes & (Flag.SUBSCRIBE | Flag.PRESENCE_SUBSCRIBE | Flag.ANNOTATION_SUBSCRIBE)) {
       att.session = core.streams.create(
         { principal, channels: [channel], positions, rewind: rewind?.count, rewindMs: rewind?.ms, managed: true },
         att,

@@ -13,6 +13,7 @@ import { ChannelOps } from './channel-ops'
 import { decodeFrame, encodeFrame, type ClientFrame, type Format, type Frame } from './frames'
 import { PresenceOps } from './presence-ops'
 import { Publishes, type PublishHost } from './publishes'
+import { publishAnnotations } from './annotation-ops'
 import { Action, wireError, type ProtocolMessage } from './protocol'
 import type { RealtimeSettings } from './settings'
 
@@ -208,7 +209,11 @@ export class RealtimeConnection implements AttachmentHost, PublishHost {
       }
       case Action.SYNC:
         return this.channels.sync(pm)
-      case Action.ANNOTATION:
+      case Action.ANNOTATION: {
+        const slot = this.publishes.slotFor(pm)
+        if (slot) publishAnnotations(this, pm, slot)
+        return
+      }
       case Action.OBJECT:
         return this.publishes.refuse(
           pm,

@@ -6,6 +6,7 @@ import { messageToWire, presenceToWire } from '../channels/wire'
 import { Action, type ProtocolMessage } from './protocol'
 import { jsonTooDeep } from '../../lib/nesting'
 import { plainMsgpack } from '../plugins/body'
+import { annotationsMessage, summariesMessage } from './annotation-frames'
 
 /**
  * Frames of the realtime protocol: one WebSocket frame is one protocol message, a JSON text
@@ -71,7 +72,7 @@ export function decodeFrame(raw: ClientFrame, format: Format): ProtocolMessage {
 
 /** A frame of delivered entries: all of one kind, with the serial of its last entry. */
 export interface DeliveryFrame {
-  kind: 'message' | 'presence'
+  kind: 'message' | 'presence' | 'annotation' | 'summary'
   /** The encoded frame. */
   frame: Frame
   /** The entries it carries (to tell a connection's own messages apart: echo). */
@@ -108,7 +109,12 @@ export function batchFrames(batch: Message[], channel: string, format: Format): 
 export function deliveryFrame(entries: Message[], channel: string, format: Format): DeliveryFrame {
   const binary = format === 'msgpack'
   const channelSerial = entries[entries.length - 1]!.serial
-  if (entries[0]!.kind === 'presence') {
+  const kind = entries[0]!.kind
+  if (kind === 'annotation' || kind === 'summary') {
+    const pm = (kind === 'annotation' ? annotationsMessage : summariesMessage)(entries, channel)
+    return { kind, frame: encodeFrame(pm, format), entries, channelSerial }
+  }
+  if (kind === 'presence') {
     const presence = entries.map((m) => presenceToWire(presenceFromEntry(m), binary))
     return {
       kind: 'presence',

@@ -4,7 +4,7 @@ import { deliveredBy, metrics } from '../../lib/metrics'
 import type { SessionSink, StreamSession } from '../../core/fanout/session'
 import type { Message } from '../../core/types'
 import { compactSerial, encodeEventId } from '../../core/fanout/resume-token'
-import { entryRecord, errorRecord, keepaliveBytes, payloads, type StreamMode } from './format'
+import { entryRecord, errorRecord, keepaliveBytes, payloads, streamed, type StreamMode } from './format'
 
 export interface ConnectionOptions {
   mode: StreamMode
@@ -103,8 +103,10 @@ export class EventStreamConnection implements SessionSink {
     })
   }
 
-  deliver(index: number, batch: Message[]): boolean {
+  deliver(index: number, all: Message[]): boolean {
     if (this.closed) return true
+    const batch = streamed(all)
+    if (!batch.length) return true
     delivered.value += batch.length
     const { mode, enveloped, channels, hash } = this.o
     const channel = channels[index]!
