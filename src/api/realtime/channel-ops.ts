@@ -1,5 +1,6 @@
 import type { Principal } from '../../core/auth/principal'
 import { checkChannelName } from '../../core/model/names'
+import { dropsRefusals } from '../../core/model/sub-channels'
 import { GatewayError } from '../../errors'
 import { toGatewayError } from '../plugins/errors'
 import type { Core } from '../../core'
@@ -108,6 +109,7 @@ export class ChannelOps {
           code: err.code,
           error: err.message,
         })
+        if (typeof pm.channel === 'string' && dropsRefusals(pm.channel)) return this.conn.acks.ack(slot, [null])
         this.conn.acks.nack(slot, wireError(err))
       },
     )
