@@ -103,7 +103,7 @@ export function createCore(backend: Backend, clock: Clock, s: CoreSettings): Cor
   const dataGuard = new DataGuard(backend.control)
   const connectionKeys = new ConnectionKeys(backend.control, backend.marks, clock, s.connectionMarksPerApp)
   const endedConnections = new EndedConnections(backend.marks, s.connectionMarksPerApp)
-  const annotations = new AnnotationService(backend.broker, backend.annotations, limits, s.maxMessageSize)
+  const annotations = new AnnotationService(backend.broker, backend.annotations, namespaces, limits, s.maxMessageSize)
   const messages = new MutableMessages(backend.broker, backend.versions, namespaces, limits, stats, s)
   const push = new PushService(
     backend.push,

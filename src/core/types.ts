@@ -70,6 +70,8 @@ export interface Message {
    * version. Never set on log entries: serial and timestamp stay the message's own.
    */
   version?: MessageVersion
+  /** A message read with its annotations' summary (history, one message), keyed by annotation type. */
+  annotations?: { summary: Record<string, unknown> }
 }
 
 /** A message before the broker has given it a serial and timestamp. */

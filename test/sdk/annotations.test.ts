@@ -3,9 +3,9 @@
  * `@ably/chat` (latest 1.x, from npm) reach another client as summaries of each type and as raw
  * reactions (rawMessageReactions); pub/sub annotations with the official `ably` client (realtime
  * publish and delete, REST publish and paginated get, subscription with the annotation_subscribe
- * mode, summaries to plain subscribers); refusals.
+ * mode, summaries to plain subscribers and in history and getMessage); refusals.
  */
-import { describe, expect, test } from 'bun:test'
+import { beforeAll, describe, expect, test } from 'bun:test'
 import * as Ably from 'ably'
 import {
   ChatClient,
@@ -15,10 +15,13 @@ import {
   type MessageReactionSummaryEvent,
 } from '@ably/chat'
 import { addKey } from '../helpers/gateway'
+import { freshMutable, mutableNamespace } from '../helpers/mutable'
 import { rawConnected } from '../helpers/realtime-raw'
 import { connectedClient, FORMATS, fresh, realtimeGateway } from '../helpers/realtime'
 
 const rt = realtimeGateway()
+// annotations need the mutableMessages rule, as on the hosted service (93002 elsewhere)
+beforeAll(() => mutableNamespace(rt.gw))
 
 /** Everything `subscribe` hands over; `until(check)` resolves with the first item (from now on or already seen) `check` accepts. */
 function seen<T>(subscribe: (cb: (x: T) => void) => void) {
@@ -117,7 +120,7 @@ describe.each(FORMATS)('@ably/chat message reactions over %s', (_format, binary)
 
 describe.each(FORMATS)('pub/sub annotations over %s', (_format, binary) => {
   test('realtime publish and delete, subscription with the mode, summaries to subscribers, REST get pages', async () => {
-    const channelName = fresh('ann')
+    const channelName = freshMutable('ann')
     const pub = await connectedClient(rt.port, { key: rt.gw.key, clientId: 'ann' }, binary)
     const sub = await connectedClient(rt.port, { key: rt.gw.key, clientId: 'sub' }, binary)
     const pubCh = pub.channels.get(channelName)
@@ -188,10 +191,23 @@ describe.each(FORMATS)('pub/sub annotations over %s', (_format, binary) => {
       ['annotation.create', '🎉'],
     ])
     expect((await second!.first()).items).toHaveLength(4)
+    // history and getMessage carry the message's summary
+    const expected = {
+      'emoji:distinct.v1': { '🎉': { total: 1, clientIds: ['resty'], clipped: false } },
+      'metrics:total.v1': { total: 1 },
+      'votes:multiple.v1': {
+        up: { total: 3, clientIds: { ann: 3 }, totalUnidentified: 0, clipped: false, totalClientIds: 1 },
+      },
+      'receipts:flag.v1': { total: 1, clientIds: ['ann'], clipped: false },
+    }
+    const [inHistory] = (await restCh.history({ limit: 1 })).items
+    expect(inHistory!.serial).toBe(original.serial)
+    expect(inHistory!.annotations?.summary).toEqual(expected)
+    expect((await restCh.getMessage(original.serial!)).annotations?.summary).toEqual(expected)
   })
 
   test('a subscriber without the annotation_subscribe mode gets summaries, no annotations', async () => {
-    const channelName = fresh('ann-nomode')
+    const channelName = freshMutable('ann-nomode')
     const client = await connectedClient(rt.port, { key: rt.gw.key, clientId: 'x' }, binary)
     const ch = client.channels.get(channelName)
     const messages = seen<Ably.InboundMessage>((cb) => void ch.subscribe(cb))
@@ -203,14 +219,19 @@ describe.each(FORMATS)('pub/sub annotations over %s', (_format, binary) => {
     await messages.until((x) => x.action === 'message.summary')
   })
 
-  test('refusals: no capability, a bad type, a missing name, annotations on a chat room channel', async () => {
-    const channelName = fresh('ann-refused')
+  test('refusals: no capability, a bad type, a missing name, no mutableMessages rule, a chat room channel', async () => {
+    const channelName = freshMutable('ann-refused')
     const client = await connectedClient(rt.port, { key: rt.gw.key, clientId: 'x' }, binary)
     const ch = client.channels.get(channelName)
     await ch.attach()
     const serial = (await ch.publish('m', 'x'), (await ch.history()).items[0]!.serial!)
     await expect(ch.annotations.publish(serial, { type: 'nosuchform' })).rejects.toMatchObject({ code: 40003 })
     await expect(ch.annotations.publish(serial, { type: 'r:distinct.v1' })).rejects.toMatchObject({ code: 40003 })
+    const plain = client.channels.get(fresh('plain'))
+    await plain.publish('m', 'x')
+    await expect(plain.annotations.publish(serial, { type: 'r:distinct.v1', name: 'a' })).rejects.toMatchObject({
+      code: 93002,
+    })
     const room = client.channels.get(`${fresh('room')}::$chat`)
     await expect(room.annotations.publish(serial, { type: 'reaction:distinct.v1', name: 'a' })).rejects.toMatchObject({
       code: 40160,

@@ -48,7 +48,11 @@ export const channelRoutes = (core: Core, publish: PublishHandler) =>
       '/channels/:channel/messages',
       async ({ request, query, params, principal }) => {
         const hq = untilSerial(historyQuery(query), query.from_serial)
-        const history = await core.channels.history(principal, params.channel, { ...hq, limit: hq.limit + 1 })
+        const history = await core.annotations.withSummaries(
+          principal.appId,
+          params.channel,
+          await core.channels.history(principal, params.channel, { ...hq, limit: hq.limit + 1 }),
+        )
         const bin = binaryAllowed(negotiate(request, query))
         return historyPage(
           request,

@@ -7,6 +7,8 @@ import { checkChannelName } from '../model/names'
 import { parseSerial } from '../model/serial'
 import { qualifierOf } from '../model/sub-channels'
 import type { Broker } from '../ports'
+import type { Message } from '../types'
+import type { Namespaces } from '../control/namespaces'
 import { annotationEntry, summaryEntry } from './annotation-entries'
 import { MAX_ANNOTATION_FIELDS, MAX_ANNOTATION_LOG, annotationFromWire, stateOp, summaryOf } from './annotations'
 import { TooManyAnnotations, type Annotation, type AnnotationStore, type AnnotationSummary } from './ports'
@@ -29,6 +31,7 @@ export class AnnotationService {
   constructor(
     private readonly broker: Broker,
     private readonly store: AnnotationStore,
+    private readonly namespaces: Namespaces,
     private readonly limits: Limits,
     private readonly maxMessageSize: number,
   ) {}
@@ -51,6 +54,11 @@ export class AnnotationService {
         `Channel "${channel}" takes annotations (message reactions) only from the Chat REST API (/chat/v4/rooms/{room}/messages/{serial}/reactions)`,
       )
     authorize(p, channel, 'annotation-publish')
+    if (!(await this.namespaces.isMutable(p.appId, channel)))
+      throw new GatewayError(
+        93002,
+        `Channel "${channel}": annotations need the mutableMessages rule on its namespace (message annotations, updates, deletes and appends)`,
+      )
     const items = Array.isArray(input) ? input : [input]
     if (items.length === 0) throw new GatewayError(40001, 'Invalid annotation request: no annotations')
     if (items.length > MAX_ANNOTATIONS_PER_PUBLISH)
@@ -126,11 +134,21 @@ export class AnnotationService {
     return { items: page, next: items.length > q.limit ? String(offset + q.limit) : undefined }
   }
 
-  /** The summaries of those of `serials` that have annotations (history, one message). */
-  async summaries(appId: string, channel: string, serials: string[]): Promise<Map<string, AnnotationSummary>> {
-    const out = new Map<string, AnnotationSummary>()
-    if (!serials.length) return out
-    for (const [serial, state] of await this.store.states(appId, channel, serials)) out.set(serial, summaryOf(state))
-    return out
+  /**
+   * Messages read (history, one message) with their summaries, on channels whose namespace takes
+   * annotations (mutableMessages: no other channel has any, so no other read pays a lookup).
+   */
+  async withSummaries(appId: string, channel: string, messages: Message[]): Promise<Message[]> {
+    if (!messages.length || !(await this.namespaces.isMutable(appId, channel))) return messages
+    const states = await this.store.states(
+      appId,
+      channel,
+      messages.map((m) => m.serial),
+    )
+    if (!states.size) return messages
+    return messages.map((m) => {
+      const state = states.get(m.serial)
+      return state ? { ...m, annotations: { summary: summaryOf(state) } } : m
+    })
   }
 }
