@@ -5,7 +5,7 @@
  * publish and delete, REST publish and paginated get, subscription with the annotation_subscribe
  * mode, summaries to plain subscribers and in history and getMessage); refusals.
  */
-import { beforeAll, describe, expect, test } from 'bun:test'
+import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import * as Ably from 'ably'
 import {
   ChatClient,
@@ -14,7 +14,8 @@ import {
   type MessageReactionRawEvent,
   type MessageReactionSummaryEvent,
 } from '@ably/chat'
-import { addKey } from '../helpers/gateway'
+import { addKey, createTestGateway, type TestGateway } from '../helpers/gateway'
+import { onRedis } from '../helpers/redis-cluster'
 import { freshMutable, mutableNamespace } from '../helpers/mutable'
 import { rawConnected } from '../helpers/realtime-raw'
 import { connectedClient, FORMATS, fresh, realtimeGateway } from '../helpers/realtime'
@@ -22,6 +23,16 @@ import { connectedClient, FORMATS, fresh, realtimeGateway } from '../helpers/rea
 const rt = realtimeGateway()
 // annotations need the mutableMessages rule, as on the hosted service (93002 elsewhere)
 beforeAll(() => mutableNamespace(rt.gw))
+/** On Redis, a second node of the same deployment (embedded is single-node). */
+let other: { gw: TestGateway; port: number } | undefined
+beforeAll(async () => {
+  if (!onRedis()) return
+  const gw = await createTestGateway({ redisUrl: rt.gw.config.redisUrl, redisPrefix: rt.gw.config.redisPrefix })
+  other = { gw, port: Number(new URL(gw.listen()).port) }
+})
+afterAll(async () => {
+  await other?.gw.close()
+})
 
 /** Everything `subscribe` hands over; `until(check)` resolves with the first item (from now on or already seen) `check` accepts. */
 function seen<T>(subscribe: (cb: (x: T) => void) => void) {
@@ -204,6 +215,40 @@ describe.each(FORMATS)('pub/sub annotations over %s', (_format, binary) => {
     expect(inHistory!.serial).toBe(original.serial)
     expect(inHistory!.annotations?.summary).toEqual(expected)
     expect((await restCh.getMessage(original.serial!)).annotations?.summary).toEqual(expected)
+  })
+
+  test.skipIf(!onRedis())('annotations made at once on two nodes: the last summary is the final state', async () => {
+    const channelName = freshMutable('ann-race')
+    const clients = await Promise.all(
+      ['a1', 'a2', 'a3', 'b1', 'b2', 'b3'].map((c) =>
+        connectedClient(c.startsWith('a') ? rt.port : other!.port, { key: rt.gw.key, clientId: c }, binary),
+      ),
+    )
+    const watcher = (await connectedClient(other!.port, { key: rt.gw.key, clientId: 'w' }, binary)).channels.get(
+      channelName,
+    )
+    const messages = seen<Ably.InboundMessage>((cb) => void watcher.subscribe(cb))
+    await watcher.attach()
+    await clients[0]!.channels.get(channelName).publish('m', 'x')
+    const original = await messages.until((m) => m.name === 'm')
+    await Promise.all(
+      clients.flatMap((c, i) => [
+        c.channels
+          .get(channelName)
+          .annotations.publish(original.serial!, { type: 'v:multiple.v1', name: 'n', count: i + 1 }),
+        c.channels
+          .get(channelName)
+          .annotations.publish(original.serial!, { type: 'u:unique.v1', name: i % 2 ? 'x' : 'y' }),
+      ]),
+    )
+    await clients[0]!.channels.get(channelName).publish('after', 'x')
+    await messages.until((m) => m.name === 'after')
+    const summaries = messages.items.filter((m) => m.action === 'message.summary')
+    const last = summaries[summaries.length - 1]!.annotations!.summary
+    const final = (await rt.rest({ binary }).channels.get(channelName).getMessage(original.serial!)).annotations!
+      .summary
+    expect((last['v:multiple.v1'] as Record<string, { total: number }>).n!.total).toBe(21)
+    expect(last).toEqual(final)
   })
 
   test('a subscriber without the annotation_subscribe mode gets summaries, no annotations', async () => {

@@ -8,6 +8,7 @@ import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import {
   ChatClient,
   MessageReactionType,
+  type ChatMessageEvent,
   type MessageReactionSummaryEvent,
   type OccupancyEvent,
   type TypingSetEvent,
@@ -76,6 +77,34 @@ describe.skipIf(!onRedis()).each(FORMATS)('two nodes, @ably/chat over %s', (_for
     const e = await summary
     expect(e.messageSerial).toBe(msg.serial)
     expect(e.reactions.multiple['🔥']).toMatchObject({ total: 4, clientIds: { alice: 4 } })
+  })
+
+  test('reactions made at once on both nodes: the last summary a client gets is the final one', async () => {
+    const name = fresh('nodes-race')
+    const rooms = await Promise.all(
+      ['a1', 'a2', 'a3', 'b1', 'b2', 'b3'].map((c) => room(c.startsWith('a') ? a : b, name, c)),
+    )
+    const watcher = await room(b, name, 'watcher')
+    const summaries: MessageReactionSummaryEvent[] = []
+    watcher.messages.reactions.subscribe((e) => summaries.push(e))
+    const msg = await rooms[0]!.messages.send({ text: 'race' })
+    await Promise.all(
+      rooms.flatMap((r, i) => [
+        r.messages.reactions.send(msg.serial, { name: '🔥', type: MessageReactionType.Multiple, count: i + 1 }),
+        r.messages.reactions.send(msg.serial, { name: i % 2 ? '👍' : '🚀', type: MessageReactionType.Unique }),
+      ]),
+    )
+    // a message sent after every reaction call returned comes after every summary they sent
+    const sentinel = first<ChatMessageEvent>(
+      (cb) => watcher.messages.subscribe(cb),
+      (e) => e.message.text === 'after',
+    )
+    await rooms[0]!.messages.send({ text: 'after' })
+    await sentinel
+    const final = (await watcher.messages.get(msg.serial)).reactions
+    const last = summaries[summaries.length - 1]!.reactions
+    expect(last.multiple['🔥']?.total).toBe(21)
+    expect(last).toEqual(final)
   })
 
   test('an occupancy change on node A reaches a watcher on node B, with one count across nodes', async () => {

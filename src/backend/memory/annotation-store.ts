@@ -91,6 +91,15 @@ export class SqliteAnnotationStore implements AnnotationStore {
     return out
   }
 
+  async current(
+    app: string,
+    channel: string,
+    serial: string,
+  ): Promise<{ state: Record<string, string>; version: number }> {
+    const version = (this.q.lastSeq.get(app, channel, serial) as { n: number | null }).n ?? 0
+    return { state: this.stateOf(app, channel, serial), version }
+  }
+
   async states(app: string, channel: string, serials: string[]): Promise<Map<string, Record<string, string>>> {
     const out = new Map<string, Record<string, string>>()
     for (const serial of serials) {

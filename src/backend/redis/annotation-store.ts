@@ -78,16 +78,24 @@ export class RedisAnnotationStore implements AnnotationStore {
     return { state: stateOf(reply.slice(1).map(String)), version: Number(reply[0]) }
   }
 
+  async current(
+    app: string,
+    channel: string,
+    serial: string,
+  ): Promise<{ state: Record<string, string>; version: number }> {
+    const reply = await this.t(this.cmd.sendCommand(['HGETALL', this.keys.annotationState(app, channel, serial)]))
+    const flat = flatten(reply)
+    const i = flat.indexOf(VERSION)
+    return { state: stateOf(flat), version: i >= 0 && i % 2 === 0 ? Number(flat[i + 1]) : 0 }
+  }
+
   async states(app: string, channel: string, serials: string[]): Promise<Map<string, Record<string, string>>> {
     const replies = await this.t(
       Promise.all(serials.map((s) => this.cmd.sendCommand(['HGETALL', this.keys.annotationState(app, channel, s)]))),
     )
     const out = new Map<string, Record<string, string>>()
     replies.forEach((reply, i) => {
-      const flat = Array.isArray(reply)
-        ? reply.map(String)
-        : Object.entries(reply as unknown as Record<string, string>).flat()
-      const state = stateOf(flat)
+      const state = stateOf(flatten(reply))
       if (Object.keys(state).length) out.set(serials[i]!, state)
     })
     return out
@@ -100,6 +108,10 @@ export class RedisAnnotationStore implements AnnotationStore {
     )) as unknown as Buffer[]
     return items.map((b) => unpack<Annotation>(b))
   }
+}
+
+function flatten(reply: unknown): string[] {
+  return Array.isArray(reply) ? reply.map(String) : Object.entries(reply as Record<string, string>).flat()
 }
 
 function stateOf(flat: string[]): Record<string, string> {

@@ -84,7 +84,7 @@ export class AnnotationService {
           )
         throw e
       }
-      await this.summarize(p.appId, channel, a.messageSerial, summaryOf(applied.state), applied.version)
+      await this.summarizeLatest(p.appId, channel, a.messageSerial, applied)
       serials.push(serial)
     }
     return serials
@@ -103,6 +103,26 @@ export class AnnotationService {
   ): Promise<void> {
     const e = version === undefined ? { messageSerial, summary } : { messageSerial, summary, version }
     await this.broker.publish(appId, channel, [summaryEntry(`${this.ids.next()}:0`, e)], EPHEMERAL)
+  }
+
+  /**
+   * Delivers the summary a change left, then again the current one if a later change was applied
+   * meanwhile (on another node, whose summary may have gone out before this one): the last
+   * summary subscribers get is always the latest state's.
+   */
+  private async summarizeLatest(
+    appId: string,
+    channel: string,
+    messageSerial: string,
+    applied: { state: Record<string, string>; version: number },
+  ) {
+    let sent = applied
+    for (let i = 0; i < 3; i++) {
+      await this.summarize(appId, channel, messageSerial, summaryOf(sent.state), sent.version)
+      const now = await this.store.current(appId, channel, messageSerial)
+      if (now.version <= sent.version) return
+      sent = now
+    }
   }
 
   /** Delivers an annotation recorded elsewhere (chat reactions) to the channel's annotation subscribers. */

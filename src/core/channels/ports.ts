@@ -116,6 +116,12 @@ export interface AnnotationStore {
     maxFields: number,
     maxLog: number,
   ): Promise<{ state: Record<string, string>; version: number }>
+  /** One message's state and its version (0: never annotated). */
+  current(
+    appId: string,
+    channel: string,
+    messageSerial: string,
+  ): Promise<{ state: Record<string, string>; version: number }>
   /** The states of those of `serials` that have any annotation. */
   states(appId: string, channel: string, serials: string[]): Promise<Map<string, Record<string, string>>>
   /** Annotations of a message, oldest first, from position `offset` (0: the oldest kept), at most `limit`. */

@@ -145,11 +145,19 @@ export class MessageReactions {
     const claim = userClaimFor(p, room)
     if (claim !== undefined) a.extras = { userClaim: claim }
     await this.annotations.announce(p.appId, channel, a)
-    await this.annotations.summarize(p.appId, channel, serial, {
-      'reaction:unique.v1': summary.unique,
-      'reaction:distinct.v1': summary.distinct,
-      'reaction:multiple.v1': summary.multiple,
-    })
+    // another node's change may have gone out before this one's summary: send the current summary
+    // again until it is the one sent last, so the last summary subscribers get is the latest
+    let sent = summary
+    for (let i = 0; i < 3; i++) {
+      await this.annotations.summarize(p.appId, channel, serial, {
+        'reaction:unique.v1': sent.unique,
+        'reaction:distinct.v1': sent.distinct,
+        'reaction:multiple.v1': sent.multiple,
+      })
+      const now = summarize((await this.store.states(p.appId, room, [serial])).get(serial)?.reactions ?? [])
+      if (JSON.stringify(now) === JSON.stringify(sent)) return
+      sent = now
+    }
   }
 
   /** Every reaction of a message, with both summaries; `forClientId` trims the client lists to one client. */
