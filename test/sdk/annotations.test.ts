@@ -108,6 +108,14 @@ describe.each(FORMATS)('@ably/chat message reactions over %s', (_format, binary)
     // the message read back carries the summary
     const read = await bob.messages.get(msg.serial)
     expect(read.reactions.unique['❤️']?.clientIds).toEqual(['alice'])
+    // clientReactions: the names a client contributed to, room-wide totals, that client alone
+    await bob.messages.reactions.send(msg.serial, { name: '👍', type: MessageReactionType.Multiple, count: 2 })
+    expect(await alice.messages.reactions.clientReactions(msg.serial, 'bob')).toEqual({
+      unique: {},
+      distinct: {},
+      multiple: { '👍': { total: 13, clientIds: { bob: 2 }, totalUnidentified: 0, clipped: false, totalClientIds: 2 } },
+    })
+    expect((await bob.messages.reactions.clientReactions(msg.serial)).multiple['👍']?.clientIds).toEqual({ bob: 2 })
   })
 
   test('an attachment without the annotation_subscribe mode gets the summary and no raw reaction', async () => {
