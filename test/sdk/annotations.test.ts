@@ -5,7 +5,7 @@
  * publish and delete, REST publish and paginated get, subscription with the annotation_subscribe
  * mode, summaries to plain subscribers and in history and getMessage); refusals.
  */
-import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
+import { beforeAll, describe, expect, test } from 'bun:test'
 import * as Ably from 'ably'
 import {
   ChatClient,
@@ -14,25 +14,16 @@ import {
   type MessageReactionRawEvent,
   type MessageReactionSummaryEvent,
 } from '@ably/chat'
-import { addKey, createTestGateway, type TestGateway } from '../helpers/gateway'
+import { addKey } from '../helpers/gateway'
 import { onRedis } from '../helpers/redis-cluster'
 import { freshMutable, mutableNamespace } from '../helpers/mutable'
 import { rawConnected } from '../helpers/realtime-raw'
-import { connectedClient, FORMATS, fresh, realtimeGateway } from '../helpers/realtime'
+import { connectedClient, FORMATS, fresh, realtimeGateway, secondNode } from '../helpers/realtime'
 
 const rt = realtimeGateway()
 // annotations need the mutableMessages rule, as on the hosted service (93002 elsewhere)
 beforeAll(() => mutableNamespace(rt.gw))
-/** On Redis, a second node of the same deployment (embedded is single-node). */
-let other: { gw: TestGateway; port: number } | undefined
-beforeAll(async () => {
-  if (!onRedis()) return
-  const gw = await createTestGateway({ redisUrl: rt.gw.config.redisUrl, redisPrefix: rt.gw.config.redisPrefix })
-  other = { gw, port: Number(new URL(gw.listen()).port) }
-})
-afterAll(async () => {
-  await other?.gw.close()
-})
+const other = secondNode(rt)
 
 /** Everything `subscribe` hands over; `until(check)` resolves with the first item (from now on or already seen) `check` accepts. */
 function seen<T>(subscribe: (cb: (x: T) => void) => void) {
@@ -229,10 +220,10 @@ describe.each(FORMATS)('pub/sub annotations over %s', (_format, binary) => {
     const channelName = freshMutable('ann-race')
     const clients = await Promise.all(
       ['a1', 'a2', 'a3', 'b1', 'b2', 'b3'].map((c) =>
-        connectedClient(c.startsWith('a') ? rt.port : other!.port, { key: rt.gw.key, clientId: c }, binary),
+        connectedClient(c.startsWith('a') ? rt.port : other.port!, { key: rt.gw.key, clientId: c }, binary),
       ),
     )
-    const watcher = (await connectedClient(other!.port, { key: rt.gw.key, clientId: 'w' }, binary)).channels.get(
+    const watcher = (await connectedClient(other.port!, { key: rt.gw.key, clientId: 'w' }, binary)).channels.get(
       channelName,
     )
     const messages = seen<Ably.InboundMessage>((cb) => void watcher.subscribe(cb))

@@ -5,25 +5,16 @@
  * follows them); on Redis the count is one across nodes, and a change on one node reaches a
  * watcher on another. Without channel-metadata the attach goes on and no event comes.
  */
-import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
+import { describe, expect, test } from 'bun:test'
 import { ChatClient, type OccupancyEvent, type Room } from '@ably/chat'
-import { addKey, createTestGateway, type TestGateway } from '../helpers/gateway'
+import { addKey } from '../helpers/gateway'
 import { onRedis } from '../helpers/redis-cluster'
 import { rawConnected } from '../helpers/realtime-raw'
-import { connectedClient, FORMATS, fresh, realtimeGateway } from '../helpers/realtime'
+import { connectedClient, FORMATS, fresh, realtimeGateway, secondNode } from '../helpers/realtime'
 
 const rt = realtimeGateway()
 
-/** On Redis, a second node of the same deployment (embedded is single-node). */
-let other: { gw: TestGateway; port: number } | undefined
-beforeAll(async () => {
-  if (!onRedis()) return
-  const gw = await createTestGateway({ redisUrl: rt.gw.config.redisUrl, redisPrefix: rt.gw.config.redisPrefix })
-  other = { gw, port: Number(new URL(gw.listen()).port) }
-})
-afterAll(async () => {
-  await other?.gw.close()
-})
+const other = secondNode(rt)
 
 /** Resolves with the first event `check` accepts (rejects after `ms`: a stall, not a timing check). */
 function eventWhere(room: Room, check: (o: { connections: number; presenceMembers: number }) => boolean, ms = 15000) {
@@ -80,7 +71,7 @@ describe.each(FORMATS)('occupancy events over %s', (_format, binary) => {
     async () => {
       const name = fresh('occ-nodes')
       const a = await room(name, 'alice')
-      const b = await room(name, 'bob', other!.port)
+      const b = await room(name, 'bob', other.port!)
       const atB = eventWhere(b, (o) => o.connections === 1)
       await b.attach()
       await atB

@@ -16,7 +16,7 @@ import {
 import { ROOT_KEY } from '../helpers/gateway'
 import { GatewayNode } from '../helpers/node-process'
 import { backendEnvFor, onRedis } from '../helpers/redis-cluster'
-import { closeClients, connectedClient, FORMATS, fresh } from '../helpers/realtime'
+import { closeClients, connectedClient, firstOf, FORMATS, fresh } from '../helpers/realtime'
 
 let a: GatewayNode
 let b: GatewayNode
@@ -29,18 +29,6 @@ afterAll(async () => {
   closeClients()
   await Promise.all([a?.stop(), b?.stop()])
 })
-
-/** Resolves with the first item `check` accepts among those `subscribe` hands over (rejects after `ms`: a stall). */
-function first<T>(subscribe: (cb: (x: T) => void) => void, check: (x: T) => boolean, ms = 15000): Promise<T> {
-  return new Promise((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error(`nothing matching within ${ms} ms`)), ms)
-    subscribe((x) => {
-      if (!check(x)) return
-      clearTimeout(timer)
-      resolve(x)
-    })
-  })
-}
 
 describe.skipIf(!onRedis()).each(FORMATS)('two nodes, @ably/chat over %s', (_format, binary) => {
   const room = async (node: GatewayNode, name: string, clientId: string, occupancy = false) => {
@@ -56,7 +44,7 @@ describe.skipIf(!onRedis()).each(FORMATS)('two nodes, @ably/chat over %s', (_for
     const name = fresh('nodes-typing')
     const onA = await room(a, name, 'alice')
     const onB = await room(b, name, 'bob')
-    const started = first<TypingSetEvent>(
+    const started = firstOf<TypingSetEvent>(
       (cb) => onB.typing.subscribe(cb),
       (e) => e.change.clientId === 'alice' && e.change.type === 'typing.started',
     )
@@ -69,7 +57,7 @@ describe.skipIf(!onRedis()).each(FORMATS)('two nodes, @ably/chat over %s', (_for
     const onA = await room(a, name, 'alice')
     const onB = await room(b, name, 'bob')
     const msg = await onA.messages.send({ text: 'hi' })
-    const summary = first<MessageReactionSummaryEvent>(
+    const summary = firstOf<MessageReactionSummaryEvent>(
       (cb) => onB.messages.reactions.subscribe(cb),
       (e) => e.reactions.multiple['🔥']?.total === 4,
     )
@@ -95,7 +83,7 @@ describe.skipIf(!onRedis()).each(FORMATS)('two nodes, @ably/chat over %s', (_for
       ]),
     )
     // a message sent after every reaction call returned comes after every summary they sent
-    const sentinel = first<ChatMessageEvent>(
+    const sentinel = firstOf<ChatMessageEvent>(
       (cb) => watcher.messages.subscribe(cb),
       (e) => e.message.text === 'after',
     )
@@ -110,7 +98,7 @@ describe.skipIf(!onRedis()).each(FORMATS)('two nodes, @ably/chat over %s', (_for
   test('an occupancy change on node A reaches a watcher on node B, with one count across nodes', async () => {
     const name = fresh('nodes-occ')
     const onB = await room(b, name, 'bob', true)
-    const two = first<OccupancyEvent>(
+    const two = firstOf<OccupancyEvent>(
       (cb) => onB.occupancy.subscribe(cb),
       (e) => e.occupancy.connections === 2 && e.occupancy.presenceMembers === 1,
     )
