@@ -3,7 +3,7 @@
  * `@ably/chat` (latest 1.x, from npm) reach another client as summaries of each type and as raw
  * reactions (rawMessageReactions); pub/sub annotations with the official `ably` client (realtime
  * publish and delete, REST publish and paginated get, subscription with the annotation_subscribe
- * mode, summaries to plain subscribers and in history and getMessage); refusals.
+ * mode, summaries to plain subscribers and in history and getMessage); refusals; a restart.
  */
 import { beforeAll, describe, expect, test } from 'bun:test'
 import * as Ably from 'ably'
@@ -14,9 +14,12 @@ import {
   type MessageReactionRawEvent,
   type MessageReactionSummaryEvent,
 } from '@ably/chat'
-import { addKey } from '../helpers/gateway'
+import { mkdtempSync, rmSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { addKey, APP_ID, createTestGateway } from '../helpers/gateway'
 import { onRedis } from '../helpers/redis-cluster'
-import { freshMutable, mutableNamespace } from '../helpers/mutable'
+import { freshMutable, getMessage, messagesPath, mutableNamespace, publishOne } from '../helpers/mutable'
 import { rawConnected } from '../helpers/realtime-raw'
 import { connectedClient, FORMATS, fresh, realtimeGateway, secondNode } from '../helpers/realtime'
 
@@ -286,4 +289,44 @@ describe.each(FORMATS)('pub/sub annotations over %s', (_format, binary) => {
       code: 40160,
     })
   })
+})
+
+test('annotations and their summary survive a restart (persisted namespace)', async () => {
+  const dir = mkdtempSync(join(tmpdir(), 'gw-ann-'))
+  const ch = `keep:${fresh('restart')}`
+  const namespace = { appId: APP_ID, id: 'keep', persisted: true, pushEnabled: false, mutableMessages: true }
+  const first = await createTestGateway({ dataDir: dir })
+  let serial: string
+  try {
+    await first.backend.control.putNamespace(namespace)
+    serial = await publishOne(first, ch, { name: 'm', data: 'x' })
+    for (const body of [{ type: 'views:total.v1' }, { type: 'votes:multiple.v1', name: 'up', count: 2 }]) {
+      const r = await first.request(messagesPath(ch, `/${serial}/annotations`), { method: 'POST', json: body })
+      expect(r.status).toBe(201)
+    }
+  } finally {
+    await first.close()
+  }
+  const second = await createTestGateway({ dataDir: dir })
+  try {
+    const r = await second.request(messagesPath(ch, `/${serial}/annotations`), {
+      method: 'POST',
+      json: { type: 'views:total.v1' },
+    })
+    expect(r.status).toBe(201)
+    const m = await getMessage(second, ch, serial)
+    expect(m.annotations.summary).toEqual({
+      'views:total.v1': { total: 2 },
+      'votes:multiple.v1': {
+        up: { total: 2, clientIds: {}, totalUnidentified: 2, clipped: false, totalClientIds: 0 },
+      },
+    })
+    const list = (await (await second.request(messagesPath(ch, `/${serial}/annotations`))).json()) as Array<{
+      type: string
+    }>
+    expect(list.map((a) => a.type)).toEqual(['views:total.v1', 'votes:multiple.v1', 'views:total.v1'])
+  } finally {
+    await second.close()
+    rmSync(dir, { recursive: true, force: true })
+  }
 })
