@@ -4,7 +4,8 @@
  * `--seconds` s (counted), then stops sending and drains what is in flight. Prints one JSON line
  * (LoadgenResult) on stdout. `{n}` in --url and --body becomes `request index % --variants`;
  * --body-base64 sends bytes unchanged (e.g. msgpack).
- * With --server-pid it also reports that process's CPU over the counted window. Every second it
+ * With --server-pid it also reports that process's CPU over the counted window (--redis-pid: the same
+ * for a redis-server behind it). Every second it
  * prints a progress line on stderr (prefixed with --label) and keeps responses/s as `timeline`.
  *
  *   bun bench/loadgen.ts --url http://127.0.0.1:8080/channels/c-{n}/messages --variants 100 \
@@ -25,6 +26,8 @@ export interface LoadgenResult {
   cpuPercent: number
   /** Same for the process of --server-pid (from /proc; absent when unavailable). */
   serverCpuPercent?: number
+  /** Same for the process of --redis-pid. */
+  redisCpuPercent?: number
   /** Whole run (warmup + window + drain): requests written, responses by status, unexpected ones. */
   sent: number
   received: number
@@ -55,6 +58,7 @@ const f = parseFlags(process.argv.slice(2), {
   expect: 'number',
   'drain-timeout': 'number',
   'server-pid': 'number',
+  'redis-pid': 'number',
   label: 'string',
 })
 if (!f.url) throw new Error('--url is required')
@@ -199,6 +203,8 @@ await sleep(warmup * 1000)
 const startReceived = received
 const serverPid = f['server-pid']
 const serverCpu0 = serverPid ? cpuSeconds(serverPid) : undefined
+const redisPid = f['redis-pid']
+const redisCpu0 = redisPid ? cpuSeconds(redisPid) : undefined
 const startCpu = process.cpuUsage()
 const t0 = performance.now()
 await sleep(seconds * 1000)
@@ -206,6 +212,7 @@ const responses = received - startReceived
 const elapsed = (performance.now() - t0) / 1000
 const cpu = process.cpuUsage(startCpu)
 const serverCpu1 = serverPid ? cpuSeconds(serverPid) : undefined
+const redisCpu1 = redisPid ? cpuSeconds(redisPid) : undefined
 sending = false
 clearInterval(sampler)
 const drainUntil = performance.now() + drainTimeoutMs
@@ -224,6 +231,8 @@ const result: LoadgenResult = {
   cpuPercent: ((cpu.user + cpu.system) / 1e6 / elapsed) * 100,
   serverCpuPercent:
     serverCpu0 !== undefined && serverCpu1 !== undefined ? ((serverCpu1 - serverCpu0) / elapsed) * 100 : undefined,
+  redisCpuPercent:
+    redisCpu0 !== undefined && redisCpu1 !== undefined ? ((redisCpu1 - redisCpu0) / elapsed) * 100 : undefined,
   sent,
   received,
   statuses,

@@ -14,7 +14,9 @@
  *   --rounds N        publish: rounds of the interleaved comparison (default 3; 1 with --short)
  *   --loadgen G       publish: generator of the comparison, wrk (default when installed) or bun
  *   --processes L     publish: also compare N gateway processes sharing one port on a Redis backend, for each N
- *                     of the comma-separated list (e.g. 1,2)
+ *                     of the comma-separated list (e.g. 1,2); scale: the gateway processes (and nchan workers) of
+ *                     each run (default 1,2)
+ *   --shards L        scale: the Redis Cluster masters of each run (default 1,2)
  *   --subscribers N   fanout / connections / latency: event streams to open (default 1000 / 50,000 / 5);
  *                     channels: subscribers per channel (default 2); realtime-fanout: subscribers of each kind
  *                     (default 1000); realtime-connections: connections of each kind (default 10,000)
@@ -51,6 +53,8 @@
  * delivery percentiles), realtime-connections (K idle attached realtime connections vs K idle
  * event streams: memory per connection). presence (M members enter one channel: enters/s; new
  * attachers timed until their SYNC is complete, its frames and bytes; the official client's get()).
+ * scale (K gateway processes on one port × an M-master Redis Cluster started by the bench, beside a
+ * bare Bun route and nchan with K workers: publishes/s, CPU per publish of the nodes and of redis-server).
  *
  * Prints progress lines and a table, and writes results.json, summary.md and SVG charts to
  * bench/results/<timestamp>-<scenario>/. Exits 1 when a check fails (e.g. a publish not answered
@@ -73,6 +77,7 @@ import { realtimeConnectionsScenario } from './scenarios/realtime-connections'
 import { realtimeFanoutScenario } from './scenarios/realtime-fanout'
 import { realtimeLatencyScenario } from './scenarios/realtime-latency'
 import { realtimePublishScenario } from './scenarios/realtime-publish'
+import { scaleScenario } from './scenarios/scale'
 
 const SCENARIOS: Record<string, Scenario> = {
   publish: publishScenario,
@@ -86,6 +91,7 @@ const SCENARIOS: Record<string, Scenario> = {
   'realtime-latency': realtimeLatencyScenario,
   'realtime-connections': realtimeConnectionsScenario,
   presence: presenceScenario,
+  scale: scaleScenario,
 }
 
 async function main(): Promise<number> {
@@ -112,6 +118,7 @@ async function main(): Promise<number> {
     attachers: 'number',
     loadgen: 'string',
     processes: 'string',
+    shards: 'string',
   })
   const name = f._[0]
   const scenario = name ? SCENARIOS[name] : undefined
@@ -119,7 +126,7 @@ async function main(): Promise<number> {
     console.log(
       `usage: bun bench/run.ts <${Object.keys(SCENARIOS).join('|')}> [--seconds N] [--warmup N] [--connections N] [--pipeline N] ` +
         '[--subscribers N] [--publishers 1,20] [--rate N] [--channels N] [--accounts N] [--batch N] [--window N] [--rounds N] [--members N] [--attachers N] [--sse-buffer BYTES] ' +
-        '[--redis] [--rate-limits] [--loadgen wrk|bun] [--processes 1,2] [--profile] [--short]',
+        '[--redis] [--rate-limits] [--loadgen wrk|bun] [--processes 1,2] [--shards 1,2] [--profile] [--short]',
     )
     return f.help ? 0 : 2
   }
@@ -165,6 +172,7 @@ async function main(): Promise<number> {
     attachers: f.attachers === undefined ? undefined : Math.max(1, Math.floor(f.attachers)),
     loadgen: f.loadgen,
     processes: f.processes === undefined ? undefined : positiveList('--processes', f.processes),
+    shards: f.shards === undefined ? undefined : positiveList('--shards', f.shards),
   }
 
   installCleanup()

@@ -49,7 +49,8 @@ export async function startCluster(n: number, o: GatewayOptions): Promise<Cluste
   }
 }
 
-async function readyOnEveryProcess(base: string, timeoutMs = 20_000): Promise<void> {
+/** Waits until 30 fresh connections in a row to `base` are answered /ready 200 (every process sharing the port is up). */
+export async function readyOnEveryProcess(base: string, timeoutMs = 20_000): Promise<void> {
   const until = Date.now() + timeoutMs
   let inARow = 0
   while (inARow < 30) {

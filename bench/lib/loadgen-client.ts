@@ -20,6 +20,8 @@ export interface LoadSpec {
   pipeline: number
   /** Server process whose CPU use the generator reports. */
   serverPid?: number
+  /** A redis-server whose CPU use the generator reports too. */
+  redisPid?: number
   /** Prefix of its progress lines. */
   label?: string
 }
@@ -48,6 +50,7 @@ export async function runLoadgen(spec: LoadSpec): Promise<LoadgenResult> {
     ...(spec.body !== undefined ? ['--body', spec.body] : []),
     ...(spec.bodyBase64 !== undefined ? ['--body-base64', spec.bodyBase64] : []),
     ...(spec.serverPid ? ['--server-pid', String(spec.serverPid)] : []),
+    ...(spec.redisPid ? ['--redis-pid', String(spec.redisPid)] : []),
     ...(spec.label ? ['--label', spec.label] : []),
   ]
   const proc = spawnTracked([BUN, LOADGEN, ...args], { stdout: 'pipe' })

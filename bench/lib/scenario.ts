@@ -39,6 +39,8 @@ export interface RunOptions {
   loadgen?: string
   /** publish: also compare clusters of this many gateway processes sharing one port on a Redis backend, one per entry. */
   processes?: number[]
+  /** scale: Redis Cluster masters of each run. */
+  shards?: number[]
   /** CI smoke mode: a few seconds; only correctness is asserted, never speed. */
   short: boolean
   /** bench/results/<timestamp>/: logs of the children, results.json, summary.md. */

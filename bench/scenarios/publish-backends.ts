@@ -82,6 +82,7 @@ export async function backends(o: RunOptions) {
             expectStatus: 201,
             headers: target.load.headers,
             serverPid: t.pid,
+            redisPid: d.redis?.pid,
             label: `${label}, ${target.name.slice('gateway '.length)}`,
           }
           out.push([target.name.slice('gateway '.length), await runLoadgen(spec)])
@@ -89,6 +90,11 @@ export async function backends(o: RunOptions) {
         const total = out.reduce((n, [, r]) => n + (r.statuses['201'] ?? 0), 0)
         const json = out[0]![1]
         if (backend === 'redis') {
+          for (const [format, r] of out)
+            notes.push(
+              `${label}, ${format}: CPU per publish over the measured window at ${Math.round(r.rps).toLocaleString('en-US')}/s: ` +
+                `node A ${usPer(r.serverCpuPercent, r.rps)} µs, redis-server ${usPer(r.redisCpuPercent, r.rps)} µs`,
+            )
           notes.push(
             `redis run, CPU over the whole load (warm-up included), % of one core: ${cpu()}; ` +
               `${o.connections} connections × ${o.pipeline} in flight at ${Math.round(json.rps).toLocaleString('en-US')}/s = ${((o.connections * o.pipeline * 1000) / json.rps).toFixed(2)} ms per JSON publish; ` +
@@ -158,6 +164,10 @@ export async function backends(o: RunOptions) {
   }
   return { measurements, checks, notes, headlines, ratios, chart }
 }
+
+/** CPU µs per request from a CPU share (% of one core) at `rps`. */
+const usPer = (cpuPercent: number | undefined, rps: number) =>
+  cpuPercent === undefined || !(rps > 0) ? 'n/a' : ((cpuPercent / 100 / rps) * 1e6).toFixed(1)
 
 /** Mean of the gateway's gateway_redis_command_seconds histogram (its /metrics), in ms. */
 async function meanRedisMs(base: string): Promise<string> {

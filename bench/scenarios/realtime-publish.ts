@@ -48,6 +48,9 @@ interface Run {
   generatorCpu: number
   /** Messages per CPU-second of the publishing node. */
   perCoreSecond: number
+  /** CPU µs per message of the publishing node and of redis-server (Redis runs), over the measured window. */
+  nodeUsPerMessage: number
+  redisUsPerMessage?: number
 }
 
 const VARIANT_NAMES: Record<Variant, string> = { http: 'HTTP', realtime: 'realtime', bare: 'bare WebSocket server' }
@@ -80,7 +83,8 @@ export async function realtimePublishScenario(o: RunOptions): Promise<ScenarioRe
       try {
         const auth = `Basic ${Buffer.from(d.key).toString('base64')}`
         await probe(d.publishTo.base, auth, body)
-        const r = variant === 'http' ? await httpRun(o, d, name, body) : await realtimeRun(o, d.publishTo, name)
+        const r =
+          variant === 'http' ? await httpRun(o, d, name, body) : await realtimeRun(o, d.publishTo, name, d.redis?.pid)
         runs.push({ backend, variant, round, ...r.run })
         checks.push(...r.checks)
         series.push({ name, points: r.points, dashed: variant === 'http' })
@@ -184,6 +188,8 @@ export async function realtimePublishScenario(o: RunOptions): Promise<ScenarioRe
           'publishing node CPU',
           'messages per core-second',
           'generator CPU',
+          'node CPU µs per message',
+          'redis-server CPU µs per message',
         ],
         rows: runs.map((r) => [
           String(r.round),
@@ -193,6 +199,8 @@ export async function realtimePublishScenario(o: RunOptions): Promise<ScenarioRe
           `${r.gatewayCpu.toFixed(0)}%`,
           fmt(r.perCoreSecond),
           `${r.generatorCpu.toFixed(0)}%`,
+          r.nodeUsPerMessage.toFixed(1),
+          r.redisUsPerMessage === undefined ? '' : r.redisUsPerMessage.toFixed(1),
         ]),
       },
     ],
@@ -227,6 +235,7 @@ async function httpRun(o: RunOptions, d: Deployment, name: string, body: string)
     expectStatus: 201,
     headers: [`Authorization: Basic ${Buffer.from(t.key).toString('base64')}`, 'Content-Type: application/json'],
     serverPid: t.pid,
+    redisPid: d.redis?.pid,
     label: name,
   })
   const gatewayCpu = r.serverCpuPercent ?? NaN
@@ -236,6 +245,8 @@ async function httpRun(o: RunOptions, d: Deployment, name: string, body: string)
       gatewayCpu,
       generatorCpu: r.cpuPercent,
       perCoreSecond: r.rps / (gatewayCpu / 100),
+      nodeUsPerMessage: (gatewayCpu / 100 / r.rps) * 1e6,
+      redisUsPerMessage: r.redisCpuPercent === undefined ? undefined : (r.redisCpuPercent / 100 / r.rps) * 1e6,
     },
     checks: [noErrors(`${name}: every publish answered 201`, r)],
     points: r.timeline,
@@ -244,7 +255,12 @@ async function httpRun(o: RunOptions, d: Deployment, name: string, body: string)
 }
 
 /** Realtime: the sequence publisher over realtime connections, `pipeline` lanes (one publish in flight each) per connection. */
-async function realtimeRun(o: RunOptions, t: Target & { key: string }, name: string): Promise<VariantResult> {
+async function realtimeRun(
+  o: RunOptions,
+  t: Target & { key: string },
+  name: string,
+  redisPid?: number,
+): Promise<VariantResult> {
   const pub = await startPublisher({
     transport: 'realtime',
     base: t.base,
@@ -267,6 +283,7 @@ async function realtimeRun(o: RunOptions, t: Target & { key: string }, name: str
     t: performance.now(),
     messages: (await pub.counts()).messages,
     gateway: cpuSeconds(t.pid) ?? 0,
+    redis: redisPid ? (cpuSeconds(redisPid) ?? NaN) : NaN,
     generator: pub.cpuSeconds(),
   })
   const a = await sample()
@@ -283,6 +300,8 @@ async function realtimeRun(o: RunOptions, t: Target & { key: string }, name: str
       gatewayCpu,
       generatorCpu: ((b.generator - a.generator) / dt) * 100,
       perCoreSecond: messagesPerSec / (gatewayCpu / 100),
+      nodeUsPerMessage: ((b.gateway - a.gateway) / (b.messages - a.messages)) * 1e6,
+      redisUsPerMessage: redisPid ? ((b.redis - a.redis) / (b.messages - a.messages)) * 1e6 : undefined,
     },
     checks: [publishCheck(name, result)],
     points,

@@ -9,13 +9,8 @@ import { idFromSerial, messageFromEntry, packDraft, parseNotification, serialFro
 import { BUFFERS, withTimeout, type RedisCommander, type RedisSubscriber, type Sender } from './connection'
 import type { RedisKeys } from './keys'
 import { ScriptRunner } from './script-runner'
-import {
-  CHARGED_PUBLISH_SCRIPT,
-  chargeArgs,
-  EPHEMERAL_PUBLISH_SCRIPT,
-  PUBLISH_SCRIPT,
-  TAKE_TOKENS_SCRIPT,
-} from './scripts'
+import { chargeArgs, EPHEMERAL_PUBLISH_SCRIPT, TAKE_TOKENS_SCRIPT } from './scripts'
+import { PublishBatcher } from './publish-batcher'
 
 const fromMemory = metrics.counter(
   'gateway_resume_from_memory_total',
@@ -35,7 +30,11 @@ export interface RedisBrokerSettings {
   redisCluster?: boolean
 }
 
-/** A channel's entry in its app's channel index is refreshed at most this often per node (ms). */
+/**
+ * A channel's entry in its app's channel index, and its stream's expiry, are refreshed at most
+ * this often per node (ms); the expiry is set this much past the retention, so a stream never
+ * expires before its last message's retention ends.
+ */
 const INDEX_REFRESH_MS = 1000
 
 interface Subscription {
@@ -71,12 +70,13 @@ const LOOKUP_PAGE = 1000
  */
 export class RedisBroker implements Broker {
   private subs = new Map<string, Subscription>()
-  private readonly publishScript: ScriptRunner
+  private readonly batcher: PublishBatcher
   private readonly chargeScript: ScriptRunner
-  private readonly chargedPublishScript: ScriptRunner
   private readonly ephemeralScript: ScriptRunner
   /** When this node last wrote each channel's entry in its app's index (ms). */
   private indexed = new Map<string, number>()
+  /** When this node last set each channel's stream expiry (ms). */
+  private expired = new Map<string, number>()
   private readonly send: Sender
 
   constructor(
@@ -88,11 +88,19 @@ export class RedisBroker implements Broker {
     fast?: Sender,
     /** Sends a command to the master owning a key (WAIT after the publish script). */
     private readonly sendTo?: (key: string, args: string[]) => Promise<unknown>,
+    /** The shard (master) owning a key: publishes are batched per shard. */
+    shardOf?: (key: string) => string,
   ) {
     this.send = fast ?? ((args) => cmd.sendCommand(args))
-    this.publishScript = new ScriptRunner(this.send, PUBLISH_SCRIPT)
+    const wait = s.redisWaitReplicas ?? 0
+    this.batcher = new PublishBatcher(this.send, {
+      idempotencyWindowMs: s.idempotencyWindowMs,
+      redisTimeoutMs: s.redisTimeoutMs,
+      cluster: !!s.redisCluster,
+      shardOf,
+      afterWrite: wait > 0 ? (stream) => this.waitReplicas(stream, wait) : undefined,
+    })
     this.chargeScript = new ScriptRunner(this.send, TAKE_TOKENS_SCRIPT)
-    this.chargedPublishScript = new ScriptRunner(this.send, CHARGED_PUBLISH_SCRIPT)
     this.ephemeralScript = new ScriptRunner(this.send, EPHEMERAL_PUBLISH_SCRIPT)
     // after a reconnect, notifications may have been missed: catch up from the streams
     sub.onReady(() => {
@@ -110,10 +118,11 @@ export class RedisBroker implements Broker {
   /**
    * A publish in up to three steps, each in one hash slot on Redis Cluster: the charge to the
    * account's rate bucket first (refused: nothing is appended), then the channel's atomic
-   * append-and-notify script, with the app's channel index refreshed beside it (sent together, one
+   * append-and-notify step, with the app's channel index refreshed beside it (sent together, one
    * round trip). A charge whose publish then fails stays charged. On one redis-server the charge
-   * is taken inside the publish script instead (one step, one round trip, nothing charged for a
-   * publish that failed).
+   * and the index are taken inside the publish's step instead (one round trip). The append step
+   * goes through the PublishBatcher: publishes made while their shard has a call in flight share one
+   * script call, each still answered alone.
    */
   async publish(app: string, channel: string, drafts: MessageDraft[], opts: PublishOptions): Promise<PublishResult> {
     const c = opts.charge
@@ -133,40 +142,64 @@ export class RedisBroker implements Broker {
       )) as unknown as string[]
       return { serials: ids.map((id) => serialFromId(String(id))), appended: ids.length, charged }
     }
-    const args: Array<string | Buffer> = [
-      this.keys.notify(app, channel),
-      String(this.ttl(opts)),
-      String(this.s.idempotencyWindowMs),
-      this.keys.idemPrefix(app, channel),
-      channel,
-      String(drafts.length),
-    ]
-    for (const d of drafts) args.push(opts.clientIds ? d.id : '', packDraft(d))
-    const stream = this.keys.stream(app, channel)
-    const oneServerCharge = c && !this.s.redisCluster
-    const index = oneServerCharge ? undefined : this.index(app, channel)
+    const cluster = !!this.s.redisCluster
+    const k = `${app}\u0000${channel}`
+    // one redis-server: the charge and the channel index are in the publish's step; a cluster: separate steps
+    const index = cluster ? this.index(app, channel) : undefined
+    const due = cluster ? undefined : this.indexDue(k)
+    // with REDIS_WAIT_REPLICAS every publish writes, so that its WAIT covers what it stored
+    const expireNow = (this.s.redisWaitReplicas ?? 0) > 0 || this.due(this.expired, k) !== undefined
     let reply: Array<number | string>
-    if (oneServerCharge) {
-      args.push(...chargeArgs(c))
-      const keys = [stream, this.keys.bucket(c.key), this.keys.channels(app)]
-      reply = (await this.t(this.chargedPublishScript.run(keys, args))) as unknown as Array<number | string>
-      if (Number(reply[0]) < 0) {
-        return {
-          serials: [],
-          appended: 0,
-          charged: { ok: false, remaining: Number(reply[1]) / 1000, retryAfterMs: Number(reply[2]) },
-        }
+    try {
+      reply = await this.t(
+        this.batcher.publish({
+          stream: this.keys.stream(app, channel),
+          notify: this.keys.notify(app, channel),
+          ttlMs: this.ttl(opts),
+          idemPrefix: this.keys.idemPrefix(app, channel),
+          channel,
+          messages: drafts.map((d) => [opts.clientIds ? d.id : '', packDraft(d)]),
+          charge: c && !cluster ? { bucket: this.keys.bucket(c.key), charge: c } : undefined,
+          index: due === undefined ? undefined : { key: this.keys.channels(app), score: due },
+          expireMs: this.ttl(opts) + INDEX_REFRESH_MS,
+          expireNow,
+        }),
+      )
+    } catch (e) {
+      if (due !== undefined) this.indexed.delete(k)
+      if (expireNow) this.expired.delete(k)
+      throw e
+    }
+    if (Number(reply[0]) === -1) {
+      // refused: nothing appended, the index not refreshed
+      if (due !== undefined) this.indexed.delete(k)
+      return {
+        serials: [],
+        appended: 0,
+        charged: { ok: false, remaining: Number(reply[1]) / 1000, retryAfterMs: Number(reply[2]) },
       }
-      charged = { ok: true, remaining: Number(reply.pop()) / 1000, retryAfterMs: 0 }
-    } else reply = (await this.t(this.publishScript.run([stream], args))) as unknown as Array<number | string>
+    }
+    if (c && !cluster) charged = { ok: true, remaining: Number(reply.pop()) / 1000, retryAfterMs: 0 }
     const failed = index && (await this.t(index))
     if (failed) await this.t(Promise.reject(failed))
     const fresh = Number(reply[0])
-    const wait = this.s.redisWaitReplicas ?? 0
-    // duplicates too: the publish that stored them may have been answered 503 before its replicas had it
-    if (wait > 0) await this.waitReplicas(stream, wait)
     const ids = reply.slice(1).map(String)
     return { serials: ids.map(serialFromId), appended: fresh, charged }
+  }
+
+  /** The index score (now, ms) when this node has not refreshed the channel's index entry within INDEX_REFRESH_MS. */
+  private indexDue(k: string): number | undefined {
+    return this.due(this.indexed, k)
+  }
+
+  /** Now (ms), marked in `marks`, unless `k` was marked within INDEX_REFRESH_MS. */
+  private due(marks: Map<string, number>, k: string): number | undefined {
+    const now = Date.now()
+    const last = marks.get(k)
+    if (last !== undefined && now - last < INDEX_REFRESH_MS) return undefined
+    if (marks.size >= 100_000) marks.clear()
+    marks.set(k, now)
+    return now
   }
 
   /**
@@ -175,11 +208,8 @@ export class RedisBroker implements Broker {
    */
   private index(app: string, channel: string): Promise<unknown> | undefined {
     const k = `${app}\u0000${channel}`
-    const now = Date.now()
-    const last = this.indexed.get(k)
-    if (last !== undefined && now - last < INDEX_REFRESH_MS) return undefined
-    if (this.indexed.size >= 100_000) this.indexed.clear()
-    this.indexed.set(k, now)
+    const now = this.indexDue(k)
+    if (now === undefined) return undefined
     return this.send(['ZADD', this.keys.channels(app), String(now), channel]).then(
       () => undefined,
       (e) => {

@@ -40,6 +40,8 @@ export interface RedisConnections {
   fast: { send: Sender; close(): void }
   /** Sends a command to the master owning `key`'s slot (WAIT after a write to that key). */
   sendTo(key: string, args: string[]): Promise<unknown>
+  /** Names the shard (master) owning `key`: the publishes of one shard are batched together. */
+  shardOf(key: string): string
   quit(): Promise<void>
 }
 
@@ -132,6 +134,7 @@ export async function connectStandalone(s: RedisSettings, onError: (e: Error) =>
     },
     fast,
     sendTo: (_key, args) => fast.send(args),
+    shardOf: () => '',
     async quit() {
       fast.close()
       await Promise.allSettled([sub.quit(), cmd.quit()])
@@ -179,6 +182,11 @@ export async function connectCluster(s: RedisSettings, onError: (e: Error) => vo
     fast,
     // WAIT must run on the connection that wrote: with REDIS_WAIT_REPLICAS the publish path is on node-redis too
     sendTo: (key, args) => cluster.sendCommand(key, false, args),
+    shardOf: (key) => {
+      const slot = keySlot(key)
+      const m = cluster.getSlotMaster(slot) as { host?: string; port?: number } | undefined
+      return m?.host && m.port ? `${m.host}:${m.port}` : `slot ${slot}`
+    },
     async quit() {
       fast.close()
       await Promise.allSettled([cluster.close()])
@@ -201,19 +209,23 @@ function fastClusterSender(
   s: RedisSettings,
 ): { send: Sender; close(): void } {
   const clients = new Map<string, BunRedisClient>()
+  const seedHost = new URL(seed).hostname
   /** When a master's dropped client may be replaced (ms): no connection storm at a dead address. */
   const retryAt = new Map<string, number>()
   let closed = false
   const clientFor = (key: string): BunRedisClient | undefined => {
     const master = cluster.getSlotMaster(keySlot(key)) as { host?: string; port?: number } | undefined
-    if (!master?.host || !master.port) return undefined
-    const address = `${master.host}:${master.port}`
+    if (!master?.port) return undefined
+    // an empty host (a node that never learned its address, e.g. alone in its cluster) means the
+    // address the topology was read from: the seed's host, where node-redis connects too
+    const host = master.host || seedHost
+    const address = `${host}:${master.port}`
     let c = clients.get(address)
     if (!c) {
       if ((retryAt.get(address) ?? 0) > Date.now()) return undefined
       // the seed's scheme and credentials, the master's address
       const url = new URL(seed)
-      url.hostname = master.host
+      url.hostname = host
       url.port = String(master.port)
       const client = new BunRedisClient(url.toString(), {
         enableOfflineQueue: false,

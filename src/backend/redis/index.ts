@@ -31,7 +31,7 @@ export async function createRedisBackend(s: RedisBackendSettings, onError: (e: u
   const redis = s.redisCluster ? await connectCluster(s, report) : await connectStandalone(s, report)
   const { cmd, sub, fast } = redis
   const keys = new RedisKeys(s.redisPrefix)
-  const broker = new RedisBroker(cmd, sub, keys, s, report, fast.send, redis.sendTo)
+  const broker = new RedisBroker(cmd, sub, keys, s, report, fast.send, redis.sendTo, redis.shardOf)
   let control: RedisControlStore
   let revocations: RedisRevocationStore
   try {

@@ -30,61 +30,10 @@ export const TAKE_TOKENS_SCRIPT = `${TAKE_TOKENS_LUA}
 return take_tokens(KEYS[1], tonumber(ARGV[1]), tonumber(ARGV[2]), tonumber(ARGV[3]), tonumber(ARGV[4]))
 `
 
-/**
- * The one multi-step atomic write of the channel path: dedupe by client id, append to the
- * channel stream trimming what is past retention (exact, so the stream knows what it dropped),
- * and notify the nodes subscribed to the channel, in one round trip, so all nodes agree on one
- * order per channel. Every key it touches (stream, idempotency markers, sharded notification
- * channel) carries the channel's hash tag: one slot, so it runs on Redis Cluster. The app's
- * channel index (app's slot) is a separate step in RedisBroker.publish, and so is the rate-limit
- * charge (account's slot) on a cluster.
- *
- * KEYS[1] stream
- * ARGV[1] notify channel (sharded: SPUBLISH), ARGV[2] retention ms, ARGV[3] idempotency window ms,
- * ARGV[4] idempotency key prefix, ARGV[5] channel name, ARGV[6] message count n,
- * then per message: client id ('' when server-generated), msgpack body.
- * Returns { fresh count, id per message }.
+/*
+ * The channel publish (dedupe by client id, append, notify) is in batch-publish-script.ts: the
+ * publishes made while their shard has a call in flight share the next call of it (PublishBatcher).
  */
-const PUBLISH_LUA = `
-local function publish()
-  local n = tonumber(ARGV[6])
-  local t = redis.call('TIME')
-  local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-  local last = redis.call('XREVRANGE', KEYS[1], '+', '-', 'COUNT', 1)
-  local prev = '0-0'
-  if #last > 0 then prev = last[1][1] end
-  local minid = tostring(now - tonumber(ARGV[2]))
-  local ids = {}
-  local parts = { prev, ' ' }
-  local fresh = 0
-  for i = 1, n do
-    local cid = ARGV[5 + 2 * i]
-    local body = ARGV[6 + 2 * i]
-    local seen = false
-    if cid ~= '' then seen = redis.call('GET', ARGV[4] .. cid) end
-    if seen then
-      ids[#ids + 1] = seen
-    else
-      local id = redis.call('XADD', KEYS[1], 'MINID', minid, '*', 'm', body)
-      ids[#ids + 1] = id
-      fresh = fresh + 1
-      if cid ~= '' then redis.call('SET', ARGV[4] .. cid, id, 'PX', ARGV[3]) end
-      parts[#parts + 1] = id .. ' ' .. #body .. ' '
-      parts[#parts + 1] = body
-    end
-  end
-  -- a write even when every message was a duplicate: a WAIT after it (REDIS_WAIT_REPLICAS) then
-  -- also covers the earlier publish that stored them, whose answer may have been lost
-  redis.call('PEXPIRE', KEYS[1], ARGV[2])
-  if fresh > 0 then redis.call('SPUBLISH', ARGV[1], table.concat(parts)) end
-  table.insert(ids, 1, fresh)
-  return ids
-end
-`
-
-export const PUBLISH_SCRIPT = `${PUBLISH_LUA}
-return publish()
-`
 
 /**
  * An ephemeral publish (`extras.ephemeral`): the messages get ids in the channel's order and go
@@ -136,25 +85,6 @@ else
 end
 redis.call('PEXPIRE', KEYS[1], ARGV[2])
 redis.call('SPUBLISH', ARGV[1], table.concat(parts))
-return ids
-`
-
-/**
- * On one redis-server only (its keys are in three slots): the publish with its rate-limit charge
- * taken first and the app's channel index refreshed, in the same atomic step and round trip, as
- * before Redis Cluster (rate limits are on by default: one round trip instead of two).
- * KEYS[1] stream, KEYS[2] bucket, KEYS[3] channels zset; ARGV as PUBLISH_SCRIPT, then the charge:
- * cost, rate per second, burst, now ms (see take_tokens).
- * Returns { fresh count, id per message, remaining*1000 }, or { -1, remaining*1000, retryAfterMs }
- * when the bucket lacks the cost (nothing appended).
- */
-export const CHARGED_PUBLISH_SCRIPT = `${TAKE_TOKENS_LUA}${PUBLISH_LUA}
-local c = 7 + 2 * tonumber(ARGV[6])
-local charged = take_tokens(KEYS[2], tonumber(ARGV[c]), tonumber(ARGV[c + 1]), tonumber(ARGV[c + 2]), tonumber(ARGV[c + 3]))
-if charged[1] == 0 then return { -1, charged[2], charged[3] } end
-local ids = publish()
-if ids[1] > 0 then redis.call('ZADD', KEYS[3], ARGV[c + 3], ARGV[5]) end
-ids[#ids + 1] = charged[2]
 return ids
 `
 

@@ -1,0 +1,219 @@
+/**
+ * Scale-out (issue 27): publishes/s of K gateway processes sharing one port (REUSE_PORT) on an
+ * M-master Redis Cluster started by the bench (lib/redis-cluster-server.ts), for every K of
+ * `--processes` (default 1,2) and every M of `--shards` (default 1,2), beside a bare Bun route
+ * that reads the body (bench/baseline-server.ts, `bare text()`) and nchan with K workers (when
+ * nginx with the nchan module is installed; otherwise the run says so and skips it), all with
+ * the same load generator (wrk, or the Bun generator), the same JSON publish to 100 channels.
+ * Reports per run: publishes/s, CPU µs per publish of the gateway processes and of the
+ * redis-servers; ratios: each (K, M) against the bare route and against nchan with K workers,
+ * and each M against M = the smallest one (scaling per added shard). On a machine with fewer
+ * cores than K + M + the generator the figures show the cost per publish, not the scaling.
+ */
+import { cpuSeconds } from '../lib/cpu'
+import { nchanMissing, startNchan } from '../lib/nchan'
+import { freePort } from '../lib/processes'
+import { messageBody, probe } from '../lib/publish-checks'
+import { startRedisCluster } from '../lib/redis-cluster-server'
+import type { Check, Headline, Measurement, RunOptions, ScenarioResult } from '../lib/scenario'
+import { startBaseline, startGateway, type Target } from '../lib/targets'
+import { readyOnEveryProcess } from '../lib/cluster'
+import { clientHeaders, drive, driverOf, type LoadShape } from './publish-compare'
+import { publishChannel } from '../lib/publish-checks'
+
+interface Run {
+  target: string
+  processes?: number
+  shards?: number
+  rps: number
+  /** CPU µs per publish of the serving processes (gateways, nginx), and of the redis-servers. */
+  serverUs: number
+  redisUs?: number
+}
+
+export async function scaleScenario(o: RunOptions): Promise<ScenarioResult> {
+  const driver = driverOf(o.loadgen)
+  const ks = o.processes ?? [1, 2]
+  const ms = o.shards ?? [1, 2]
+  const shape: LoadShape = {
+    seconds: o.short ? 1 : o.seconds,
+    warmup: o.short ? 0 : o.warmup,
+    connections: o.connections,
+    dir: o.outDir,
+  }
+  const body = messageBody()
+  const runs: Run[] = []
+  const measurements: Measurement[] = []
+  const checks: Check[] = []
+  const notes: string[] = []
+
+  /** One measured run against `url` (publishes of `body`), CPU counted over `servers` and `redis`. */
+  const measure = async (
+    name: string,
+    url: string,
+    headers: string[],
+    expect: number,
+    servers: () => number[],
+    redis: number[] = [],
+  ) => {
+    console.log(`${name}: ${driver}, ${o.connections} connections, ${shape.warmup} s warm-up + ${shape.seconds} s …`)
+    const sum = (pids: number[]) => pids.reduce((t, p) => t + (cpuSeconds(p) ?? 0), 0)
+    const req = { url, headers, body, serverPids: servers(), label: name }
+    // the warm-up apart, so that the CPU counted (around the measured run) is that of the answers counted
+    if (shape.warmup > 0)
+      await drive(driver, { ...req, label: `${name}, warm-up` }, { ...shape, seconds: shape.warmup, warmup: 0 }, expect)
+    const s0 = sum(servers())
+    const r0 = sum(redis)
+    const r = await drive(driver, req, { ...shape, warmup: 0 }, expect)
+    const s1 = sum(servers())
+    const r1 = sum(redis)
+    const answered = r.received
+    const perReq = (cpu: number) => (answered > 0 ? (cpu / answered) * 1e6 : NaN)
+    measurements.push({
+      target: name,
+      request: `POST ${new URL(url).pathname.replace('%7Bn%7D', 'N')} (JSON, ${driver})`,
+      load: r,
+    })
+    const bad = r.unexpected + r.unanswered + r.connectionErrors + r.protocolErrors
+    checks.push({
+      name: `${name}: every publish answered ${expect}`,
+      ok: bad === 0 && r.responses > 0,
+      detail: `statuses ${JSON.stringify(r.statuses)}, unanswered ${r.unanswered}, connection errors ${r.connectionErrors}`,
+    })
+    return { rps: r.rps, serverUs: perReq(s1 - s0), redisUs: redis.length ? perReq(r1 - r0) : undefined }
+  }
+
+  // the bare Bun route, and nchan with K workers, for each K
+  const bare = await startBaseline(o.outDir)
+  try {
+    const r = await measure(
+      'bare text()',
+      `${bare.base}/bare/text/${publishChannel('{n}')}`,
+      clientHeaders('Basic x', 'json'),
+      201,
+      () => [bare.pid],
+    )
+    runs.push({ target: 'bare text()', ...r })
+  } finally {
+    await bare.stop()
+  }
+  const missing = nchanMissing()
+  if (missing) notes.push(`nchan skipped: ${missing}`)
+  else
+    for (const k of ks) {
+      const n = await startNchan(o.outDir, k)
+      try {
+        // 202: published, no subscriber yet
+        const r = await measure(
+          `nchan ×${k}`,
+          `${n.base}/pub/${publishChannel('{n}')}`,
+          ['Content-Type: application/json'],
+          202,
+          n.pids,
+        )
+        runs.push({ target: `nchan ×${k}`, processes: k, ...r })
+      } finally {
+        await n.stop()
+      }
+    }
+
+  for (const m of ms)
+    for (const k of ks) {
+      const name = `gateway ×${k}, ${m} shard${m > 1 ? 's' : ''}`
+      const cluster = await startRedisCluster(o.outDir, m, `redis-k${k}-m${m}`)
+      const nodes: Array<Target & { key: string }> = []
+      try {
+        const port = freePort()
+        const env = {
+          REDIS_URL: cluster.url,
+          REDIS_CLUSTER: 'true',
+          REDIS_PREFIX: 'bench:',
+          REUSE_PORT: 'true',
+        }
+        for (let i = 0; i < k; i++) {
+          nodes.push(
+            await startGateway({
+              logDir: o.outDir,
+              env,
+              port,
+              name: `gateway-k${k}-m${m}-${i + 1}`,
+              cpuProfile: o.profile,
+            }),
+          )
+          await readyOnEveryProcess(nodes[0]!.base)
+        }
+        const auth = `Basic ${Buffer.from(nodes[0]!.key).toString('base64')}`
+        await probe(nodes[0]!.base, auth, body)
+        const r = await measure(
+          name,
+          `${nodes[0]!.base}/channels/${publishChannel('{n}')}/messages`,
+          clientHeaders(auth, 'json'),
+          201,
+          () => nodes.map((g) => g.pid),
+          cluster.pids,
+        )
+        runs.push({ target: name, processes: k, shards: m, ...r })
+      } finally {
+        await Promise.all(nodes.map((g) => g.stop()))
+        await cluster.stop()
+      }
+    }
+
+  const rpsOf = (t: string) => runs.find((r) => r.target === t)?.rps
+  const ratios: Record<string, number> = {}
+  const headlines: Headline[] = []
+  const bareRps = rpsOf('bare text()')
+  for (const r of runs.filter((x) => x.shards !== undefined)) {
+    if (bareRps) ratios[`${r.target} ÷ bare text()`] = r.rps / bareRps
+    const nchan = rpsOf(`nchan ×${r.processes}`)
+    if (nchan) {
+      ratios[`${r.target} ÷ nchan ×${r.processes}`] = r.rps / nchan
+      headlines.push({
+        name: `${r.target} ÷ nchan ×${r.processes}`,
+        value: r.rps / nchan,
+        unit: '',
+        target: '≥ 1.0',
+        met: r.rps / nchan >= 1,
+      })
+    }
+    const m0 = Math.min(...ms)
+    const base = rpsOf(`gateway ×${r.processes}, ${m0} shard${m0 > 1 ? 's' : ''}`)
+    if (base && r.shards! > m0) {
+      const share = r.rps / base / (r.shards! / m0)
+      ratios[`${r.target}: publishes/s ÷ (${m0} shard × ${r.shards! / m0}), share of linear`] = share
+      headlines.push({
+        name: `${r.target}: share of linear scaling from ${m0} shard`,
+        value: share,
+        unit: '',
+        target: '≥ 0.8 (on a machine with the cores for it)',
+        met: share >= 0.8,
+      })
+    }
+    headlines.push({ name: `${r.target} publishes/s`, value: r.rps, unit: '/s' })
+  }
+  const cores = navigator.hardwareConcurrency
+  notes.push(
+    `${cores} cores here: ${cores < Math.max(...ks) + Math.max(...ms) + 1 ? 'fewer than the largest run needs (processes + shards + the generator), so the rates show the cost per publish, not the scaling' : 'enough for the largest run'}`,
+  )
+  const fmt = (x: number | undefined) => (x === undefined || !Number.isFinite(x) ? '' : x.toFixed(1))
+  return {
+    scenario: 'scale',
+    description:
+      'Publishes/s of K gateway processes on one port (REUSE_PORT) on an M-master Redis Cluster started by the bench, ' +
+      'beside a bare Bun route that reads the body and nchan with K workers, same generator, same JSON publish to 100 channels.',
+    load: `${driver}, ${o.connections} keep-alive connections × 1 in flight, ${shape.warmup} s warm-up + ${shape.seconds} s per run`,
+    measurements,
+    tables: [
+      {
+        title: 'Runs (in the order they ran)',
+        head: ['target', 'publishes/s', 'server CPU µs per publish', 'redis-server CPU µs per publish'],
+        rows: runs.map((r) => [r.target, Math.round(r.rps).toLocaleString('en-US'), fmt(r.serverUs), fmt(r.redisUs)]),
+      },
+    ],
+    headlines,
+    ratios,
+    checks,
+    notes,
+    details: { runs },
+  }
+}

@@ -1,0 +1,202 @@
+import type { Charge } from '../../core/ports'
+import { chargeArgs } from './scripts'
+import { BATCH_PUBLISH_SCRIPT, CLUSTER_BATCH_PUBLISH_SCRIPT } from './batch-publish-script'
+import type { Sender } from './connection'
+import { ScriptRunner } from './script-runner'
+
+/** One publish as the batch script takes it. */
+export interface BatchedPublish {
+  stream: string
+  notify: string
+  ttlMs: number
+  idemPrefix: string
+  channel: string
+  /** Per message: client id ('' when server-generated) and msgpack body. */
+  messages: Array<[string, Buffer]>
+  /** The rate-limit charge taken in the same step (one redis-server only: the bucket is another slot). */
+  charge?: { bucket: string; charge: Charge }
+  /** The app's channel index to refresh in the same step (one redis-server only). */
+  index?: { key: string; score: number }
+  /** The stream's expiry (ms), and whether to set it now (else only when every message was a duplicate). */
+  expireMs: number
+  expireNow: boolean
+}
+
+/** The script's answer to one publish: `{ fresh, ...ids[, remaining] }`, `{ -1, remaining, retryAfterMs }`. */
+export type BatchReply = Array<number | string>
+
+/** At most this many publishes, or about this many bytes of bodies, in one script call. */
+const MAX_PUBLISHES = 256
+const MAX_BYTES = 4 << 20
+
+interface Pending {
+  p: BatchedPublish
+  resolve(r: BatchReply): void
+  reject(e: unknown): void
+}
+
+interface Shard {
+  items: Pending[]
+  /** Script calls of this shard sent and not answered yet. */
+  inFlight: number
+  scheduled: boolean
+}
+
+/** Script calls in flight per shard: publishes made meanwhile wait and go together in the next. */
+const MAX_IN_FLIGHT = 1
+
+/** Replies that say the batch never ran because its keys are not (all) on the master it reached. */
+const MOVED = /CROSSSLOT|MOVED|ASK|TRYAGAIN|CLUSTERDOWN|hash to the same slot|slot/i
+
+/**
+ * Batched publishes (group commit): a publish goes to Redis at once when its shard (all of one
+ * redis-server; a master of a cluster, by `shardOf`) has no script call in flight; otherwise it
+ * waits for that call's answer and goes with every publish made meanwhile, in one script call, in
+ * the order they were made (at most MAX_PUBLISHES or MAX_BYTES a call). So an idle node adds no
+ * delay, and a busy one sends a few large calls instead of many small ones. A publish's promise
+ * settles with its own reply or error (the script runs each under pcall), so one bad publish
+ * never fails its batch-mates; an error of the whole call (a timeout, a lost connection) is every
+ * member's, as it would be for each alone. With `afterWrite` (WAIT, REDIS_WAIT_REPLICAS), one
+ * WAIT after the batch covers all of its writes.
+ */
+export class PublishBatcher {
+  private shards = new Map<string, Shard>()
+  private readonly script: ScriptRunner
+
+  constructor(
+    send: Sender,
+    private readonly o: {
+      idempotencyWindowMs: number
+      /** A call not answered within it fails its publishes (503, outcome unknown) and frees its shard. */
+      redisTimeoutMs: number
+      cluster: boolean
+      /** The shard (master) owning a key; one shard when absent. */
+      shardOf?: (key: string) => string
+      /** Runs after each batch's write, given its first stream (WAIT for replicas); a rejection fails the batch's writes. */
+      afterWrite?: (stream: string) => Promise<void>
+    },
+  ) {
+    this.script = new ScriptRunner(send, o.cluster ? CLUSTER_BATCH_PUBLISH_SCRIPT : BATCH_PUBLISH_SCRIPT)
+  }
+
+  /** Resolves with the publish's reply, after its batch's write (and WAIT, if set) answered. */
+  publish(p: BatchedPublish): Promise<BatchReply> {
+    return new Promise((resolve, reject) => {
+      const key = this.o.shardOf?.(p.stream) ?? ''
+      let s = this.shards.get(key)
+      if (!s) this.shards.set(key, (s = { items: [], inFlight: 0, scheduled: false }))
+      s.items.push({ p, resolve, reject })
+      this.schedule(key, s)
+    })
+  }
+
+  /** Drains the shard after the current turn's synchronous publishes (they go together). */
+  private schedule(key: string, s: Shard) {
+    if (s.scheduled || s.inFlight >= MAX_IN_FLIGHT || !s.items.length) return
+    s.scheduled = true
+    queueMicrotask(() => {
+      s.scheduled = false
+      this.drain(key, s)
+    })
+  }
+
+  private drain(key: string, s: Shard) {
+    while (s.items.length && s.inFlight < MAX_IN_FLIGHT) {
+      let bytes = 0
+      let n = 0
+      while (n < s.items.length && n < MAX_PUBLISHES) {
+        let b = 0
+        for (const [, body] of s.items[n]!.p.messages) b += body.length
+        if (n > 0 && bytes + b > MAX_BYTES) break
+        bytes += b
+        n++
+      }
+      const batch = s.items.splice(0, n)
+      s.inFlight++
+      void this.run(batch).finally(() => {
+        s.inFlight--
+        if (s.items.length) this.schedule(key, s)
+        else if (s.inFlight === 0 && this.shards.get(key) === s) this.shards.delete(key)
+      })
+    }
+  }
+
+  private async run(items: Pending[]) {
+    let replies: BatchReply[]
+    try {
+      replies = await this.timed(this.call(items))
+    } catch (e) {
+      // on a cluster a batch whose slots moved did not run: each publish goes again on its own
+      if (items.length > 1 && this.o.cluster && MOVED.test(String((e as Error)?.message))) {
+        for (const it of items) void this.run([it])
+        return
+      }
+      for (const it of items) it.reject(e)
+      return
+    }
+    // the WAIT covers every write of the batch; a shortfall is the error of each publish that wrote
+    let waitError: unknown
+    if (this.o.afterWrite)
+      await this.o.afterWrite(items[0]!.p.stream).catch((e) => {
+        waitError = e ?? new Error('WAIT failed')
+      })
+    items.forEach((it, i) => {
+      const r = replies[i]
+      if (!Array.isArray(r)) it.reject(new Error('Unexpected reply from the batch publish script'))
+      else if (Number(r[0]) === -2) it.reject(new Error(String(r[1])))
+      else if (Number(r[0]) === -1 || waitError === undefined) it.resolve(r)
+      else it.reject(waitError)
+    })
+  }
+
+  /** `p`, or a rejection once REDIS_TIMEOUT_MS passed (its errors unchanged: a cluster's redirections are read). */
+  private timed<T>(p: Promise<T>): Promise<T> {
+    return new Promise<T>((resolve, reject) => {
+      const timer = setTimeout(() => reject(new Error('the batch publish call timed out')), this.o.redisTimeoutMs)
+      p.then(
+        (v) => {
+          clearTimeout(timer)
+          resolve(v)
+        },
+        (e) => {
+          clearTimeout(timer)
+          reject(e)
+        },
+      )
+    })
+  }
+
+  private async call(items: Pending[]): Promise<BatchReply[]> {
+    const keys: string[] = []
+    const slot = new Map<string, number>()
+    const keyIndex = (k: string) => {
+      let i = slot.get(k)
+      if (i === undefined) {
+        keys.push(k)
+        slot.set(k, (i = keys.length))
+      }
+      return String(i)
+    }
+    // streams first: the first key routes the call on a cluster
+    for (const { p } of items) keyIndex(p.stream)
+    const args: Array<string | Buffer> = [String(this.o.idempotencyWindowMs), String(items.length)]
+    for (const { p } of items) {
+      args.push(
+        keyIndex(p.stream),
+        p.notify,
+        String(p.ttlMs),
+        p.idemPrefix,
+        p.channel,
+        String(p.messages.length),
+        p.charge ? keyIndex(p.charge.bucket) : '0',
+        p.index ? keyIndex(p.index.key) : '0',
+        p.index ? String(p.index.score) : '0',
+        String(p.expireMs),
+        p.expireNow ? '1' : '0',
+      )
+      if (p.charge) args.push(...chargeArgs(p.charge.charge))
+      for (const [cid, body] of p.messages) args.push(cid, body)
+    }
+    return (await this.script.run(keys, args)) as BatchReply[]
+  }
+}

@@ -1,0 +1,141 @@
+import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
+import type { Broker, PublishOptions } from '../../src/core/ports'
+import type { Message } from '../../src/core/types'
+import { RedisKeys } from '../../src/backend/redis/keys'
+import { createTestGateway, type TestGateway } from '../helpers/gateway'
+import { onRedis, rawRedis } from '../helpers/redis-cluster'
+
+// Many publishes made at once (on Redis they share batches: publishes made while their shard has
+// a script call in flight go together in the next, see backend/redis/publish-batcher.ts): each keeps the
+// guarantees of a publish made alone. Runs on every backend (TEST_BACKEND).
+let gw: TestGateway
+let broker: Broker
+const APP = 'batch-app'
+const plain: PublishOptions = { persisted: false }
+const ids: PublishOptions = { persisted: false, clientIds: true, findable: true }
+beforeAll(async () => {
+  gw = await createTestGateway()
+  broker = gw.backend.broker
+})
+afterAll(async () => {
+  await gw.close()
+})
+
+let n = 0
+const fresh = () => `bc-${Date.now()}-${n++}`
+
+/** Subscribes, then waits (position) until deliveries from here on reach it. */
+async function subscribed(channel: string) {
+  const got: Message[] = []
+  const unsubscribe = broker.subscribe(APP, channel, (_a, _c, msgs) => got.push(...msgs))
+  await broker.position(APP, channel)
+  return {
+    got,
+    unsubscribe,
+    async until(count: number) {
+      for (let i = 0; i < 2000 && got.length < count; i++) await Bun.sleep(5)
+      return got
+    },
+  }
+}
+
+async function allHistory(channel: string): Promise<Message[]> {
+  return broker.history(APP, channel, { limit: 1000, direction: 'forwards' }, plain)
+}
+
+describe('concurrent publishes (batched on Redis)', () => {
+  test('one channel: 200 publishes made at once are stored and delivered once each, in the order they were made', async () => {
+    const ch = fresh()
+    const sub = await subscribed(ch)
+    const results = await Promise.all(
+      Array.from({ length: 200 }, (_, i) => broker.publish(APP, ch, [{ id: `one-${i}`, data: String(i) }], plain)),
+    )
+    const serials = results.map((r) => r.serials[0]!)
+    // serials follow the order the publishes were made
+    expect([...serials].sort()).toEqual(serials)
+    expect(new Set(serials).size).toBe(200)
+    const data = (await allHistory(ch)).map((m) => m.data)
+    expect(data).toEqual(Array.from({ length: 200 }, (_, i) => String(i)))
+    const got = await sub.until(200)
+    expect(got.map((m) => m.data)).toEqual(data)
+    sub.unsubscribe()
+  })
+
+  test('many channels: publishes interleaved over 20 channels keep each channel in order', async () => {
+    const channels = Array.from({ length: 20 }, fresh)
+    const subs = await Promise.all(channels.map(subscribed))
+    await Promise.all(
+      Array.from({ length: 400 }, (_, i) =>
+        broker.publish(APP, channels[i % 20]!, [{ id: `many-${i}`, data: String(Math.floor(i / 20)) }], plain),
+      ),
+    )
+    const want = Array.from({ length: 20 }, (_, i) => String(i))
+    for (const [k, ch] of channels.entries()) {
+      expect((await allHistory(ch)).map((m) => m.data)).toEqual(want)
+      expect((await subs[k]!.until(20)).map((m) => m.data)).toEqual(want)
+      subs[k]!.unsubscribe()
+    }
+  })
+
+  test('repeated client ids in publishes made at once: each id appended once, every repeat answered its serial', async () => {
+    const channels = [fresh(), fresh()]
+    const results = await Promise.all(
+      Array.from({ length: 120 }, (_, i) => {
+        const ch = channels[i % 2]!
+        const id = `dup:${i % 10}`
+        return broker.publish(APP, ch, [{ id, data: id }], ids).then((r) => ({ ch, id, ...r }))
+      }),
+    )
+    for (const ch of channels) {
+      const stored = await allHistory(ch)
+      expect(stored.map((m) => m.id).sort()).toEqual(
+        Array.from({ length: 5 }, (_, k) => `dup:${(ch === channels[0] ? 0 : 1) + 2 * k}`).sort(),
+      )
+      const serialOf = new Map(stored.map((m) => [m.id, m.serial]))
+      const mine = results.filter((r) => r.ch === ch)
+      for (const r of mine) expect(r.serials).toEqual([serialOf.get(r.id)!])
+      expect(mine.reduce((t, r) => t + r.appended, 0)).toBe(5)
+    }
+  })
+
+  test('rate-limit charges of publishes made at once: exactly the bucket’s tokens pass, the rest are refused alone', async () => {
+    const ch = fresh()
+    const now = Date.now()
+    const charge = { key: `acct-${ch}`, cost: 1, rate: 0.001, burst: 10, now }
+    const results = await Promise.all(
+      Array.from({ length: 30 }, (_, i) =>
+        broker.publish(APP, ch, [{ id: `rl-${i}`, data: String(i) }], { ...plain, charge }),
+      ),
+    )
+    const passed = results.filter((r) => r.charged?.ok !== false)
+    expect(passed).toHaveLength(10)
+    expect(results.filter((r) => r.charged?.ok === false).every((r) => r.appended === 0)).toBe(true)
+    expect((await allHistory(ch)).map((m) => m.data)).toEqual(
+      results.flatMap((r, i) => (r.charged?.ok !== false ? [String(i)] : [])),
+    )
+  })
+
+  test.skipIf(!onRedis())('one publish that fails in a batch fails alone: its batch-mates are stored', async () => {
+    const bad = fresh()
+    const good = Array.from({ length: 10 }, fresh)
+    // the bad channel's stream key holds a string: its XADD fails (WRONGTYPE)
+    const raw = await rawRedis(gw.config as { redisUrl: string; redisCluster?: boolean })
+    const streamKey = new RedisKeys(gw.config.redisPrefix).stream(APP, bad)
+    await raw.send(['SET', streamKey, 'not a stream'])
+    try {
+      const settled = await Promise.allSettled([
+        ...good.slice(0, 5).map((ch) => broker.publish(APP, ch, [{ id: `g-${ch}`, data: 'ok' }], plain)),
+        broker.publish(APP, bad, [{ id: 'b', data: 'bad' }], plain),
+        ...good.slice(5).map((ch) => broker.publish(APP, ch, [{ id: `g-${ch}`, data: 'ok' }], plain)),
+      ])
+      expect(settled[5]!.status).toBe('rejected')
+      expect(settled.filter((s) => s.status === 'fulfilled')).toHaveLength(10)
+      for (const ch of good) expect((await allHistory(ch)).map((m) => m.data)).toEqual(['ok'])
+      // the channel works again once its key is a stream's
+      await raw.send(['DEL', streamKey])
+      expect((await broker.publish(APP, bad, [{ id: 'b2', data: 'fine' }], plain)).appended).toBe(1)
+    } finally {
+      await raw.close()
+    }
+  })
+})
