@@ -37,6 +37,12 @@ export interface OccupancyWatcher {
 export const OCCUPANCY_POLL_MS = 1_000
 /** A watched channel's counts are read at most this often. */
 const MIN_GAP_MS = 50
+/**
+ * Counts that changed without any of them moving between zero and non-zero (a mode change, sent
+ * at once) are sent at most this often per channel, as the hosted service debounces them (it
+ * allows up to 15 s): a busy room's churn costs each watcher at most one event a second.
+ */
+export const OCCUPANCY_DEBOUNCE_MS = 1_000
 
 interface Watched {
   appId: string
@@ -44,17 +50,27 @@ interface Watched {
   /** Each watcher and the metrics (as JSON) it was last sent. */
   watchers: Map<OccupancyWatcher, string | undefined>
   timer?: ReturnType<typeof setTimeout>
+  /** The read that sends counts held back by the debounce. */
+  held?: ReturnType<typeof setTimeout>
   reading: boolean
   again: boolean
   lastRead: number
+  /** The counts last sent to the channel's watchers, and when. */
+  lastSent?: OccupancyMetrics
+  lastSentAt: number
   sub: Subscriber
 }
+
+/** Whether some count moved between zero and non-zero. */
+const modeChange = (a: OccupancyMetrics, b: OccupancyMetrics) =>
+  (Object.keys(a) as Array<keyof OccupancyMetrics>).some((k) => (a[k] === 0) !== (b[k] === 0))
 
 /**
  * Occupancy events: a node reads the counts of each channel that has a local watcher (attachments
  * on every node from the occupancy store, presence members from the presence store, so every node
  * computes the same numbers) when they may have changed, and sends each watcher the counts when
- * they differ from what it was last sent (a new watcher gets them at once). Events are not
+ * they differ from what it was last sent (a new watcher gets them at once; a change that moves
+ * no count between zero and non-zero is debounced, OCCUPANCY_DEBOUNCE_MS). Events are not
  * channel entries: they have no serial, are never stored, replayed or counted as messages.
  */
 export class OccupancyEvents {
@@ -83,6 +99,7 @@ export class OccupancyEvents {
         reading: false,
         again: false,
         lastRead: 0,
+        lastSentAt: 0,
         // presence events travel through the channel: one seen here (from any node) moves presenceMembers
         sub: {
           connectionId: '',
@@ -107,6 +124,7 @@ export class OccupancyEvents {
       this.channels.delete(k)
       this.hub.remove(appId, channel, watched.sub)
       clearTimeout(watched.timer)
+      clearTimeout(watched.held)
       if (!this.channels.size && this.poll) {
         clearInterval(this.poll)
         this.poll = undefined
@@ -154,13 +172,34 @@ export class OccupancyEvents {
         objectSubscribers: 0,
       }
       const key = JSON.stringify(metrics)
+      const now = this.clock.now()
+      // a watcher that has had nothing yet gets the counts at once; the others at once on a mode
+      // change, else once the debounce since the last event has passed (read again then)
+      const due = !c.lastSent || modeChange(c.lastSent, metrics) || now - c.lastSentAt >= OCCUPANCY_DEBOUNCE_MS
       let event: OccupancyEvent | undefined
+      let held = false
       for (const [w, last] of c.watchers) {
         if (last === key) continue
-        event ??= { id: this.ids.next(), timestamp: this.clock.now(), metrics }
+        if (last !== undefined && !due) {
+          held = true
+          continue
+        }
+        event ??= { id: this.ids.next(), timestamp: now, metrics }
         c.watchers.set(w, key)
         w.occupancy(event)
       }
+      if (event && due) {
+        c.lastSent = metrics
+        c.lastSentAt = now
+      }
+      if (held && !c.held)
+        c.held = setTimeout(
+          () => {
+            c.held = undefined
+            this.schedule(c)
+          },
+          c.lastSentAt + OCCUPANCY_DEBOUNCE_MS - now,
+        )
     } catch {
       // the store did not answer: the next poll reads again
     } finally {
@@ -174,6 +213,7 @@ export class OccupancyEvents {
     this.poll = undefined
     for (const c of this.channels.values()) {
       clearTimeout(c.timer)
+      clearTimeout(c.held)
       this.hub.remove(c.appId, c.channel, c.sub)
     }
     this.channels.clear()
