@@ -27,11 +27,10 @@ export function annotationFromEntry(m: Message): Annotation {
   return a
 }
 
-/** What a summary entry says: the message, its summary, and the state version it was read at (when known). */
+/** What a summary entry says: the message and its summary. */
 export interface SummaryEvent {
   messageSerial: string
   summary: AnnotationSummary
-  version?: number
 }
 
 export function summaryEntry(id: string, e: SummaryEvent): MessageDraft {

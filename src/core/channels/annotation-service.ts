@@ -10,6 +10,7 @@ import type { Broker } from '../ports'
 import type { Message } from '../types'
 import type { Namespaces } from '../control/namespaces'
 import { annotationEntry, summaryEntry } from './annotation-entries'
+import { SummarySender } from './summary-sender'
 import { MAX_ANNOTATION_FIELDS, MAX_ANNOTATION_LOG, annotationFromWire, stateOp, summaryOf } from './annotations'
 import { TooManyAnnotations, type Annotation, type AnnotationStore, type AnnotationSummary } from './ports'
 
@@ -27,6 +28,7 @@ const EPHEMERAL = { persisted: false, ephemeral: true } as const
  */
 export class AnnotationService {
   private readonly ids = new IdGenerator()
+  private readonly summaries = new SummarySender()
 
   constructor(
     private readonly broker: Broker,
@@ -73,9 +75,8 @@ export class AnnotationService {
       const { serials: s } = await this.broker.publish(p.appId, channel, [annotationEntry(a, connectionId)], EPHEMERAL)
       const serial = s[0]!
       const record: Annotation = { ...a, serial, timestamp: parseSerial(serial)?.ms ?? Date.now() }
-      let applied: { state: Record<string, string>; version: number }
       try {
-        applied = await this.store.apply(p.appId, channel, record, ops[i]!, MAX_ANNOTATION_FIELDS, MAX_ANNOTATION_LOG)
+        await this.store.apply(p.appId, channel, record, ops[i]!, MAX_ANNOTATION_FIELDS, MAX_ANNOTATION_LOG)
       } catch (e) {
         if (e instanceof TooManyAnnotations)
           throw new GatewayError(
@@ -84,45 +85,34 @@ export class AnnotationService {
           )
         throw e
       }
-      await this.summarizeLatest(p.appId, channel, a.messageSerial, applied)
+      await this.summarizeCurrent(p.appId, channel, a.messageSerial, async () =>
+        summaryOf((await this.store.current(p.appId, channel, a.messageSerial)).state),
+      )
       serials.push(serial)
     }
     return serials
   }
 
-  /**
-   * Delivers a message's summary to the channel's subscribers (`version`: the state version it was
-   * read at, so a receiver can drop an older one that arrives later).
-   */
-  async summarize(
-    appId: string,
-    channel: string,
-    messageSerial: string,
-    summary: AnnotationSummary,
-    version?: number,
-  ): Promise<void> {
-    const e = version === undefined ? { messageSerial, summary } : { messageSerial, summary, version }
-    await this.broker.publish(appId, channel, [summaryEntry(`${this.ids.next()}:0`, e)], EPHEMERAL)
+  /** Delivers a message's summary to the channel's subscribers. */
+  private async summarize(appId: string, channel: string, messageSerial: string, summary: AnnotationSummary) {
+    await this.broker.publish(
+      appId,
+      channel,
+      [summaryEntry(`${this.ids.next()}:0`, { messageSerial, summary })],
+      EPHEMERAL,
+    )
   }
 
-  /**
-   * Delivers the summary a change left, then again the current one if a later change was applied
-   * meanwhile (on another node, whose summary may have gone out before this one): the last
-   * summary subscribers get is always the latest state's.
-   */
-  private async summarizeLatest(
+  /** Sends the message's summary after a change (see SummarySender: coalesced, ending on the current state). */
+  summarizeCurrent(
     appId: string,
     channel: string,
     messageSerial: string,
-    applied: { state: Record<string, string>; version: number },
-  ) {
-    let sent = applied
-    for (let i = 0; i < 3; i++) {
-      await this.summarize(appId, channel, messageSerial, summaryOf(sent.state), sent.version)
-      const now = await this.store.current(appId, channel, messageSerial)
-      if (now.version <= sent.version) return
-      sent = now
-    }
+    read: () => Promise<AnnotationSummary>,
+  ): Promise<void> {
+    return this.summaries.send(`${appId}\u0000${channel}\u0000${messageSerial}`, read, (summary) =>
+      this.summarize(appId, channel, messageSerial, summary),
+    )
   }
 
   /** Delivers an annotation recorded elsewhere (chat reactions) to the channel's annotation subscribers. */

@@ -116,7 +116,7 @@ export class MessageReactions {
       encoding: 'json',
       data: JSON.stringify({ type, messageSerial: serial, reaction, summary }),
     })
-    await this.deliver(p, room, serial, record, remove, summary)
+    await this.deliver(p, room, serial, record, remove)
     return { serial: eventSerial, messageSerial: serial, reaction: record, summary, byName: summarizeByName(after) }
   }
 
@@ -125,14 +125,7 @@ export class MessageReactions {
    * attachments with the annotation-subscribe mode) and the message's summary after it (to every
    * subscriber), as the hosted service sends them.
    */
-  private async deliver(
-    p: Principal,
-    room: string,
-    serial: string,
-    r: ReactionRecord,
-    remove: boolean,
-    summary: ReactionSummary,
-  ) {
+  private async deliver(p: Principal, room: string, serial: string, r: ReactionRecord, remove: boolean) {
     const channel = roomChannel(room)
     const a: Parameters<AnnotationService['announce']>[2] = {
       action: remove ? 1 : 0,
@@ -145,19 +138,14 @@ export class MessageReactions {
     const claim = userClaimFor(p, room)
     if (claim !== undefined) a.extras = { userClaim: claim }
     await this.annotations.announce(p.appId, channel, a)
-    // another node's change may have gone out before this one's summary: send the current summary
-    // again until it is the one sent last, so the last summary subscribers get is the latest
-    let sent = summary
-    for (let i = 0; i < 3; i++) {
-      await this.annotations.summarize(p.appId, channel, serial, {
-        'reaction:unique.v1': sent.unique,
-        'reaction:distinct.v1': sent.distinct,
-        'reaction:multiple.v1': sent.multiple,
-      })
+    await this.annotations.summarizeCurrent(p.appId, channel, serial, async () => {
       const now = summarize((await this.store.states(p.appId, room, [serial])).get(serial)?.reactions ?? [])
-      if (JSON.stringify(now) === JSON.stringify(sent)) return
-      sent = now
-    }
+      return {
+        'reaction:unique.v1': now.unique,
+        'reaction:distinct.v1': now.distinct,
+        'reaction:multiple.v1': now.multiple,
+      }
+    })
   }
 
   /** Every reaction of a message, with both summaries; `forClientId` trims the client lists to one client. */
