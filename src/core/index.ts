@@ -9,6 +9,7 @@ import { AnnotationService } from './channels/annotation-service'
 import { MutableMessages, type MutableSettings } from './channels/mutable-messages'
 import { ChatService, DEFAULT_TYPING_TIMEOUT_MS } from './chat/chat-service'
 import { DataGuard } from './control/data-guard'
+import { AppRemoval } from './control/app-removal'
 import { Integrations, type IntegrationSettings } from './control/integrations'
 import { Management } from './control/management'
 import { RulesEngine } from './rules/rules-engine'
@@ -98,8 +99,10 @@ export function createCore(backend: Backend, clock: Clock, s: CoreSettings): Cor
   // push relay (PUSH_WEBHOOK_URL) is the operator's own, so it may be anywhere
   const webhooks = new WebhookDispatcher(createPoster({ allowPrivate: s.webhookAllowPrivateTargets }), clock, s, stats)
   const rules = new RulesEngine(backend.control, backend.queues, webhooks, clock, () => {}, backend.queueBroker)
-  const management = new Management(backend.control, clock)
-  const presence = new PresenceService(backend.broker, backend.presence, namespaces, limits)
+  const appRemoval = new AppRemoval(backend.control, backend.queues, backend.queueBroker)
+  const removeApp = (appId: string) => appRemoval.remove(appId)
+  const management = new Management(backend.control, clock, removeApp)
+  const presence = new PresenceService(backend.broker, backend.presence, namespaces, limits, rules)
   const dataGuard = new DataGuard(backend.control)
   const connectionKeys = new ConnectionKeys(backend.control, backend.marks, clock, s.connectionMarksPerApp)
   const endedConnections = new EndedConnections(backend.marks, s.connectionMarksPerApp)
@@ -136,7 +139,17 @@ export function createCore(backend: Backend, clock: Clock, s: CoreSettings): Cor
     hub,
     occupancy,
     occupancyEvents: new OccupancyEvents(occupancy, presence, hub, clock),
-    streams: new Streams(hub, occupancy, backend.broker, auth, backend.control, backend.revocations, clock, stats),
+    streams: new Streams(
+      hub,
+      occupancy,
+      backend.broker,
+      auth,
+      backend.control,
+      backend.revocations,
+      clock,
+      stats,
+      (appId, channel, entries) => messages.rewound(appId, channel, entries),
+    ),
     limits,
     stats,
     presence,
@@ -160,7 +173,7 @@ export function createCore(backend: Backend, clock: Clock, s: CoreSettings): Cor
     integrations: new Integrations(management, backend.control, backend.queues, clock, s, backend.queueBroker),
     webhooks,
     push,
-    sandbox: new Sandbox(backend.control, presence, stats, clock),
+    sandbox: new Sandbox(backend.control, presence, stats, clock, removeApp),
     objects: new ObjectService(backend.objects, backend.broker, namespaces, hub, clock, limits),
     chat: new ChatService(
       backend.broker,

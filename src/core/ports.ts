@@ -294,6 +294,8 @@ export interface QueueBroker {
   declare(q: BrokerQueue): Promise<void>
   /** Deletes the queue with its messages (nothing if it is gone); what this node holds for it is dropped. */
   remove(q: BrokerQueue): Promise<void>
+  /** Deletes the app's consumer user with its permissions (nothing if it is gone). */
+  removeConsumer(appId: string): Promise<void>
   /** The AMQP URI the app's consumers connect with, its credentials included. */
   consumerUri(appId: string): Promise<string>
   /** Message counts as the broker last reported them (zero when it cannot say). */

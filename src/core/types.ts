@@ -162,14 +162,17 @@ export interface HistoryQuery {
   entries?: 'messages' | 'all'
 }
 
-/** An integration rule: channel messages whose channel matches `source.channelFilter` go to `target`. */
+/**
+ * An integration rule: channel messages (or, `channel.presence`, presence events) whose channel
+ * matches `source.channelFilter` go to `target`.
+ */
 export interface Rule {
   id: string
   appId: string
   ruleType: 'http' | 'amqp'
   requestMode: 'single' | 'batch'
   status: 'enabled' | 'disabled'
-  source: { channelFilter: string; type: 'channel.message' }
+  source: { channelFilter: string; type: 'channel.message' | 'channel.presence' }
   /** http: url (+ headers); amqp: queueId of one of the app's queues. */
   target: { url?: string; headers?: Array<{ name: string; value: string }>; queueId?: string; enveloped?: boolean }
   created: number

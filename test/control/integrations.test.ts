@@ -189,4 +189,27 @@ describe('queues', () => {
     expect(await queues.counts('race', 60_000, now + 2000)).toEqual({ ready: 0, unacknowledged: 0, total: 0 })
     await queues.drop('race')
   })
+
+  test("deleting an app drops its queues' messages; presence rules need queues on RabbitMQ", async () => {
+    const accountId = (await body(await v1('/me'))).account.id
+    const app = await body(await v1(`/accounts/${accountId}/apps`, 'POST', { name: 'short-lived' }))
+    const key = (await body(await v1(`/apps/${app.id}/keys`, 'POST', { name: 'k', capability: { '*': ['*'] } }))).key
+    const q = await body(await v1(`/apps/${app.id}/queues`, 'POST', { name: 'left', ttl: 5, maxLength: 10 }))
+    const rule = { ruleType: 'amqp', source: { channelFilter: '^left$' }, target: { queueId: q.id } }
+    expect((await v1(`/apps/${app.id}/rules`, 'POST', rule)).status).toBe(201)
+    const presenceRule = { ...rule, source: { channelFilter: '', type: 'channel.presence' } }
+    expect((await v1(`/apps/${app.id}/rules`, 'POST', presenceRule)).status).toBe(400)
+    const sent = await gw.request('/channels/left/messages', { method: 'POST', json: { data: 'x' }, key })
+    expect(sent.status).toBe(201)
+    await waitFor(
+      () => gw.backend.queues.counts(q.id, 300_000, clock.now()),
+      (c) => c.total === 1,
+    )
+    expect((await v1(`/apps/${app.id}`, 'DELETE')).status).toBe(204)
+    expect(await gw.backend.queues.counts(q.id, 300_000, clock.now())).toEqual({
+      ready: 0,
+      unacknowledged: 0,
+      total: 0,
+    })
+  })
 })

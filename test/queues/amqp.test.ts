@@ -3,6 +3,7 @@ import { connect, type Channel, type ChannelModel, type ConsumeMessage } from 'a
 import { createServer } from 'node:net'
 import { metrics } from '../../src/lib/metrics'
 import { ACCESS_TOKEN, APP_ID, createTestGateway, type TestGateway } from '../helpers/gateway'
+import { closeClients, connectedClient, FORMATS } from '../helpers/realtime'
 import { requireSystem } from '../helpers/system'
 import { TcpProxy } from '../helpers/tcp-proxy'
 
@@ -100,6 +101,9 @@ async function deadPort(): Promise<number> {
   return port
 }
 
+/** A GET of RabbitMQ's management API (as the broker's administrator). */
+const rabbit = (path: string) => fetch(`${MANAGEMENT}${path}`, { headers: { authorization: MANAGEMENT_AUTH } })
+
 const envelope = (m: ConsumeMessage) => JSON.parse(m.content.toString()) as any
 
 /** A sample of this process's metrics (0 when absent). */
@@ -124,6 +128,14 @@ describe.skipIf(!HAVE)('queues on RabbitMQ (AMQP_URL)', () => {
   })
 
   afterAll(async () => {
+    closeClients()
+    await stale?.gw.close()
+    await stale?.proxy.stop()
+    if (stale) {
+      const ch = await admin.createChannel()
+      await ch.deleteQueue(stale.queueName).catch(() => {})
+      await ch.close().catch(() => {})
+    }
     for (const c of consumers) await c.close().catch(() => {})
     await gw?.close()
     await proxy?.stop()
@@ -145,6 +157,8 @@ describe.skipIf(!HAVE)('queues on RabbitMQ (AMQP_URL)', () => {
   })
 
   let ttlQueue: { name: string; publishedAt: number } | undefined
+  /** A node whose broker is away while its one message outlives its queue's ttl (checked by the last test). */
+  let stale: { gw: TestGateway; proxy: TcpProxy; queueName: string; publishedAt: number } | undefined
 
   test('a rule routes channel messages into the app queue; a consumer with the handed-out credentials reads the envelope and acks', async () => {
     const { appId, key } = await newApp()
@@ -153,6 +167,8 @@ describe.skipIf(!HAVE)('queues on RabbitMQ (AMQP_URL)', () => {
     expect(q.amqp.queueName).toBe(`${appId}:orders`)
     expect(q.amqp.uri).toStartWith(`amqp://app.${appId}:`)
     expect(q.amqp.uri).toEndWith('@127.0.0.1:5672')
+    // STOMP is not served: the record does not advertise it (the hosted record has a stomp block)
+    expect(q).not.toHaveProperty('stomp')
 
     // declared durable with the queue's bounds (the broker's own view)
     const info = await waitFor(
@@ -205,6 +221,7 @@ describe.skipIf(!HAVE)('queues on RabbitMQ (AMQP_URL)', () => {
     // the record lists the same connection details; the HTTP consumer is not offered for broker queues
     const listed = (await body(await v1(`/apps/${appId}/queues`)))[0]
     expect(listed.amqp).toEqual(q.amqp)
+    expect(listed).not.toHaveProperty('stomp')
     expect((await v1(`/apps/${appId}/queues/${encodeURIComponent(q.id)}/messages`, 'POST')).status).toBe(400)
 
     // consumers only read: they cannot declare or publish
@@ -214,6 +231,90 @@ describe.skipIf(!HAVE)('queues on RabbitMQ (AMQP_URL)', () => {
     const probe = await conn.createChannel()
     probe.on('error', () => {})
     await expect(probe.assertQueue(`${appId}:mine`)).rejects.toMatchObject({ code: 403 })
+  })
+
+  test('a channel.presence rule delivers enter, update and leave in the hosted presence envelope (both wire formats)', async () => {
+    const { appId, key } = await newApp()
+    const q = await newQueue(appId, 'members', 5, 100)
+    const r = await v1(`/apps/${appId}/rules`, 'POST', {
+      ruleType: 'amqp',
+      source: { channelFilter: '^room:', type: 'channel.presence' },
+      target: { queueId: q.id },
+    })
+    expect(r.status).toBe(201)
+    const rule = await body(r)
+    expect(rule.source).toEqual({ channelFilter: '^room:', type: 'channel.presence' })
+    const port = Number(new URL(gw.listen()).port)
+    const { ch, got } = await consume(q.amqp.uri, q.amqp.queueName)
+
+    for (const [format, binary] of FORMATS) {
+      const clientId = `member-${format}`
+      const client = await connectedClient(port, { key, clientId }, binary)
+      const room = client.channels.get(`room:${format}`)
+      await room.presence.enter(binary ? new Uint8Array([1, 2, 3]) : { joined: true })
+      await room.presence.update('typing')
+      // a message on the channel is not a presence event: this rule does not route it
+      await room.publish('chat', 'hello')
+      await room.presence.leave()
+      const envelopes = await waitFor(
+        () => got.filter((m) => envelope(m).channel === `room:${format}`),
+        (g) => g.length >= 3,
+      )
+      const [enter, update, leave] = envelopes.map(envelope)
+      expect(enter).toEqual({
+        source: 'channel.presence',
+        appId,
+        channel: `room:${format}`,
+        site: expect.any(String),
+        ruleId: rule.id,
+        presence: [
+          {
+            id: expect.any(String),
+            action: 2,
+            clientId,
+            connectionId: client.connection.id,
+            timestamp: expect.any(Number),
+            ...(binary ? { data: 'AQID', encoding: 'base64' } : { data: '{"joined":true}', encoding: 'json' }),
+          },
+        ],
+      })
+      expect(update.presence).toEqual([expect.objectContaining({ action: 4, clientId, data: 'typing' })])
+      expect(leave.presence).toEqual([expect.objectContaining({ action: 3, clientId })])
+      expect(envelopes[0]!.properties.headers).toMatchObject({
+        'x-ably-envelope-source': 'channel.presence',
+        'x-ably-envelope-channel': `room:${format}`,
+        'x-ably-envelope-rule-id': rule.id,
+      })
+      expect(envelopes[0]!.properties.messageId).toBe(`${rule.id}:${enter.presence[0].id}`)
+      for (const m of envelopes) ch.ack(m)
+      client.close()
+    }
+    // a leave the server makes (the member's connection closed) is routed too
+    const gone = await connectedClient(port, { key, clientId: 'closer' }, false)
+    await gone.channels.get('room:closed').presence.enter()
+    gone.close()
+    const closed = await waitFor(
+      () => got.filter((m) => envelope(m).channel === 'room:closed').map((m) => envelope(m).presence[0]),
+      (g) => g.length >= 2,
+    )
+    expect(closed.map((p) => [p.action, p.clientId])).toEqual([
+      [2, 'closer'],
+      [3, 'closer'],
+    ])
+    await Bun.sleep(300)
+    // three per client and two for the closed one, none for the messages
+    expect(got.length).toBe(8)
+    expect(got.every((m) => envelope(m).source === 'channel.presence')).toBe(true)
+
+    // presence rules go to app queues on RabbitMQ only; other sources are refused as such
+    const refused = async (ruleType: string, type: string, target: Record<string, unknown>) => {
+      const res = await v1(`/apps/${appId}/rules`, 'POST', { ruleType, source: { channelFilter: '', type }, target })
+      expect(res.status).toBe(400)
+      return (await body(res)).error.message as string
+    }
+    expect(await refused('http', 'channel.presence', { url: 'http://127.0.0.1:9/x' })).toContain('channel.presence')
+    expect(await refused('amqp', 'channel.lifecycle', { queueId: q.id })).toContain('source.type')
+    expect(await refused('amqp', 'channel.occupancy', { queueId: q.id })).toContain('source.type')
   })
 
   test('maxLength holds (the oldest are dropped) and the ttl is the broker queue ttl', async () => {
@@ -243,6 +344,39 @@ describe.skipIf(!HAVE)('queues on RabbitMQ (AMQP_URL)', () => {
       (n) => n === 1,
     )
     ttlQueue = { name: q.amqp.queueName, publishedAt: Date.now() }
+
+    // a second node, its broker away: a message routed now waits in its buffer past the ttl
+    const staleProxy = await TcpProxy.start(await deadPort())
+    const staleGw = await createTestGateway({
+      amqpUrl: `amqp://guest:guest@127.0.0.1:${staleProxy.port}`,
+      amqpManagementUrl: 'http://guest:guest@127.0.0.1:15672',
+    })
+    const name = `stale${Date.now().toString(36)}`
+    const now = Date.now()
+    const queue = {
+      id: `${APP_ID}:local:${name}`,
+      appId: APP_ID,
+      name,
+      region: 'local',
+      ttl: 1,
+      maxLength: 10,
+      created: now,
+    }
+    await staleGw.backend.control.putQueue(queue)
+    await staleGw.backend.control.putRule({
+      id: name,
+      appId: APP_ID,
+      ruleType: 'amqp',
+      requestMode: 'single',
+      status: 'enabled',
+      source: { channelFilter: `^${name}$`, type: 'channel.message' },
+      target: { queueId: queue.id },
+      created: now,
+      modified: now,
+    })
+    stale = { gw: staleGw, proxy: staleProxy, queueName: `${APP_ID}:${name}`, publishedAt: Date.now() }
+    const sent = await staleGw.request(`/channels/${name}/messages`, { method: 'POST', json: { data: 'too late' } })
+    expect(sent.status).toBe(201)
   })
 
   test("another app's credentials cannot read the queue; wrong credentials cannot connect", async () => {
@@ -273,13 +407,49 @@ describe.skipIf(!HAVE)('queues on RabbitMQ (AMQP_URL)', () => {
     await expect(connect(wrong.toString())).rejects.toThrow(/ACCESS[-_]REFUSED/)
   })
 
-  test('deleting a queue deletes it in RabbitMQ', async () => {
-    const { appId } = await newApp()
+  test('deleting a queue deletes it in RabbitMQ, with its messages', async () => {
+    const { appId, key } = await newApp()
     const q = await newQueue(appId, 'doomed', 1, 10)
-    expect(await readyCount(q.amqp.queueName)).toBe(0)
+    const kept = await newQueue(appId, 'kept', 1, 10)
+    await routeInto(appId, q.id, '^doomed$')
+    expect((await publish(key, 'doomed', { name: 'n', data: 'waiting' })).status).toBe(201)
+    await waitFor(
+      () => readyCount(q.amqp.queueName),
+      (n) => n === 1,
+    )
     expect((await v1(`/apps/${appId}/queues/${encodeURIComponent(q.id)}`, 'DELETE')).status).toBe(204)
     expect(await readyCount(q.amqp.queueName)).toBeUndefined()
-    expect(await body(await v1(`/apps/${appId}/queues`))).toEqual([])
+    expect((await body(await v1(`/apps/${appId}/queues`))).map((x: { id: string }) => x.id)).toEqual([kept.id])
+    // the app's other queue and its consumer user stay
+    expect(await readyCount(kept.amqp.queueName)).toBe(0)
+    expect((await rabbit(`/users/${encodeURIComponent(`app.${appId}`)}`)).status).toBe(200)
+  })
+
+  test('deleting an app deletes its queues, its consumer user and its permissions in RabbitMQ', async () => {
+    const { appId, key } = await newApp()
+    const a = await newQueue(appId, 'first', 1, 10)
+    const b = await newQueue(appId, 'second', 1, 10)
+    await routeInto(appId, a.id, '^first$')
+    expect((await publish(key, 'first', { name: 'n', data: 'left unread' })).status).toBe(201)
+    await waitFor(
+      () => readyCount(a.amqp.queueName),
+      (n) => n === 1,
+    )
+    const user = encodeURIComponent(`app.${appId}`)
+    expect((await rabbit(`/users/${user}`)).status).toBe(200)
+    expect((await rabbit(`/permissions/%2F/${user}`)).status).toBe(200)
+    const conn = await connect(a.amqp.uri)
+    consumers.push(conn)
+    conn.on('error', () => {})
+
+    expect((await v1(`/apps/${appId}`, 'DELETE')).status).toBe(204)
+    expect(await readyCount(a.amqp.queueName)).toBeUndefined()
+    expect(await readyCount(b.amqp.queueName)).toBeUndefined()
+    expect((await rabbit(`/users/${user}`)).status).toBe(404)
+    expect((await rabbit(`/permissions/%2F/${user}`)).status).toBe(404)
+    // the credentials the records handed out open nothing any more
+    await expect(connect(a.amqp.uri)).rejects.toThrow(/ACCESS[-_]REFUSED/)
+    expect((await v1(`/apps/${appId}/queues`)).status).toBe(404)
   })
 
   test('RabbitMQ unreachable: channel publishes still answer 201, rule deliveries resume once it is back, nothing acked comes again', async () => {
@@ -371,7 +541,33 @@ describe.skipIf(!HAVE)('queues on RabbitMQ (AMQP_URL)', () => {
     }
   })
 
-  test('an expired message is gone (the ttl of one minute, counted from its publish)', async () => {
+  test('broker away: deleting an app with queues answers 503 and keeps it; an app without queues is deleted', async () => {
+    const gw2 = await createTestGateway({ amqpUrl: `amqp://guest:guest@127.0.0.1:${await deadPort()}` })
+    try {
+      const v2 = (path: string, method = 'GET', json?: unknown) =>
+        gw2.request(`/v1${path}`, { method, json, key: null, headers: { authorization: `Bearer ${ACCESS_TOKEN}` } })
+      const now = Date.now()
+      await gw2.backend.control.putQueue({
+        id: `${APP_ID}:local:kept`,
+        appId: APP_ID,
+        name: 'kept',
+        region: 'local',
+        ttl: 1,
+        maxLength: 10,
+        created: now,
+      })
+      expect((await v2(`/apps/${APP_ID}`, 'DELETE')).status).toBe(503)
+      expect((await v2(`/apps/${APP_ID}/keys`)).status).toBe(200)
+      const accountId = (await body(await v2('/me'))).account.id
+      const empty = await body(await v2(`/accounts/${accountId}/apps`, 'POST', { name: 'no-queues' }))
+      expect((await v2(`/apps/${empty.id}`, 'DELETE')).status).toBe(204)
+      expect((await v2(`/apps/${empty.id}/keys`)).status).toBe(404)
+    } finally {
+      await gw2.close()
+    }
+  })
+
+  test('an expired message is gone (the ttl of one minute, counted from its publish); one a node held past it is dropped unsent and counted', async () => {
     expect(ttlQueue).toBeDefined()
     const { name, publishedAt } = ttlQueue!
     await waitFor(
@@ -380,5 +576,18 @@ describe.skipIf(!HAVE)('queues on RabbitMQ (AMQP_URL)', () => {
       Math.max(0, publishedAt + 60_000 - Date.now()) + 30_000,
     )
     expect(Date.now() - publishedAt).toBeGreaterThan(55_000)
+
+    // the broker back after the ttl: the message the other node held is dropped unsent, and counted
+    expect(stale).toBeDefined()
+    const s = stale!
+    await Bun.sleep(Math.max(0, s.publishedAt + 61_000 - Date.now()))
+    const expired = metric('gateway_queue_dropped_total', '{reason="expired"}')
+    s.proxy.target = 5672
+    await waitFor(
+      () => metric('gateway_queue_dropped_total', '{reason="expired"}') - expired,
+      (n) => n >= 1,
+    )
+    // never sent: the queue holds nothing (not even declared: the pump drops it before that)
+    expect((await readyCount(s.queueName)) ?? 0).toBe(0)
   }, 120_000)
 })

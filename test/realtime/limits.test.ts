@@ -8,6 +8,7 @@ import { expect, test } from 'bun:test'
 import type * as Ably from 'ably'
 import { randomBytes } from 'node:crypto'
 import { connect, type Socket } from 'node:net'
+import { parseExposition } from '../helpers/prometheus'
 import { collect, connectedClient, fresh, realtimeClient, realtimeGateway } from '../helpers/realtime'
 
 // one publish may carry a burst of megabytes here
@@ -95,8 +96,18 @@ async function nonReadingClient(query: string): Promise<{ socket: Socket; send(t
   return { socket, send }
 }
 
-test('a client that asks without reading: cut once its unread answers pass their bound (its socket stays bounded)', async () => {
+/** The count of realtime slow-consumer cuts in this node's /metrics. */
+async function cuts(): Promise<number> {
+  const family = parseExposition(await (await fetch(`${rt.base}/metrics`)).text()).get(
+    'gateway_realtime_slow_consumers_cut_total',
+  )
+  if (!family) throw new Error('no gateway_realtime_slow_consumers_cut_total in /metrics')
+  return family.samples[0]?.value ?? 0
+}
+
+test('a client that asks without reading: cut once its unread answers pass their bound (its socket stays bounded), and counted', async () => {
   const size = () => rt.gw.server!.realtime.size
+  const cutBefore = await cuts()
   for (let i = 0; i < 200 && size() > 0; i++) await Bun.sleep(10) // the other tests' clients are gone
   const { socket, send } = await nonReadingClient(`key=${encodeURIComponent(rt.gw.key)}&format=json`)
   for (let i = 0; i < 200 && size() === 0; i++) await Bun.sleep(10)
@@ -106,5 +117,6 @@ test('a client that asks without reading: cut once its unread answers pass their
   for (let i = 0; i < 400; i++) send(JSON.stringify({ action: 0, id: `${i}${id}` }))
   for (let i = 0; i < 500 && size() > 0; i++) await Bun.sleep(10)
   expect(size()).toBe(0)
+  expect((await cuts()) - cutBefore).toBeGreaterThanOrEqual(1)
   socket.destroy()
 })

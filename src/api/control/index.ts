@@ -130,7 +130,7 @@ export const controlRoutes = (core: Core) => {
         capability: 'write:app',
         params: M.AppParam,
         response: { 204: NoContent },
-        detail: { summary: 'Delete an app with its keys and namespaces' },
+        detail: { summary: 'Delete an app with its keys, namespaces, rules and queues (in RabbitMQ too)' },
       },
     )
 

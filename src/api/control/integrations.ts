@@ -35,7 +35,9 @@ const RuleBody = t.Object(
       t.Object(
         {
           channelFilter: t.Optional(t.String({ description: 'regular expression on channel names' })),
-          type: t.Optional(t.String()),
+          type: t.Optional(
+            t.String({ description: 'channel.message (default) | channel.presence (amqp rules on RabbitMQ)' }),
+          ),
         },
         { additionalProperties: true },
       ),

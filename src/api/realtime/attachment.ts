@@ -46,6 +46,8 @@ export class Attachment implements SessionSink {
   appId?: string
   /** Ends the occupancy events of an `occupancy=metrics` attachment. */
   unwatch?: () => void
+  /** The channel counted in occupancy when `channel` is a filtered channel's name (its base channel). */
+  base?: string
   private closed = false
 
   constructor(
@@ -122,6 +124,6 @@ export class Attachment implements SessionSink {
     this.closed = true
     this.session?.close()
     this.unwatch?.()
-    if (this.role) this.host.core.occupancy.detach(this.appId!, this.channel, this.role)
+    if (this.role) this.host.core.occupancy.detach(this.appId!, this.base ?? this.channel, this.role)
   }
 }

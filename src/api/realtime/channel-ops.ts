@@ -1,6 +1,7 @@
 import type { Principal } from '../../core/auth/principal'
 import { checkChannelName } from '../../core/model/names'
 import { dropsRefusals } from '../../core/model/sub-channels'
+import { isFiltered, parseFilteredChannel } from '../../core/channels/filtered-channel'
 import { GatewayError } from '../../errors'
 import { toGatewayError } from '../plugins/errors'
 import type { Core } from '../../core'
@@ -139,7 +140,7 @@ export class ChannelOps {
       return this.conn.fail(new GatewayError(40000, `Invalid protocol message: action ${pm.action} needs a channel`))
     let channel: string
     try {
-      channel = checkChannelName(name)
+      channel = isFiltered(name) ? (parseFilteredChannel(name), name) : checkChannelName(name)
     } catch (e) {
       const err = toGatewayError('UNKNOWN', e)
       return refused ? refused(err) : this.channelError(name, err, pm.action)
@@ -193,10 +194,13 @@ export class ChannelOps {
     }
   }
 
-  private async attachNew(channel: string, pm: ProtocolMessage) {
+  private async attachNew(wireName: string, pm: ProtocolMessage) {
     const { core } = this.conn
     const principal = this.conn.principalOf
-    const params = typeof pm.params === 'object' && pm.params !== null ? pm.params : {}
+    // a filtered channel (`[filter=...]name`): the channel `name`, its messages filtered on delivery
+    const derived = isFiltered(wireName) ? parseFilteredChannel(wireName) : undefined
+    const channel = derived?.base ?? wireName
+    const params = { ...derived?.params, ...(typeof pm.params === 'object' && pm.params !== null ? pm.params : {}) }
     const modes = grantedModes(principal.capability, channel, requestedModes(pm.flags, params))
     if (!modes) throw new GatewayError(40160, `No capability on channel "${channel}" for any of the requested modes`)
     const serial = typeof pm.channelSerial === 'string' && pm.channelSerial ? pm.channelSerial : undefined
@@ -228,8 +232,16 @@ export class ChannelOps {
         ? await core.presence.snapshot(principal.appId, channel)
         : []
     if (members.length) flags |= Flag.HAS_PRESENCE
-    const att = new Attachment(this.conn, channel, modes, flags, Object.keys(echoed).length ? echoed : undefined, error)
-    this.attachments.set(channel, att)
+    const att = new Attachment(
+      this.conn,
+      wireName,
+      modes,
+      flags,
+      Object.keys(echoed).length ? echoed : undefined,
+      error,
+    )
+    att.base = channel
+    this.attachments.set(wireName, att)
     att.role = {
       publish: (modes & Flag.PUBLISH) !== 0,
       subscribe: (modes & Flag.SUBSCRIBE) !== 0,
@@ -239,7 +251,15 @@ export class ChannelOps {
     core.occupancy.attach(principal.appId, channel, att.role)
     if (modes & (Flag.SUBSCRIBE | Flag.PRESENCE_SUBSCRIBE | Flag.ANNOTATION_SUBSCRIBE)) {
       att.session = core.streams.create(
-        { principal, channels: [channel], positions, rewind: rewind?.count, rewindMs: rewind?.ms, managed: true },
+        {
+          principal,
+          channels: [channel],
+          positions,
+          rewind: rewind?.count,
+          rewindMs: rewind?.ms,
+          managed: true,
+          filter: derived?.filter,
+        },
         att,
       )
       await core.streams.start(att.session)
@@ -249,20 +269,20 @@ export class ChannelOps {
     if (this.conn.log.enabled('debug'))
       this.conn.log.debug('realtime attached', {
         connectionId: this.conn.id,
-        channel,
+        channel: loggedName(wireName),
         modes,
         resumed: (flags & Flag.RESUMED) !== 0,
         ...(Object.keys(echoed).length ? { params: echoed } : {}),
       })
-    if (members.length) await this.conn.presence.sync(channel, members)
-    if (occupancy && this.attachments.get(channel) === att)
+    if (members.length) await this.conn.presence.sync(wireName, members)
+    if (occupancy && this.attachments.get(wireName) === att)
       att.unwatch = core.occupancyEvents.watch(principal.appId, channel, att)
   }
 
   /** New credentials: attachments the capability no longer allows fail; the others carry on under them. */
   reauthorized(principal: Principal): void {
     for (const [channel, att] of this.attachments) {
-      if (grantedModes(principal.capability, channel, att.modes) !== att.modes) {
+      if (grantedModes(principal.capability, att.base ?? channel, att.modes) !== att.modes) {
         att.close()
         this.attachments.delete(channel)
         this.channelError(

@@ -300,6 +300,10 @@ export class AmqpQueueBroker implements QueueBroker {
     }
   }
 
+  removeConsumer(appId: string): Promise<void> {
+    return this.reported(this.mgmt.deleteUser(consumerUser(appId)))
+  }
+
   async consumerUri(appId: string): Promise<string> {
     const u = new URL(this.s.publicUrl)
     u.username = encodeURIComponent(consumerUser(appId))

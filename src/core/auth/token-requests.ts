@@ -9,6 +9,7 @@ import { canonicalCapability, intersectCapability, parseCapability } from './cap
 import type { Principal } from './principal'
 import { REVOCABLE_TOKEN_MAX_TTL_MS } from './revocation'
 import { signToken } from './tokens'
+import { requestedRoomClaims } from './user-claims'
 
 export interface TokenDetails {
   token: string
@@ -53,6 +54,7 @@ export class TokenRequests {
   ): Promise<TokenDetails> {
     const { key, app } = await this.auth.key(keyName)
     await this.limits.take(app.accountId, 'tokenRequests')
+    let roomClaims: Record<string, string> | undefined
     if (body.mac !== undefined) {
       if (str(body.keyName) !== keyName) throw new GatewayError(40101, 'Token request keyName does not match the path')
       const timestamp = absent(body.timestamp) ? NaN : decimalInteger(body.timestamp)
@@ -78,6 +80,8 @@ export class TokenRequests {
       const p = await principal()
       if (p.kind !== 'basic') throw new GatewayError(40162, 'An unsigned token request requires Basic authentication')
       if (p.keyName !== keyName) throw new GatewayError(40101, 'Credentials do not belong to the requested key')
+      // the key holder itself asks: its room claims are trusted (a signed request's are not, see user-claims.ts)
+      roomClaims = requestedRoomClaims(body)
     }
 
     // tokens of a key with revocable tokens live at most an hour (the hosted service's rule)
@@ -116,7 +120,11 @@ export class TokenRequests {
       capability: canonicalCapability(cap),
     }
     if (clientId !== undefined) details.clientId = clientId
-    details.token = signToken(key, { ...details, revocable: key.revocableTokens, revocationKey }, randomId(8))
+    details.token = signToken(
+      key,
+      { ...details, revocable: key.revocableTokens, revocationKey, roomClaims },
+      randomId(8),
+    )
     this.stats.tokenRequestSucceeded(key.appId, app.accountId)
     return details
   }

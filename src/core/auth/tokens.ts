@@ -2,7 +2,7 @@ import { GatewayError } from '../../errors'
 import { base64url, fromBase64url } from '../../lib/encoding'
 import { hmacSha256, safeEqual } from '../../lib/crypto'
 import type { ApiKey } from '../types'
-import { roomClaimsOf } from './user-claims'
+import { ROOM_CLAIM_PREFIX, roomClaimsOf } from './user-claims'
 
 /**
  * Service tokens are self-contained and signed with the issuing key's secret, so any node can
@@ -31,6 +31,8 @@ interface WirePayload {
   /** 1 when revocable. */
   r?: 1
   rk?: string
+  /** Room claims (user claims), pattern -> value. */
+  rc?: Record<string, string>
   n: string
 }
 
@@ -39,6 +41,7 @@ export function signToken(key: ApiKey, claims: TokenClaims, nonce: string): stri
   if (claims.clientId !== undefined) payload.ci = claims.clientId
   if (claims.revocable) payload.r = 1
   if (claims.revocationKey !== undefined) payload.rk = claims.revocationKey
+  if (claims.roomClaims) payload.rc = claims.roomClaims
   const head = `${key.appId}.${key.id}.${base64url(JSON.stringify(payload))}`
   return `${head}.${hmacSha256(key.secret, head, 'base64url')}`
 }
@@ -60,8 +63,21 @@ export function verifyToken(token: string, key: ApiKey): TokenClaims {
   } catch {
     throw new GatewayError(40143, 'Token not recognised')
   }
-  return { issued: p.i, expires: p.x, capability: p.c, clientId: p.ci, revocable: p.r === 1, revocationKey: p.rk }
+  const claims: TokenClaims = {
+    issued: p.i,
+    expires: p.x,
+    capability: p.c,
+    clientId: p.ci,
+    revocable: p.r === 1,
+    revocationKey: p.rk,
+  }
+  // signed with the payload: only what the token request's issuer set
+  if (p.rc && typeof p.rc === 'object') claims.roomClaims = roomClaimsOf(prefixed(p.rc))
+  return claims
 }
+
+const prefixed = (rc: Record<string, unknown>) =>
+  Object.fromEntries(Object.entries(rc).map(([k, v]) => [ROOM_CLAIM_PREFIX + k, v]))
 
 interface JwtHeader {
   alg?: string

@@ -1,3 +1,4 @@
+import { GatewayError } from '../../errors'
 import type { Principal } from './principal'
 
 /**
@@ -19,6 +20,34 @@ export function roomClaimsOf(claims: Record<string, unknown>): Record<string, st
     ;(out ??= {})[pattern] = v
   }
   return out
+}
+
+/** At most this many room claims, of at most this many bytes in all, in a token request. */
+const MAX_REQUESTED_CLAIMS = 100
+const MAX_REQUESTED_CLAIM_BYTES = 8192
+
+/**
+ * The room claims a token request asks for (its `ably.room.<pattern>` fields, named as a JWT
+ * names them). Only a request made with the key itself (Basic authentication) may set them: a
+ * signed TokenRequest's mac does not cover them, so there anyone holding the request could forge
+ * them, and they are ignored. A non-string value, or more than the bounds, is 40003.
+ */
+export function requestedRoomClaims(body: Record<string, unknown>): Record<string, string> | undefined {
+  const keys = Object.keys(body).filter((k) => k.startsWith(ROOM_CLAIM_PREFIX))
+  if (!keys.length) return undefined
+  let bytes = 0
+  for (const k of keys) {
+    const v = body[k]
+    if (typeof v !== 'string' || k.length === ROOM_CLAIM_PREFIX.length)
+      throw new GatewayError(40003, `Invalid token request: ${k} must name a room and have a string value`)
+    bytes += k.length + v.length
+  }
+  if (keys.length > MAX_REQUESTED_CLAIMS || bytes > MAX_REQUESTED_CLAIM_BYTES)
+    throw new GatewayError(
+      40003,
+      `Invalid token request: at most ${MAX_REQUESTED_CLAIMS} room claims of ${MAX_REQUESTED_CLAIM_BYTES} bytes in all`,
+    )
+  return roomClaimsOf(body)
 }
 
 /** The caller's claim for `room`: the exact name, else the longest matching `<ns>:*`, else `*`. */

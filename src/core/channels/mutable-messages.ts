@@ -12,6 +12,7 @@ import type { Broker } from '../ports'
 import type { StatsService } from '../stats/stats-service'
 import type { Message } from '../types'
 import { findMessage } from './find'
+import { rewoundState } from './rewind-state'
 import type { VersionQuery, VersionRecord, VersionStore } from './ports'
 import { Action, changeEntry, fold, isWhole, parseChange, type Change } from './versions'
 
@@ -82,6 +83,12 @@ export class MutableMessages {
       messages.map((m) => m.serial),
     )
     return latest.size ? messages.map((m) => latest.get(m.serial) ?? m) : messages
+  }
+
+  /** What a rewind replays of `entries` (see rewind-state.ts); on other channels, the entries as they are. */
+  async rewound(appId: string, channel: string, entries: Message[]): Promise<Message[]> {
+    if (!entries.length || !(await this.namespaces.isMutable(appId, channel))) return entries
+    return rewoundState(this.store, appId, channel, entries)
   }
 
   /**

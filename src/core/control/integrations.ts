@@ -37,7 +37,7 @@ export type QueueCounts = { ready: number; unacknowledged: number; total: number
 export type QueueView = Queue & { messages?: QueueCounts; amqp?: { uri: string; queueName: string } }
 
 /** What a broker call that failed answers (unless it failed with a GatewayError of its own). */
-const unreachableThrow = (e: unknown): never => {
+export const unreachableThrow = (e: unknown): never => {
   throw e instanceof GatewayError
     ? e
     : new GatewayError(50003, 'The queue broker (AMQP) cannot be reached; try again later')
@@ -114,7 +114,10 @@ export class Integrations {
     if (typeof filter !== 'string') throw bad('source.channelFilter must be a string (regular expression)')
     await this.checkFilterBudget(appId, r.id, compileChannelFilter(filter).size)
     const type = source.type ?? 'channel.message'
-    if (type !== 'channel.message') throw bad('source.type: only "channel.message" is supported')
+    if (type !== 'channel.message' && type !== 'channel.presence')
+      throw bad('source.type must be "channel.message" or "channel.presence"')
+    if (type === 'channel.presence' && (r.ruleType !== 'amqp' || !this.broker))
+      throw bad('source.type "channel.presence" is served only for amqp rules with queues on RabbitMQ (AMQP_URL)')
     r.source = { channelFilter: filter, type }
     const target = { ...(fresh ? {} : r.target), ...obj(input.target) } as Rule['target']
     if (r.ruleType === 'http') {

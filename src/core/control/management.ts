@@ -77,6 +77,8 @@ export class Management {
   constructor(
     private readonly control: ControlStore,
     private readonly clock: Clock,
+    /** Deletes an app with its queues wherever they are (AppRemoval); by default only its records. */
+    private readonly removeApp: (appId: string) => Promise<void> = (appId) => control.deleteApp(appId),
   ) {}
 
   async authenticate(authorization: string | null): Promise<ManagementPrincipal> {
@@ -226,7 +228,7 @@ export class Management {
 
   async deleteApp(p: ManagementPrincipal, appId: string): Promise<void> {
     await this.app(p, appId)
-    await this.control.deleteApp(appId)
+    await this.removeApp(appId)
   }
 
   private status(v: unknown): 'enabled' | 'disabled' | undefined {

@@ -40,6 +40,8 @@ export class Sandbox {
     private readonly presence: { publish(appId: string, channel: string, events: PresenceMessage[]): Promise<unknown> },
     private readonly stats: StatsService,
     private readonly clock: Clock,
+    /** Deletes an app with its queues wherever they are (AppRemoval); by default only its records. */
+    private readonly removeApp: (appId: string) => Promise<void> = (appId) => control.deleteApp(appId),
   ) {}
 
   async provision(body: Record<string, unknown>): Promise<SandboxApp> {
@@ -125,7 +127,7 @@ export class Sandbox {
   /** `DELETE /apps/{appId}` with one of that app's keys. */
   async remove(p: Principal, appId: string): Promise<void> {
     if (p.appId !== appId) throw new GatewayError(40160, 'Credentials of another app', { status: 401 })
-    await this.control.deleteApp(appId)
+    await this.removeApp(appId)
   }
 
   /** `POST /stats`: records in the older nested form, stored as flattened entries. */

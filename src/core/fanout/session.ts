@@ -38,6 +38,9 @@ export interface SessionStart {
   rewindMs?: number
 }
 
+/** What a rewind replays of a channel's rewound entries (mutable messages in their state then). */
+export type RewindView = (appId: string, channel: string, entries: Message[]) => Promise<Message[]>
+
 /** Entries read from the log per step of a replay or catch-up. */
 const READ_CHUNK = 1000
 
@@ -70,6 +73,8 @@ export class StreamSession implements Subscriber {
   private expiry?: ReturnType<typeof setTimeout>
   /** Where the session starts (set by the streams service that created it). */
   startAt?: SessionStart
+  /** A filtered channel's filter: messages it refuses are skipped (live, rewind, resume alike), presence passes. */
+  filter?: (m: Message) => boolean
   /** Told once when the session closes (the streams service that tracks it). */
   owner?: { closed(session: StreamSession): void }
 
@@ -84,6 +89,7 @@ export class StreamSession implements Subscriber {
     private readonly stats?: StatsService,
     /** The transport manages the connection itself (token expiry, connection stats): the session does neither. */
     readonly managed = false,
+    private readonly rewindView?: RewindView,
   ) {
     this.clientId = principal.clientId === '*' ? undefined : principal.clientId
     this.positions = channels.map(() => '')
@@ -134,7 +140,7 @@ export class StreamSession implements Subscriber {
           .filter((m) => m.serial <= position)
           .reverse()
         if (recent.length) this.positions[i] = serialBefore(recent[0]!.serial)
-        ;(this.rewound ??= [])[i] = recent
+        ;(this.rewound ??= [])[i] = this.rewindView ? await this.rewindView(appId, ch, recent) : recent
       }
     }
     this.sink.begin(this.positions, heads)
@@ -245,6 +251,11 @@ export class StreamSession implements Subscriber {
       if (out.length === 0) return true
     }
     this.positions[i] = out[out.length - 1]!.serial
+    if (this.filter) {
+      const f = this.filter
+      out = out.filter((m) => m.kind === 'presence' || f(m))
+      if (out.length === 0) return true
+    }
     this.stats?.messagesDelivered(this.principal.appId, this.principal.accountId, out.length)
     return this.sink.deliver(i, out)
   }

@@ -5,12 +5,12 @@ import type { Principal } from '../auth/principal'
 import { IdGenerator } from '../model/ids'
 import { parseSerial } from '../model/serial'
 import type { Broker, Clock, ControlStore, RevocationStore } from '../ports'
-import type { TokenRevocation } from '../types'
+import type { Message, TokenRevocation } from '../types'
 import type { StatsService } from '../stats/stats-service'
 import type { Hub } from './hub'
 import { STREAM_ROLE, type Occupancy } from './occupancy'
 import { channelsHash, decodeEventId } from './resume-token'
-import { StreamSession, type SessionSink } from './session'
+import { StreamSession, type RewindView, type SessionSink } from './session'
 
 /** What a transport asks for when it opens a stream (names already checked with checkChannelName). */
 export interface OpenStream {
@@ -24,6 +24,8 @@ export interface OpenStream {
   rewind?: number
   /** With `rewind`: only entries of this last window (ms). */
   rewindMs?: number
+  /** Deliver only the messages that pass this (a filtered channel, see channels/filtered-channel.ts). */
+  filter?: (m: Message) => boolean
   /**
    * The transport tracks the connection itself (a realtime connection holds many sessions): the
    * session counts no connection in stats and sets no expiry timer.
@@ -58,6 +60,7 @@ export class Streams {
     revocations: RevocationStore,
     private readonly clock: Clock,
     private readonly stats: StatsService,
+    private readonly rewindView?: RewindView,
   ) {
     // a revoked key (or a disabled app) ends the streams opened with it, on every node
     control.onChange((e) => {
@@ -89,6 +92,7 @@ export class Streams {
       sink,
       this.stats,
       req.managed,
+      this.rewindView,
     )
     session.startAt = {
       resumeFrom,
@@ -98,6 +102,7 @@ export class Streams {
     // an event stream counts in each channel's occupancy; a managed session's transport counts
     // its attachments itself
     if (!req.managed) for (const ch of req.channels) this.occupancy.attach(req.principal.appId, ch, STREAM_ROLE)
+    if (req.filter) session.filter = req.filter
     session.owner = this
     this.live.add(session)
     return session

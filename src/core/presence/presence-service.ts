@@ -7,6 +7,7 @@ import { batchEntryError, summarize } from '../model/batch'
 import { checkChannelName } from '../model/names'
 import { parseSerial } from '../model/serial'
 import type { Broker, PresenceStore } from '../ports'
+import type { RulesEngine } from '../rules/rules-engine'
 import type { BatchResult, HistoryQuery, MessageDraft, PresenceMessage } from '../types'
 
 export const MAX_BATCH_PRESENCE_CHANNELS = 100
@@ -29,6 +30,8 @@ export class PresenceService {
     private readonly store: PresenceStore,
     private readonly namespaces: Namespaces,
     private readonly limits: Limits,
+    /** Routes the events to `channel.presence` rules (app queues). */
+    private readonly rules?: Pick<RulesEngine, 'presenceChanged'>,
   ) {}
 
   /** Members present on a channel (`subscribe` capability), optionally of one client or connection. */
@@ -96,6 +99,7 @@ export class PresenceService {
       e.timestamp = parseSerial(serials[i]!)?.ms ?? e.timestamp
     })
     await this.store.apply(appId, channel, events)
+    this.rules?.presenceChanged(appId, channel, events)
     return serials
   }
 }

@@ -1,7 +1,7 @@
 import { toBase64 } from '../../lib/encoding'
 import { parseSerial } from '../model/serial'
 import type { Clock, ControlStore, QueueBroker, QueueStore } from '../ports'
-import type { Message, MessageDraft, Queue, Rule } from '../types'
+import type { Message, MessageDraft, PresenceMessage, Queue, Rule } from '../types'
 import { compileChannelFilter, type ChannelFilter } from '../control/channel-filter'
 import { brokerQueue } from '../control/integrations'
 import type { WebhookDispatcher } from './webhooks'
@@ -31,21 +31,44 @@ interface Cached<T> {
   value?: T
 }
 
-/** The wire form of a message as rules deliver it (JSON: binary data base64-encoded). */
+/** Data and encoding in their JSON wire form (binary data base64-encoded). */
+function putData(out: Record<string, unknown>, data: string | Uint8Array | undefined, encoding: string | undefined) {
+  if (data instanceof Uint8Array) {
+    out.data = toBase64(data)
+    out.encoding = encoding ? `${encoding}/base64` : 'base64'
+  } else {
+    if (data !== undefined) out.data = data
+    if (encoding) out.encoding = encoding
+  }
+}
+
+/** The wire form of a message as rules deliver it. */
 function wire(m: Message): Record<string, unknown> {
   const out: Record<string, unknown> = { id: m.id, serial: m.serial, timestamp: m.timestamp }
   if (m.name !== undefined) out.name = m.name
   if (m.clientId !== undefined) out.clientId = m.clientId
   if (m.extras !== undefined) out.extras = m.extras
-  if (m.data instanceof Uint8Array) {
-    out.data = toBase64(m.data)
-    out.encoding = m.encoding ? `${m.encoding}/base64` : 'base64'
-  } else {
-    if (m.data !== undefined) out.data = m.data
-    if (m.encoding) out.encoding = m.encoding
-  }
+  putData(out, m.data, m.encoding)
   return out
 }
+
+/** The wire form of a presence event as rules deliver it (the action as its number, 2 = enter). */
+function presenceWire(e: PresenceMessage): Record<string, unknown> {
+  const out: Record<string, unknown> = {
+    id: e.id,
+    action: e.action,
+    clientId: e.clientId,
+    connectionId: e.connectionId,
+    timestamp: e.timestamp,
+  }
+  if (e.extras !== undefined) out.extras = e.extras
+  putData(out, e.data, e.encoding)
+  return out
+}
+
+type Source = Rule['source']['type']
+/** The envelope field that carries the items of each source (as the hosted service names it). */
+const ITEMS_FIELD: Record<Source, string> = { 'channel.message': 'messages', 'channel.presence': 'presence' }
 
 /**
  * Integration rules: after a publish is acknowledged, messages of channels matching an enabled
@@ -91,16 +114,27 @@ export class RulesEngine {
   /** Called after every acknowledged publish; never throws and never makes the publisher wait. */
   published(appId: string, channel: string, drafts: MessageDraft[], serials: string[]): void {
     if (this.cache.get(appId)?.value?.rules.length === 0) return
-    void this.route(appId, channel, drafts, serials).catch(this.onError)
+    const items = () =>
+      drafts.map((d, i) =>
+        wire({ ...d, serial: serials[i]!, timestamp: parseSerial(serials[i]!)?.ms ?? this.clock.now() }),
+      )
+    void this.route(appId, channel, 'channel.message', items).catch(this.onError)
   }
 
-  private async route(appId: string, channel: string, drafts: MessageDraft[], serials: string[]) {
+  /** Called after presence events entered a channel's log (on the node that appended them); never throws. */
+  presenceChanged(appId: string, channel: string, events: PresenceMessage[]): void {
+    if (this.cache.get(appId)?.value?.rules.length === 0) return
+    // taken now: the events are the caller's and may change after it returns
+    const items = events.map(presenceWire)
+    void this.route(appId, channel, 'channel.presence', () => items).catch(this.onError)
+  }
+
+  private async route(appId: string, channel: string, source: Source, make: () => Array<Record<string, unknown>>) {
     const app = await this.cached(this.cache, appId, () => this.load(appId))
     let items: Array<Record<string, unknown>> | undefined
     for (const { rule } of this.matching(app, channel)) {
-      items ??= drafts.map((d, i) =>
-        wire({ ...d, serial: serials[i]!, timestamp: parseSerial(serials[i]!)?.ms ?? this.clock.now() }),
-      )
+      if ((rule.source.type ?? 'channel.message') !== source) continue
+      items ??= make()
       if (rule.ruleType === 'http') this.webhooks.enqueue(rule, app.accountId, channel, items)
       else {
         const queues = await this.cached(
@@ -109,8 +143,8 @@ export class RulesEngine {
           async () => new Map((await this.control.listQueues(appId)).map((q) => [q.id, q])),
         )
         const q = queues.get(rule.target.queueId ?? '')
-        if (q && this.broker) this.toBroker(this.broker, q, rule, channel, items)
-        else if (q)
+        if (q && this.broker) this.toBroker(this.broker, q, rule, channel, source, items)
+        else if (q && source === 'channel.message')
           await this.queues.push(
             q.id,
             items.map((message) => ({ channel, message })),
@@ -126,20 +160,27 @@ export class RulesEngine {
    * AMQP message id (`<ruleId>:<first message id>`) is the same on a retry, so a consumer can
    * recognise an envelope delivered twice (deliveries into the broker are at least once).
    */
-  private toBroker(broker: QueueBroker, q: Queue, rule: Rule, channel: string, items: Array<Record<string, unknown>>) {
+  private toBroker(
+    broker: QueueBroker,
+    q: Queue,
+    rule: Rule,
+    channel: string,
+    source: Source,
+    items: Array<Record<string, unknown>>,
+  ) {
     const bq = brokerQueue(q)
     const headers = {
       'x-ably-envelope-appid': rule.appId,
       'x-ably-envelope-channel': channel,
       'x-ably-envelope-rule-id': rule.id,
       'x-ably-envelope-site': SITE,
-      'x-ably-envelope-source': 'channel.message',
+      'x-ably-envelope-source': source,
       'x-ably-version': '1.2',
     }
     const groups = rule.requestMode === 'batch' ? [items] : items.map((m) => [m])
-    for (const messages of groups) {
-      const envelope = { source: 'channel.message', appId: rule.appId, channel, site: SITE, ruleId: rule.id, messages }
-      broker.send(bq, JSON.stringify(envelope), { messageId: `${rule.id}:${messages[0]!.id}`, headers })
+    for (const group of groups) {
+      const envelope = { source, appId: rule.appId, channel, site: SITE, ruleId: rule.id, [ITEMS_FIELD[source]]: group }
+      broker.send(bq, JSON.stringify(envelope), { messageId: `${rule.id}:${group[0]!.id}`, headers })
     }
   }
 
