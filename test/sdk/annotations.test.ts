@@ -274,6 +274,7 @@ describe.each(FORMATS)('pub/sub annotations over %s', (_format, binary) => {
     const serial = (await ch.publish('m', 'x'), (await ch.history()).items[0]!.serial!)
     await expect(ch.annotations.publish(serial, { type: 'nosuchform' })).rejects.toMatchObject({ code: 40003 })
     await expect(ch.annotations.publish(serial, { type: 'r:distinct.v1' })).rejects.toMatchObject({ code: 40003 })
+    await expect(ch.annotations.publish('s'.repeat(200), { type: 'r:total.v1' })).rejects.toMatchObject({ code: 40003 })
     const plain = client.channels.get(fresh('plain'))
     await plain.publish('m', 'x')
     await expect(plain.annotations.publish(serial, { type: 'r:distinct.v1', name: 'a' })).rejects.toMatchObject({

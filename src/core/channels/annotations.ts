@@ -31,6 +31,8 @@ const NEEDS_NAME = new Set<Summarization>(['distinct', 'multiple'])
 export const MAX_ANNOTATION_TYPE = 255
 export const MAX_ANNOTATION_NAME = 255
 export const MAX_ANNOTATION_COUNT = 1_000_000
+/** A message serial is far shorter; a longer one names no message (and would make long store keys). */
+export const MAX_MESSAGE_SERIAL = 128
 /** Summary fields a message holds at most (contributions); a new one past it is refused. */
 export const MAX_ANNOTATION_FIELDS = 1000
 /** Annotations of a message kept for listing (the newest). */
@@ -63,6 +65,7 @@ export function annotationFromWire(
   const { action, type, name, count, messageSerial: own } = input
   const serial = messageSerial ?? own
   if (typeof serial !== 'string' || !serial) throw invalid('messageSerial (the annotated message) is required')
+  if (serial.length > MAX_MESSAGE_SERIAL) throw invalid(`messageSerial longer than ${MAX_MESSAGE_SERIAL} characters`)
   if (messageSerial !== undefined && own !== undefined && own !== null && own !== messageSerial)
     throw invalid('messageSerial differs from the message of the request')
   const act =
