@@ -23,7 +23,7 @@ import { observability, type AddressOf } from './api/observability'
 import { isLongLived } from './api/long-lived'
 import { sseRoutes, type SseSettings } from './api/sse'
 import { realtime, UPGRADED, type Realtime, type RealtimeLimits } from './api/realtime'
-import type { SocketData } from './api/realtime/connection'
+import type { SocketData } from './api/realtime/socket'
 
 export interface ServerSettings extends SseSettings, BodyLimits, RealtimeLimits {
   sandboxProvisioning: boolean
@@ -115,6 +115,7 @@ const runtimeBodyLimit = (maxBodySize: number) => 2 * maxBodySize
  */
 export function serve(app: App, core: Core, s: ServerSettings, log: Logger, o: ListenOptions): GatewayServer {
   const rt = realtime(core, s, log)
+  const corsPolicy = new CorsPolicy(s.corsOrigins)
   const exempt = (res: Response, req: Request, server: Server<SocketData>) => {
     if (isLongLived(res)) server.timeout(req, 0)
     return res
@@ -130,6 +131,11 @@ export function serve(app: App, core: Core, s: ServerSettings, log: Logger, o: L
       const r = rt.upgrade(req, server)
       if (r === UPGRADED) return undefined
       if (r) return r
+    }
+    const comet = rt.comet(req, corsPolicy)
+    if (comet) {
+      server.timeout(req, 0) // a long poll is held open until something comes (at most half the idle interval)
+      return comet
     }
     return http(req, server)
   }

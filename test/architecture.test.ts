@@ -129,6 +129,7 @@ const CORE_LAYERS = [
   'objects',
   'chat',
   'push',
+  'connections',
 ]
 
 const isCorePort = (rel: string) => rel === 'core/types.ts' || rel === 'core/ports.ts' || rel.endsWith('/ports.ts')
@@ -182,5 +183,35 @@ test('Elysia handlers and hooks destructure their context (one that takes it who
   const problems = sources
     .filter((s) => areaOf(s.rel) === 'api' || s.rel === 'server.ts')
     .flatMap((s) => [...s.text.matchAll(whole)].map((m) => `${s.rel}: ${m[0]}`))
+  expect(problems).toEqual([])
+})
+
+test('the realtime connection in core knows no runtime, socket or wire format (it speaks through the Transport port)', () => {
+  const problems: string[] = []
+  for (const s of sources) {
+    if (!s.rel.startsWith('core/connections/')) continue
+    for (const p of s.packages) problems.push(`${s.rel} imports package ${p}`)
+    for (const t of s.imports)
+      if (!/^(core|errors|lib)\//.test(t) || t.startsWith('lib/http')) problems.push(`${s.rel} imports ${t}`)
+    const code = s.text.replace(/\/\*[\s\S]*?\*\/|\/\/.*$/gm, '')
+    if (/\bDate\.now\(|new Date\(\)|\bset(Timeout|Interval)\(/.test(code) && !s.rel.endsWith('/timers.ts'))
+      problems.push(`${s.rel} reads the time or sets timers itself (the clock and the Timers port do)`)
+    if (
+      /\bServerWebSocket\b|\bWebSocket\b|\bBuffer\b|JSON\.stringify|msgpack/.test(
+        s.text.replace(/\/\*[\s\S]*?\*\/|\/\/.*$/gm, ''),
+      )
+    )
+      problems.push(`${s.rel} handles sockets or frames`)
+  }
+  expect(problems).toEqual([])
+})
+
+test("the realtime transports reach the core only through the connection's public surface (core/connections/index.ts)", () => {
+  const problems: string[] = []
+  for (const s of sources) {
+    if (!s.rel.startsWith('api/realtime/') && !s.rel.startsWith('api/comet/')) continue
+    for (const t of s.imports)
+      if (t.startsWith('core/') && t !== 'core/connections/index.ts') problems.push(`${s.rel} imports ${t}`)
+  }
   expect(problems).toEqual([])
 })

@@ -2,7 +2,7 @@
  * The realtime protocol as the benchmarks' client sees it (lib/realtime-client.ts): the connect
  * URL, what server frames carry once decoded, and what an attach, a SYNC and an answer give back.
  */
-import { Action, Flag } from '../../src/api/realtime/protocol'
+import { Action, Flag } from '../../src/core/connections/protocol'
 
 export { Action, Flag }
 

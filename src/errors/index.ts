@@ -1,2 +1,3 @@
 export * from './codes'
 export * from './gateway-error'
+export * from './as-gateway-error'

@@ -3,7 +3,6 @@
  * gateway with short timeouts, waits on connection and channel states, message collectors (raw
  * WebSocket clients for wire-level checks are in realtime-raw.ts).
  */
-import type { ServerWebSocket } from 'bun'
 import { afterAll, afterEach, beforeAll } from 'bun:test'
 import * as Ably from 'ably'
 import type { Config } from '../../src/config'
@@ -210,7 +209,7 @@ export const attachSerial = (channel: Ably.RealtimeChannel): string | undefined 
 export function cutSocket(gw: TestGateway, connectionId: string): void {
   const conn = gw.server!.realtime.connection(connectionId)
   if (!conn) throw new Error(`no live connection ${connectionId} on this node`)
-  ;(conn as unknown as { ws: ServerWebSocket<unknown> }).ws.terminate()
+  conn.terminate()
 }
 
 /**

@@ -1,5 +1,5 @@
 import { Elysia } from 'elysia'
-import { GatewayError } from '../../errors'
+import { asGatewayError, GatewayError } from '../../errors'
 import type { Logger } from '../../lib/logger'
 import { respondError } from './responses'
 import { requestId } from '../observability'
@@ -31,12 +31,7 @@ export function toGatewayError(code: string | number, error: unknown, log?: Logg
     case 'INVALID_FILE_TYPE':
       return new GatewayError(40000, 'Bad request')
     default:
-      log?.error('unhandled error', {
-        requestId: request && requestId(request),
-        code: String(code),
-        error: error instanceof Error ? (error.stack ?? error.message) : String(error),
-      })
-      return new GatewayError(50000, 'Internal error')
+      return asGatewayError(error, log, { requestId: request && requestId(request), code: String(code) })
   }
 }
 

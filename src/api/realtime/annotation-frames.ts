@@ -1,6 +1,4 @@
-import { annotationFromEntry, summaryFromEntry } from '../../core/channels/annotation-entries'
-import type { Message } from '../../core/types'
-import { Action } from './protocol'
+import { Action, annotationFromEntry, summaryFromEntry, type Message } from '../../core/connections'
 import { annotationToWire } from '../channels/annotation-wire'
 
 /**

@@ -1,9 +1,15 @@
 import { Packr } from 'msgpackr'
-import { presenceFromEntry } from '../../core/presence/presence-service'
-import type { Message } from '../../core/types'
+import {
+  Action,
+  presenceFromEntry,
+  type DeliveryFilter,
+  type Message,
+  type PresenceMessage,
+  type ProtocolMessage,
+} from '../../core/connections'
 import { GatewayError } from '../../errors'
 import { messageToWire, presenceToWire } from '../channels/wire'
-import { Action, type ProtocolMessage } from './protocol'
+import { delivered } from './metrics'
 import { jsonTooDeep } from '../../lib/nesting'
 import { plainMsgpack } from '../plugins/body'
 import { annotationsMessage, summariesMessage } from './annotation-frames'
@@ -26,6 +32,17 @@ const MAX_DEPTH = 64
 
 export function encodeFrame(pm: object, format: Format): Frame {
   return format === 'json' ? JSON.stringify(pm) : packr.pack(pm)
+}
+
+/**
+ * A protocol message of the connection in its wire form: a SYNC's members are the core's
+ * presence messages (the other messages a connection sends are in their wire form already).
+ */
+export function encodeServerMessage(pm: object, format: Format): Frame {
+  const sync = pm as { action?: number; presence?: PresenceMessage[] }
+  if (sync.action !== Action.SYNC || !sync.presence) return encodeFrame(pm, format)
+  const binary = format === 'msgpack'
+  return encodeFrame({ ...pm, presence: sync.presence.map((m) => presenceToWire(m, binary)) }, format)
 }
 
 /**
@@ -129,5 +146,32 @@ export function deliveryFrame(entries: Message[], channel: string, format: Forma
     frame: encodeFrame({ action: Action.MESSAGE, channel, channelSerial, messages }, format),
     entries,
     channelSerial,
+  }
+}
+
+/**
+ * Writes the frames of a delivered batch that `filter` lets through (from the batch's frame
+ * cache; a frame with the connection's own messages is made again without them when it does not
+ * want them back).
+ */
+export function writeBatch(
+  batch: Message[],
+  channel: string,
+  format: Format,
+  filter: DeliveryFilter,
+  write: (frame: Frame) => void,
+): void {
+  for (const f of batchFrames(batch, channel, format)) {
+    if (!(f.kind === 'presence' ? filter.presence : f.kind === 'annotation' ? filter.annotations : filter.messages))
+      continue
+    const except = filter.exceptConnection
+    if (f.kind === 'message' && except !== undefined && f.entries.some((m) => m.connectionId === except)) {
+      const others = f.entries.filter((m) => m.connectionId !== except)
+      if (others.length) write(deliveryFrame(others, channel, format).frame)
+      delivered.value += others.length
+      continue
+    }
+    write(f.frame)
+    delivered.value += f.entries.length
   }
 }

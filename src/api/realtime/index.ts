@@ -1,34 +1,25 @@
 import type { Server, ServerWebSocket, WebSocketHandler } from 'bun'
 import { hostname } from 'node:os'
-import type { Core } from '../../core'
-import { newConnectionId } from '../../core/auth/connection-keys'
-import { GatewayError } from '../../errors'
+import {
+  ConnectionRegistry,
+  systemTimers,
+  type ConnectionServices,
+  type ConnectParams,
+  type ProtocolMessage,
+  type RealtimeLimits,
+} from '../../core/connections'
+import { asGatewayError, GatewayError } from '../../errors'
 import type { Logger } from '../../lib/logger'
-import { metrics, trackConnections } from '../../lib/metrics'
-import { toGatewayError } from '../plugins/errors'
-import type { PublishMemory } from './acks'
-import { RealtimeConnection, type ConnectParams, type SocketData } from './connection'
-import type { RealtimeLimits } from './settings'
-import { encodeFrame, type ClientFrame, type Format } from './frames'
-import { Action } from './protocol'
+import type { CorsPolicy } from '../plugins/cors'
+import { decodeFrame, type ClientFrame, type Format } from './frames'
+import { cometRoutes } from './comet'
+import { SocketTransport, type SocketData } from './socket'
 
-export type { RealtimeLimits, RealtimeSettings } from './settings'
-
-/** How long a connection resumed without its earlier node's publish memory checks publishes against the log (ms). */
-const UNKNOWN_PAST_MS = 15_000
+export type { RealtimeLimits, RealtimeSettings } from '../../core/connections'
+export type { SocketData } from './socket'
 
 /** Frames a socket may send before its connection exists (authentication still running). */
 const MAX_EARLY_FRAMES = 100
-
-/** What a dropped connection leaves behind on this node, for a resume within the state TTL. */
-interface Remains {
-  memory: PublishMemory
-  until: number
-  /** The key this node issued the connection (over once the state TTL passes here). */
-  key: string
-  /** The connection's app (its records count against that app's bound). */
-  appId: string
-}
 
 type Q = Record<string, string | undefined>
 
@@ -47,164 +38,92 @@ function remainPresentFor(v: string | undefined): number | undefined {
 const flag = (v: string | undefined, def: boolean) => (v === undefined || v === '' ? def : v === 'true' || v === '1')
 
 /**
- * The realtime protocol's transport: WebSocket on the root path of the same port (Bun's native
- * WebSocket server). `upgrade` takes the HTTP request; `websocket` are the socket handlers to
- * give `Bun.serve`. Refusals are ERROR frames after the upgrade, never HTTP errors (a client that
- * cannot upgrade retries forever instead of failing).
+ * A client frame for its connection: too large or not a protocol message fails the connection
+ * (40009, 40000); else the connection receives it.
  */
-export function realtime(core: Core, s: RealtimeLimits, log: Logger) {
-  const serverId = `${hostname()}-${process.pid}`
-  const live = new Map<string, RealtimeConnection>()
-  const remains = new Map<string, Remains>()
-  const untrack = [
-    trackConnections('realtime', () => live.size),
-    metrics.gauge('gateway_realtime_attachments', 'Attached channels of realtime connections on this node.', () => {
-      let n = 0
-      for (const c of live.values()) n += c.channels.size
-      return n
-    }),
-    metrics.gauge(
-      'gateway_presence_members',
-      'Presence members entered over the realtime connections open on this node.',
-      () => {
-        let n = 0
-        for (const c of live.values()) n += c.presence.members
-        return n
-      },
-    ),
-  ]
+export function receiveFrame(
+  conn: { receiving: boolean; fail(err: GatewayError): void; receive(pm: ProtocolMessage): void },
+  raw: ClientFrame,
+  format: Format,
+  maxFrameSize: number,
+): void {
+  if (!conn.receiving) return
+  const size = typeof raw === 'string' ? Buffer.byteLength(raw) : raw.byteLength
+  if (size > maxFrameSize)
+    return conn.fail(new GatewayError(40009, `Frame too large (${size} bytes; the limit is ${maxFrameSize})`))
+  let pm: ProtocolMessage
+  try {
+    pm = decodeFrame(raw, format)
+  } catch (e) {
+    return conn.fail(asGatewayError(e))
+  }
+  conn.receive(pm)
+}
 
-  const timer = setInterval(
-    () => {
-      const now = Date.now()
-      for (const c of live.values()) c.heartbeat(now)
-      for (const [id, r] of remains) if (r.until < now) expire(id, r)
+/** The connect parameters of a realtime connect request's query (WebSocket upgrade, comet connect). */
+export function connectParams(url: URL, request: Request): ConnectParams & { format: Format } {
+  const q: Q = Object.fromEntries(url.searchParams)
+  const secure = url.protocol === 'https:' || request.headers.get('x-forwarded-proto') === 'https'
+  const format: Format = q.format === 'msgpack' ? 'msgpack' : 'json'
+  return {
+    format,
+    heartbeats: flag(q.heartbeats, false),
+    echo: flag(q.echo, true),
+    resumeKey: q.resume || q.recover || undefined,
+    remainPresentForMs: remainPresentFor(q.remainPresentFor),
+    credentials: {
+      key: q.key,
+      accessToken: q.access_token ?? q.accessToken,
+      clientId: q.clientId || undefined,
+      // decided now: the connection keeps its credentials (re-auth), never the upgrade request
+      secure: secure ? isSecure : isPlain,
     },
-    Math.max(100, Math.floor(s.realtimeMaxIdleIntervalMs / 4)),
+  }
+}
+
+/** 40003 when the `format` query parameter names neither format. */
+export function formatRefusal(url: URL): GatewayError | undefined {
+  const f = url.searchParams.get('format')
+  return f && f !== 'json' && f !== 'msgpack'
+    ? new GatewayError(40003, 'Invalid format param: json or msgpack')
+    : undefined
+}
+
+/**
+ * The realtime protocol's WebSocket transport on the root path of the same port (Bun's native
+ * WebSocket server), an adapter of the connections in core (core/connections): `upgrade` takes
+ * the HTTP request; `websocket` are the socket handlers to give `Bun.serve`. Refusals are ERROR
+ * frames after the upgrade, never HTTP errors (a client that cannot upgrade retries forever
+ * instead of failing).
+ */
+export function realtime(core: ConnectionServices, s: RealtimeLimits, log: Logger) {
+  const registry = new ConnectionRegistry(core, s, `${hostname()}-${process.pid}`, log, systemTimers)
+  const comet = cometRoutes(
+    registry,
+    {
+      maxFrameSize: s.realtimeMaxFrameSize,
+      pollMs: Math.max(1000, Math.floor(s.realtimeMaxIdleIntervalMs / 2)),
+      goneAfterMs: Math.max(5000, s.realtimeMaxIdleIntervalMs),
+      receive: (conn, raw) => receiveFrame(conn, raw, 'json', s.realtimeMaxFrameSize),
+    },
+    (url, request) => {
+      // comet is JSON only (the client sends no format)
+      const { format: _format, ...params } = connectParams(url, request)
+      return { params }
+    },
   )
-  timer.unref?.()
 
-  /** A dropped connection not resumed here within the state TTL: the key it has from here is over on every node. */
-  const expire = (id: string, r: Remains) => {
-    remains.delete(id)
-    core.endedConnections
-      .expired(r.key, r.appId)
-      .catch((e) => log.warn('could not record an expired connection', { error: String(e) }))
-  }
-
-  const gone = (conn: RealtimeConnection, abrupt: boolean) => {
-    if (live.get(conn.id) === conn) live.delete(conn.id)
-    if (abrupt) {
-      remains.set(conn.id, {
-        memory: conn.acks.handOver(),
-        until: Date.now() + s.connectionStateTtlMs,
-        key: conn.key,
-        appId: conn.principalOf.appId,
-      })
-      // bounded: the oldest remains go first
-      if (remains.size > s.realtimeMaxConnections) remains.delete(remains.keys().next().value!)
-    }
-  }
-
-  function params(url: URL, request: Request): ConnectParams {
-    const q: Q = Object.fromEntries(url.searchParams)
-    const secure = url.protocol === 'https:' || request.headers.get('x-forwarded-proto') === 'https'
-    const format: Format = q.format === 'msgpack' ? 'msgpack' : 'json'
-    return {
-      format,
-      heartbeats: flag(q.heartbeats, false),
-      echo: flag(q.echo, true),
-      resumeKey: q.resume || q.recover || undefined,
-      remainPresentForMs: remainPresentFor(q.remainPresentFor),
-      credentials: {
-        key: q.key,
-        accessToken: q.access_token ?? q.accessToken,
-        clientId: q.clientId || undefined,
-        // decided now: the connection keeps its credentials (re-auth), never the upgrade request
-        secure: secure ? isSecure : isPlain,
-      },
-    }
-  }
-
-  /** Whether a connection is recorded as over; when that cannot be read, it is not (a resume is let through). */
-  const ended = (id: string, key: string) =>
-    core.endedConnections.ended(id, key).catch((e) => {
-      log.warn('could not read whether a connection ended', { error: String(e) })
-      return false
-    })
-
-  /** Authenticates, resolves a resume, and opens the connection (CONNECTED) on an upgraded socket. */
+  /** Opens the connection on an upgraded socket, then serves the frames that came meanwhile. */
   async function open(ws: ServerWebSocket<SocketData>) {
     const data = ws.data
-    const refuse = (err: GatewayError) => {
-      log.info('realtime connection refused', { code: err.code, statusCode: err.statusCode, error: err.message })
-      ws.send(encodeFrame({ action: Action.ERROR, error: err.toBody() }, data.params.format))
-      ws.close(1000)
-    }
-    if (data.refusal) return refuse(data.refusal)
-    if (live.size >= s.realtimeMaxConnections) {
-      const err = new GatewayError(50003, 'Too many connections on this node; try again later', { status: 503 })
-      log.info('realtime connection refused', { code: err.code, statusCode: err.statusCode, error: err.message })
-      ws.send(encodeFrame({ action: Action.DISCONNECTED, error: err.toBody() }, data.params.format))
-      return ws.close(1000)
-    }
-    let conn: RealtimeConnection
-    let resumeError: GatewayError | undefined
-    let resumed = false
-    try {
-      const creds = data.params.credentials
-      const principal = await core.auth.authenticate(creds)
-      // the secret is not kept for the connection's life: re-authentication brings its own token
-      creds.key = creds.accessToken = undefined
-      let id: string | undefined
-      if (data.params.resumeKey) {
-        id = await core.connectionKeys.verify(data.params.resumeKey, principal)
-        if (!id) resumeError = new GatewayError(80018, 'Unable to resume: invalid connection key')
-      }
-      if (id !== undefined && !live.has(id) && !remains.has(id) && (await ended(id, data.params.resumeKey!))) {
-        resumeError = new GatewayError(80008, 'Unable to recover connection: connection expired or closed')
-        id = undefined
-      }
-      resumed = id !== undefined
-      id ??= newConnectionId()
-      const key = await core.connectionKeys.issue(id, principal)
-      conn = new RealtimeConnection(core, s, serverId, ws, id, key, principal, gone, log)
-      const before = live.get(id)
-      const left = remains.get(id)
-      if (before) {
-        // the same connection resumed while its old socket looked alive here: the new one takes over
-        conn.acks.adopt(before.acks.handOver())
-        before.supersede()
-      } else if (left) conn.acks.adopt(left.memory)
-      else if (resumed) conn.publishes.unknownPastUntil = Date.now() + UNKNOWN_PAST_MS
-      remains.delete(id)
-    } catch (e) {
-      return refuse(toGatewayError('UNKNOWN', e, log))
-    }
-    if (ws.readyState !== 1) return // the client went away while we authenticated
-    live.set(conn.id, conn)
-    try {
-      await conn.start(resumed, resumeError)
-    } catch (e) {
-      live.delete(conn.id)
-      return refuse(toGatewayError('UNKNOWN', e, log))
-    }
-    if (ws.readyState !== 1) return conn.closedBySocket() // the client left while the connection started
+    const transport = new SocketTransport(ws, data.format)
+    if (data.refusal) return registry.refuse(transport, data.refusal)
+    const conn = await registry.open(data.params, transport)
+    if (!conn) return
     data.conn = conn
-    if (log.enabled('debug')) {
-      const fields: Record<string, unknown> = {
-        connectionId: conn.id,
-        appId: conn.principalOf.appId,
-        clientId: conn.principalOf.clientId !== undefined,
-        resumed,
-        format: data.params.format,
-      }
-      if (resumeError) Object.assign(fields, { resumeError: resumeError.code, error: resumeError.message })
-      log.debug('realtime connected', fields)
-    }
     const early = data.early ?? []
     data.early = undefined
-    for (const frame of early) conn.receive(frame)
+    for (const frame of early) receiveFrame(conn, frame, data.format, s.realtimeMaxFrameSize)
   }
 
   const websocket: WebSocketHandler<SocketData> = {
@@ -224,7 +143,7 @@ export function realtime(core: Core, s: RealtimeLimits, log: Logger) {
     message(ws, message) {
       const frame = message as ClientFrame
       const conn = ws.data.conn
-      if (conn) return conn.receive(frame)
+      if (conn) return receiveFrame(conn, frame, ws.data.format, s.realtimeMaxFrameSize)
       const early = (ws.data.early ??= [])
       if (early.length >= MAX_EARLY_FRAMES) return ws.close(1008, 'too many frames before CONNECTED')
       early.push(frame)
@@ -233,12 +152,14 @@ export function realtime(core: Core, s: RealtimeLimits, log: Logger) {
       ws.data.conn?.drained()
     },
     close(ws, code) {
-      ws.data.conn?.closedBySocket(code)
+      ws.data.conn?.closedByTransport(String(code))
     },
   }
 
   return {
     websocket,
+    /** The node's realtime connections, whatever their transport (comet adds its own). */
+    registry,
     /**
      * Upgrades a realtime connect request (`GET /` with `Upgrade: websocket`): UPGRADED, or an
      * error response when the upgrade failed; undefined when the request is not one (it goes on to
@@ -247,36 +168,52 @@ export function realtime(core: Core, s: RealtimeLimits, log: Logger) {
     upgrade(request: Request, server: Server<SocketData>): typeof UPGRADED | Response | undefined {
       const url = new URL(request.url)
       if (url.pathname !== '/' || request.headers.get('upgrade')?.toLowerCase() !== 'websocket') return undefined
-      const p = params(url, request)
-      const data: SocketData = { params: p }
-      if (url.searchParams.get('format') && !['json', 'msgpack'].includes(url.searchParams.get('format')!))
-        data.refusal = new GatewayError(40003, 'Invalid format param: json or msgpack')
+      const { format, ...params } = connectParams(url, request)
+      const data: SocketData = { params, format, refusal: formatRefusal(url) }
       if (server.upgrade(request, { data })) return UPGRADED
       return new Response(JSON.stringify({ error: new GatewayError(40000, 'WebSocket upgrade failed').toBody() }), {
         status: 400,
         headers: { 'content-type': 'application/json' },
       })
     },
+    /**
+     * A comet request (`/comet/connect`, `/comet/<connectionKey>/send|recv|close|disconnect`): its
+     * response; undefined when the request is not one (it goes on to the HTTP routes).
+     */
+    comet(request: Request, cors: CorsPolicy): Response | Promise<Response> | undefined {
+      if (request.url.indexOf('/comet/') < 0) return undefined
+      const url = new URL(request.url)
+      if (!url.pathname.startsWith('/comet/')) return undefined
+      // browsers (xhr_polling) call from the web app's origin: CORS as on the REST routes
+      if (request.method === 'OPTIONS') return cors.preflight(request)
+      const res = comet.handle(request, url)
+      if (!res || !request.headers.has('origin')) return res
+      const withCors = (r: Response) => {
+        const headers: Record<string, string> = {}
+        cors.apply(request, headers)
+        for (const k in headers) r.headers.set(k, headers[k]!)
+        return r
+      }
+      return res instanceof Promise ? res.then(withCors) : withCors(res)
+    },
     /** Open connections on this node. */
     get size() {
-      return live.size
+      return registry.size
     },
     /** A connection by id (tests, operations). */
-    connection(id: string): RealtimeConnection | undefined {
-      return live.get(id)
+    connection(id: string) {
+      return registry.connection(id)
     },
     /**
      * DISCONNECTED to every client (shutdown): they resume on another node or after the restart.
      * Resolves with their number once each has been answered its publishes in flight and is gone.
      */
-    async disconnectAll(): Promise<number> {
-      const all = [...live.values()]
-      await Promise.all(all.map((c) => c.disconnect()))
-      return all.length
+    disconnectAll(): Promise<number> {
+      return registry.disconnectAll()
     },
     close() {
-      clearInterval(timer)
-      for (const u of untrack) u()
+      comet.close()
+      registry.close()
     },
   }
 }

@@ -1,7 +1,5 @@
-import { GatewayError, type ErrorBody } from '../../errors'
+import { asGatewayError, type ErrorBody } from '../../errors'
 import type { BatchResult } from '../types'
-
-export const asGatewayError = (e: unknown): GatewayError => (e instanceof GatewayError ? e : new GatewayError(50000))
 
 /**
  * The error of one entry of a batch answer (one channel of a batch publish or batch presence). A

@@ -21,6 +21,8 @@ export interface OccupancyEvent {
   id: string
   timestamp: number
   metrics: OccupancyMetrics
+  /** `{metrics}` as JSON text: the event's data, made once for every watcher. */
+  data: string
 }
 
 /** An attachment that asked for occupancy events (`occupancy=metrics`). */
@@ -184,7 +186,7 @@ export class OccupancyEvents {
           held = true
           continue
         }
-        event ??= { id: this.ids.next(), timestamp: now, metrics }
+        event ??= { id: this.ids.next(), timestamp: now, metrics, data: JSON.stringify({ metrics }) }
         c.watchers.set(w, key)
         w.occupancy(event)
       }

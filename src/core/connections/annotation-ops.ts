@@ -1,5 +1,4 @@
-import { GatewayError } from '../../errors'
-import { toGatewayError } from '../plugins/errors'
+import { asGatewayError, GatewayError } from '../../errors'
 import type { AckSlot } from './acks'
 import { Flag, loggedName, wireError, type ProtocolMessage } from './protocol'
 import type { PublishHost } from './publishes'
@@ -27,7 +26,7 @@ export function publishAnnotations(host: PublishHost, pm: ProtocolMessage, slot:
   run().then(
     (serials) => host.acks.ack(slot, serials),
     (e) => {
-      const err = toGatewayError('UNKNOWN', e)
+      const err = asGatewayError(e)
       host.log.debug('realtime annotation refused', {
         connectionId: host.id,
         channel: loggedName(channel),

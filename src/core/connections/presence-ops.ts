@@ -1,13 +1,11 @@
-import type { Core } from '../../core'
-import type { Principal } from '../../core/auth/principal'
-import type { OwnMembers } from '../../core/presence/connection-presence'
-import { PresenceAction, type PresenceMessage } from '../../core/types'
+import { asGatewayError } from '../../errors'
+import type { ConnectionServices } from './services'
+import type { Principal } from '../auth/principal'
+import type { OwnMembers } from './connection-presence'
+import { PresenceAction, type PresenceMessage } from '../types'
 import { randomId } from '../../lib/crypto'
-import { presenceToWire } from '../channels/wire'
-import { toGatewayError } from '../plugins/errors'
 import type { Logger } from '../../lib/logger'
 import type { AckQueue, AckSlot } from './acks'
-import { encodeFrame, type Format, type Frame } from './frames'
 import { Action, wireError, type ProtocolMessage } from './protocol'
 
 /** Members per SYNC frame: a new attacher's member list arrives in pages this long. */
@@ -16,12 +14,11 @@ export const SYNC_PAGE = 100
 /** What presence needs of its connection. */
 export interface PresenceHost {
   readonly id: string
-  readonly core: Core
-  readonly format: Format
+  readonly core: ConnectionServices
   readonly principalOf: Principal
   readonly acks: AckQueue
-  /** Writes a frame the server sends of its own accord (not an answer to the client). */
-  deliver(frame: Frame): boolean
+  /** Sends a protocol message of the server's own accord (not an answer to the client); false when the client is behind. */
+  push(pm: object): boolean
   readonly log: Logger
 }
 
@@ -73,7 +70,7 @@ export class PresenceOps {
       )
       this.host.acks.ack(slot, serials)
     } catch (e) {
-      const err = toGatewayError('UNKNOWN', e)
+      const err = asGatewayError(e)
       this.host.log.debug('realtime presence refused', {
         connectionId: this.host.id,
         channel,
@@ -107,7 +104,6 @@ export class PresenceOps {
   /** SYNC frames of the channel's members (one self-contained frame when they fit in one page). */
   async sync(channel: string, members?: PresenceMessage[]): Promise<void> {
     const all = members ?? (await this.host.core.presence.snapshot(this.host.principalOf.appId, channel))
-    const binary = this.host.format === 'msgpack'
     const syncId = randomId(10)
     for (let i = 0; i < all.length || i === 0; i += SYNC_PAGE) {
       const page = all.slice(i, i + SYNC_PAGE)
@@ -116,9 +112,9 @@ export class PresenceOps {
         action: Action.SYNC,
         channel,
         channelSerial: `${syncId}:${last ? '' : String(i / SYNC_PAGE + 1)}`,
-        presence: page.map((m) => presenceToWire({ ...m, action: PresenceAction.PRESENT }, binary)),
+        presence: page.map((m) => ({ ...m, action: PresenceAction.PRESENT })),
       }
-      this.host.deliver(encodeFrame(pm, this.host.format))
+      this.host.push(pm)
     }
   }
 }

@@ -9,7 +9,8 @@ import type { OrphanMember, PresenceStore } from '../ports'
 import { PresenceAction, type PresenceMessage } from '../types'
 import type { Limits } from '../limits/limits'
 import type { StatsService } from '../stats/stats-service'
-import type { PresenceService } from './presence-service'
+import type { PresenceService } from '../presence/presence-service'
+import { systemTimers, type Timers } from './timers'
 
 export interface ConnectionPresenceSettings {
   maxMessageSize: number
@@ -38,8 +39,9 @@ const isAction = (a: unknown): a is number =>
  * channel's log (`PresenceService.publish`), so all transports and nodes see the same sequence.
  */
 export class ConnectionPresence {
-  private readonly grace = new Map<string, ReturnType<typeof setTimeout>>()
-  private readonly reaper: ReturnType<typeof setInterval>
+  /** Each dropped connection's grace period, by the cancel of its timer. */
+  private readonly grace = new Map<string, () => void>()
+  private readonly stopReaper: () => void
   /** Ids of the leaves this node makes up: never prefixed by a member's connection id (so clients order them by time). */
   private readonly synthesizedPrefix = `leave-${randomId(8)}`
   private synthesized = 0
@@ -51,9 +53,9 @@ export class ConnectionPresence {
     private readonly stats: StatsService,
     private readonly s: ConnectionPresenceSettings,
     private readonly onError: (e: unknown) => void = () => {},
+    private readonly timers: Timers = systemTimers,
   ) {
-    this.reaper = setInterval(() => void this.reap(), Math.max(250, Math.floor(s.presenceLeaseMs / 2)))
-    this.reaper.unref?.()
+    this.stopReaper = timers.every(Math.max(250, Math.floor(s.presenceLeaseMs / 2)), () => void this.reap())
   }
 
   /**
@@ -140,7 +142,7 @@ export class ConnectionPresence {
   async claim(connectionId: string): Promise<void> {
     const t = this.grace.get(connectionId)
     if (t) {
-      clearTimeout(t)
+      t()
       this.grace.delete(connectionId)
     }
     await this.store.claim(connectionId)
@@ -158,13 +160,12 @@ export class ConnectionPresence {
 
   /** The connection dropped: its members leave after `graceMs` unless it resumes first (here or on another node). */
   dropped(connectionId: string, graceMs: number): void {
-    clearTimeout(this.grace.get(connectionId))
-    const t = setTimeout(() => {
+    this.grace.get(connectionId)?.()
+    const cancel = this.timers.after(graceMs, () => {
       this.grace.delete(connectionId)
       this.closed(connectionId).catch(this.onError)
-    }, graceMs)
-    t.unref?.()
-    this.grace.set(connectionId, t)
+    })
+    this.grace.set(connectionId, cancel)
   }
 
   /** Members of nodes that died leave (each reaped by one node). */
@@ -198,8 +199,8 @@ export class ConnectionPresence {
   }
 
   close(): void {
-    clearInterval(this.reaper)
-    for (const t of this.grace.values()) clearTimeout(t)
+    this.stopReaper()
+    for (const cancel of this.grace.values()) cancel()
     this.grace.clear()
   }
 }

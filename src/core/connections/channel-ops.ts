@@ -1,10 +1,9 @@
-import type { Principal } from '../../core/auth/principal'
-import { checkChannelName } from '../../core/model/names'
-import { dropsRefusals } from '../../core/model/sub-channels'
-import { isFiltered, parseFilteredChannel } from '../../core/channels/filtered-channel'
-import { GatewayError } from '../../errors'
-import { toGatewayError } from '../plugins/errors'
-import type { Core } from '../../core'
+import type { Principal } from '../auth/principal'
+import { checkChannelName } from '../model/names'
+import { dropsRefusals } from '../model/sub-channels'
+import { isFiltered, parseFilteredChannel } from '../channels/filtered-channel'
+import { asGatewayError, GatewayError } from '../../errors'
+import type { ConnectionServices } from './services'
 import { Attachment, type AttachmentHost } from './attachment'
 import {
   Action,
@@ -19,13 +18,13 @@ import {
 import type { AckQueue, AckSlot } from './acks'
 import type { PresenceOps } from './presence-ops'
 import { parseRewind } from './rewind'
-import { wantsOccupancy } from './occupancy-frames'
+import { wantsOccupancy } from './occupancy-message'
 import type { RealtimeSettings } from './settings'
 import type { Logger } from '../../lib/logger'
 
 /** What channel operations need of their connection. */
 export interface ChannelHost extends AttachmentHost {
-  readonly core: Core
+  readonly core: ConnectionServices
   readonly s: RealtimeSettings
   readonly principalOf: Principal
   readonly presence: PresenceOps
@@ -142,12 +141,12 @@ export class ChannelOps {
     try {
       channel = isFiltered(name) ? (parseFilteredChannel(name), name) : checkChannelName(name)
     } catch (e) {
-      const err = toGatewayError('UNKNOWN', e)
+      const err = asGatewayError(e)
       return refused ? refused(err) : this.channelError(name, err, pm.action)
     }
     const run = (this.queues?.get(channel) ?? Promise.resolve()).then(() =>
       op(channel).catch((e) => {
-        const err = toGatewayError('UNKNOWN', e)
+        const err = asGatewayError(e)
         if (refused) return refused(err)
         this.attachments.get(channel)?.close()
         this.attachments.delete(channel)

@@ -1,8 +1,7 @@
-import type { Core } from '../../core'
-import type { Principal } from '../../core/auth/principal'
-import type { Answer, PublishResponse } from '../../core/channels/channel-service'
-import { GatewayError } from '../../errors'
-import { toGatewayError } from '../plugins/errors'
+import type { ConnectionServices } from './services'
+import type { Principal } from '../auth/principal'
+import type { Answer, PublishResponse } from '../channels/channel-service'
+import { asGatewayError, GatewayError } from '../../errors'
 import type { Logger } from '../../lib/logger'
 import type { AckQueue, AckSlot } from './acks'
 import { Flag, loggedName, modeRefused, wireError, type ProtocolMessage } from './protocol'
@@ -28,7 +27,7 @@ interface Lookup {
 /** What publishing needs of its connection. */
 export interface PublishHost {
   readonly id: string
-  readonly core: Core
+  readonly core: ConnectionServices
   readonly principalOf: Principal
   readonly acks: AckQueue
   /** The ATTACH of the channel still under way on this connection, if any. */
@@ -60,7 +59,7 @@ export class Publishes {
 
   /** Whether a publish is looked up in the log first (no clock read on a connection that never resumed so). */
   private get pastUnknown(): boolean {
-    return this.unknownPastUntil !== 0 && this.unknownPastUntil > Date.now()
+    return this.unknownPastUntil !== 0 && this.unknownPastUntil > this.host.core.clock.now()
   }
 
   /** A protocol message needing an answer: its slot, or the connection fails (it can't be answered). */
@@ -113,7 +112,7 @@ export class Publishes {
 
   /** A publish that failed, answered with a NACK (logged at debug with its reason). */
   private refused(slot: AckSlot, channel: string, e: unknown) {
-    const err = toGatewayError('UNKNOWN', e)
+    const err = asGatewayError(e)
     this.host.log.debug('realtime publish refused', {
       connectionId: this.host.id,
       channel: loggedName(channel),

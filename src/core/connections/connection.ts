@@ -1,25 +1,24 @@
-import type { ServerWebSocket } from 'bun'
-import type { Core } from '../../core'
-import type { Credentials } from '../../core/auth/authenticator'
-import { ConnectionKeys } from '../../core/auth/connection-keys'
-import type { Principal } from '../../core/auth/principal'
-import { GatewayError } from '../../errors'
+import type { Credentials } from '../auth/authenticator'
+import { ConnectionKeys } from '../auth/connection-keys'
+import type { Principal } from '../auth/principal'
+import type { Message } from '../types'
+import { asGatewayError, GatewayError } from '../../errors'
 import type { Logger } from '../../lib/logger'
-import { toGatewayError } from '../plugins/errors'
 import { AckQueue } from './acks'
 import { slowCut, slowPaused } from './metrics'
 import { Attachment, type AttachmentHost } from './attachment'
 import { ChannelOps } from './channel-ops'
-import { decodeFrame, encodeFrame, type ClientFrame, type Format, type Frame } from './frames'
 import { PresenceOps } from './presence-ops'
 import { Publishes, type PublishHost } from './publishes'
 import { publishAnnotations } from './annotation-ops'
 import { Action, wireError, type ProtocolMessage } from './protocol'
+import type { ConnectionServices } from './services'
+import type { Timers } from './timers'
 import type { RealtimeSettings } from './settings'
+import type { DeliveryFilter, Transport } from './transport'
 
-/** What the connect request asked for (query parameters of the WebSocket upgrade). */
+/** What the connect request asked for (the transport's query parameters). */
 export interface ConnectParams {
-  format: Format
   heartbeats: boolean
   echo: boolean
   credentials: Credentials
@@ -27,15 +26,6 @@ export interface ConnectParams {
   resumeKey?: string
   /** How long members stay after the connection drops (ms; the `remainPresentFor` transport param). */
   remainPresentForMs?: number
-}
-
-/** Per-socket data: the connection once it exists, and frames that came before it did. */
-export interface SocketData {
-  params: ConnectParams
-  conn?: RealtimeConnection
-  early?: ClientFrame[]
-  /** A refusal decided at upgrade time (sent as ERROR once the socket is open). */
-  refusal?: GatewayError
 }
 
 /** Why a connection ended, for its log line (info: the server ended it for a fault; else debug). */
@@ -49,13 +39,12 @@ interface Ending {
 const MAX_UNREAD_ANSWERS = 1024 * 1024
 
 /**
- * One realtime connection (protocol version 6) over one WebSocket: CONNECTED and its details,
+ * One realtime connection (protocol version 6) over one transport (transport.ts): CONNECTED and its details,
  * channel attachments (channel-ops.ts), publishes answered by ordered ACK/NACK after the broker has
  * them, heartbeats, re-authentication and token expiry, CLOSE, and the error rules of the
  * protocol (a connection-level ERROR is fatal; a channel-level one fails that channel only).
  */
-export class RealtimeConnection implements AttachmentHost, PublishHost {
-  readonly format: Format
+export class Connection implements AttachmentHost, PublishHost {
   readonly echo: boolean
   readonly heartbeats: boolean
   readonly acks: AckQueue
@@ -70,34 +59,46 @@ export class RealtimeConnection implements AttachmentHost, PublishHost {
   private paused = false
   /** Set once DISCONNECTED is decided: no further frame is served, it goes out when the publishes are answered. */
   private leaving?: Promise<void>
-  private renewTimer?: ReturnType<typeof setTimeout>
+  private renewTimer?: () => void
   /** The expiry of the token a renewal was asked for (AUTH): never asked twice for one token. */
   private renewalAskedFor?: number
-  private expiryTimer?: ReturnType<typeof setTimeout>
+  private expiryTimer?: () => void
   private unwatch?: () => void
 
   constructor(
-    readonly core: Core,
+    readonly core: ConnectionServices,
     readonly s: RealtimeSettings,
     /** This node, as `connectionDetails.serverId` tells the client (debugging). */
     private readonly serverId: string,
-    private readonly ws: ServerWebSocket<SocketData>,
+    /** What the client writes through: the adapter of its WebSocket, or of its comet requests. */
+    private transport: Transport,
+    private readonly params: ConnectParams,
     readonly id: string,
     public key: string,
     private principal: Principal,
     /** Called once when the connection goes: `abrupt` when the client may still resume it. */
-    private readonly onGone: (conn: RealtimeConnection, abrupt: boolean) => void,
+    private readonly onGone: (conn: Connection, abrupt: boolean) => void,
     /** Lifecycle at debug, refusals at info; never a key, token or connection key. */
     readonly log: Logger,
+    private readonly timers: Timers,
   ) {
-    const p = ws.data.params
-    this.format = p.format
+    const p = params
     this.echo = p.echo
     this.heartbeats = p.heartbeats
     this.acks = new AckQueue((pm) => this.send(pm))
     this.channels = new ChannelOps(this)
     this.presence = new PresenceOps(this)
     this.publishes = new Publishes(this)
+  }
+
+  /** The transport's wire format (diagnostics). */
+  get format(): string {
+    return this.transport.format
+  }
+
+  /** Whether client frames are still served (not once it closed, or DISCONNECTED is decided). */
+  get receiving(): boolean {
+    return !this.closed && !this.leaving
   }
 
   get principalOf(): Principal {
@@ -153,18 +154,32 @@ export class RealtimeConnection implements AttachmentHost, PublishHost {
    */
   send(pm: object): void {
     if (this.closed) return
-    const data = encodeFrame(pm, this.format)
-    if (this.ws.getBufferedAmount() > this.s.realtimeBufferBytes) {
-      this.unread += typeof data === 'string' ? Buffer.byteLength(data) : data.byteLength
+    const over = this.transport.bufferedBytes() > this.s.realtimeBufferBytes
+    const bytes = this.transport.send(pm)
+    this.lastSent = this.core.clock.now()
+    if (over) {
+      this.unread += bytes
       if (this.unread > MAX_UNREAD_ANSWERS) return this.cut()
     }
-    this.write(data)
   }
 
-  /** Sends a delivery frame; false when the socket now holds more unsent bytes than allowed (the session pauses). */
-  deliver(frame: Frame): boolean {
+  /** Delivers a batch of a channel; false when the client now holds more unread bytes than allowed (the session pauses). */
+  deliver(channel: string, batch: Message[], filter: DeliveryFilter): boolean {
     if (this.closed) return true
-    if (this.write(frame)) return true
+    this.transport.deliver(channel, batch, filter)
+    return this.wrote()
+  }
+
+  /** Sends a protocol message of the server's own accord (SYNC pages): it pauses with the deliveries. */
+  push(pm: object): boolean {
+    if (this.closed) return true
+    this.transport.send(pm)
+    return this.wrote()
+  }
+
+  private wrote(): boolean {
+    this.lastSent = this.core.clock.now()
+    if (this.transport.bufferedBytes() <= this.s.realtimeBufferBytes) return true
     if (!this.paused) {
       this.paused = true
       slowPaused.value++
@@ -172,26 +187,12 @@ export class RealtimeConnection implements AttachmentHost, PublishHost {
     return false
   }
 
-  private write(data: Frame): boolean {
-    this.ws.send(data)
-    this.lastSent = Date.now()
-    return this.ws.getBufferedAmount() <= this.s.realtimeBufferBytes
-  }
-
-  /** One client frame. Problems with the frame itself fail the connection; others are answered. */
-  receive(raw: ClientFrame): void {
+  /**
+   * One protocol message from the client (decoded by the transport, which fails the connection
+   * on a frame that is not one). Problems with the message itself fail the connection; others are answered.
+   */
+  receive(pm: ProtocolMessage): void {
     if (this.closed || this.leaving) return
-    const size = typeof raw === 'string' ? Buffer.byteLength(raw) : raw.byteLength
-    if (size > this.s.realtimeMaxFrameSize)
-      return this.fail(
-        new GatewayError(40009, `Frame too large (${size} bytes; the limit is ${this.s.realtimeMaxFrameSize})`),
-      )
-    let pm: ProtocolMessage
-    try {
-      pm = decodeFrame(raw, this.format)
-    } catch (e) {
-      return this.fail(toGatewayError('UNKNOWN', e))
-    }
     switch (pm.action) {
       case Action.HEARTBEAT:
         if (pm.id !== undefined) this.send({ action: Action.HEARTBEAT, id: pm.id })
@@ -226,10 +227,10 @@ export class RealtimeConnection implements AttachmentHost, PublishHost {
         this.gone(false, { reason: 'closed by the client' })
         // closed for good: a recovery key of it no longer resumes it, here or elsewhere
         this.core.endedConnections.closed(this.id, this.principal.appId).catch(() => {})
-        this.ws.close(1000)
+        this.transport.close()
         return
       case Action.DISCONNECT:
-        this.ws.close(1000)
+        this.transport.close()
         return
       case Action.ACTIVATE:
         return
@@ -243,7 +244,7 @@ export class RealtimeConnection implements AttachmentHost, PublishHost {
     const token = pm.auth?.accessToken
     try {
       if (typeof token !== 'string' || !token) throw new GatewayError(40101, 'AUTH without an accessToken')
-      const creds = this.ws.data.params.credentials
+      const creds = this.params.credentials
       const next = await this.core.auth.authenticate({
         accessToken: token,
         clientId: creds.clientId,
@@ -263,7 +264,7 @@ export class RealtimeConnection implements AttachmentHost, PublishHost {
       this.channels.reauthorized(next)
       this.send({ action: Action.CONNECTED, connectionId: this.id, connectionDetails: this.details() })
     } catch (e) {
-      this.fail(toGatewayError('UNKNOWN', e))
+      this.fail(asGatewayError(e))
     }
   }
 
@@ -273,35 +274,29 @@ export class RealtimeConnection implements AttachmentHost, PublishHost {
    * it arrives); DISCONNECTED 40142 at expiry when no new token came.
    */
   private scheduleExpiry() {
-    clearTimeout(this.renewTimer)
-    clearTimeout(this.expiryTimer)
+    this.renewTimer?.()
+    this.expiryTimer?.()
     const expires = this.principal.expires
     if (expires === undefined) return
     const left = expires - this.core.clock.now()
     if (this.renewalAskedFor !== expires) {
       const lead = Math.min(this.s.tokenRenewLeadMs, left / 4)
-      this.renewTimer = setTimeout(
-        () => {
-          this.renewalAskedFor = expires
-          this.send({ action: Action.AUTH })
-        },
-        Math.max(0, left - lead),
-      )
+      this.renewTimer = this.timers.after(Math.max(0, left - lead), () => {
+        this.renewalAskedFor = expires
+        this.send({ action: Action.AUTH })
+      })
     }
-    this.expiryTimer = setTimeout(
-      () => void this.disconnect(new GatewayError(40142, 'Token expired')),
+    this.expiryTimer = this.timers.after(
       Math.max(0, left),
+      () => void this.disconnect(new GatewayError(40142, 'Token expired')),
     )
   }
 
   /** Keeps the client's idle timer fed: a HEARTBEAT frame (heartbeats=true) or a ping, when nothing else went out. */
   heartbeat(now: number): void {
     if (this.closed || now - this.lastSent < this.s.realtimeMaxIdleIntervalMs / 2) return
-    if (this.heartbeats) this.send({ action: Action.HEARTBEAT })
-    else {
-      this.ws.ping()
-      this.lastSent = now
-    }
+    if (this.heartbeats || !this.transport.ping()) this.send({ action: Action.HEARTBEAT })
+    else this.lastSent = now
   }
 
   /** The socket has room again: paused subscriptions catch up from the log. */
@@ -328,7 +323,7 @@ export class RealtimeConnection implements AttachmentHost, PublishHost {
     if (this.closed) return
     this.send({ action: Action.ERROR, error: wireError(err) })
     this.gone(false, { reason: 'failed', err, level: 'info' })
-    this.ws.close(1000)
+    this.transport.close()
   }
 
   /**
@@ -344,32 +339,32 @@ export class RealtimeConnection implements AttachmentHost, PublishHost {
       if (this.closed) return
       this.send(err ? { action: Action.DISCONNECTED, error: err.toBody() } : { action: Action.DISCONNECTED })
       this.gone(true, { reason: 'disconnected by the server', err })
-      this.ws.close(1000)
+      this.transport.close()
     })
     return this.leaving
   }
 
-  /** The socket closed (by either side; `code` the WebSocket close code when known). */
-  closedBySocket(code?: number): void {
-    this.gone(true, { reason: code === undefined ? 'socket closed' : `socket closed (${code})` })
+  /** The transport closed (by either side; `why` as the transport tells it, e.g. a WebSocket close code). */
+  closedByTransport(why?: string): void {
+    this.gone(true, { reason: why === undefined ? 'socket closed' : `socket closed (${why})` })
   }
 
   /** Cuts the socket without a goodbye, as a network failure would (operations, tests): the client resumes. */
   terminate(): void {
-    this.ws.terminate()
+    this.transport.terminate()
   }
 
   /** A newer transport of the same connection (a resume) takes over: this socket goes quietly. */
   supersede(): void {
     this.gone(false, { reason: 'superseded by its resume on a new socket' }, true)
-    this.ws.terminate()
+    this.transport.terminate()
   }
 
   /** The client does not read what it asks for: its socket is cut, and it may resume once it reads again. */
   private cut(): void {
     slowCut.value++
     this.gone(true, { reason: 'cut: the client does not read the answers it asks for', level: 'info' })
-    this.ws.terminate()
+    this.transport.terminate()
   }
 
   /**
@@ -392,12 +387,12 @@ export class RealtimeConnection implements AttachmentHost, PublishHost {
       if (err) Object.assign(fields, { code: err.code, statusCode: err.statusCode, error: err.message })
       this.log[level]('realtime connection ended', fields)
     }
-    clearTimeout(this.renewTimer)
-    clearTimeout(this.expiryTimer)
+    this.renewTimer?.()
+    this.expiryTimer?.()
     this.unwatch?.()
     this.channels.closeAll()
     const cp = this.core.connectionPresence
-    if (abrupt) cp.dropped(this.id, this.ws.data.params.remainPresentForMs ?? this.s.presenceGraceMs)
+    if (abrupt) cp.dropped(this.id, this.params.remainPresentForMs ?? this.s.presenceGraceMs)
     else if (!superseded) this.presence.closed().catch(() => {})
     this.core.stats.connectionClosed(this.principal.appId)
     this.onGone(this, abrupt)

@@ -1,33 +1,23 @@
-import type { SessionSink, StreamSession } from '../../core/fanout/session'
-import type { Message } from '../../core/types'
+import type { SessionSink, StreamSession } from '../fanout/session'
+import type { Message } from '../types'
 import type { GatewayError } from '../../errors'
-import type { Core } from '../../core'
-import type { OccupancyRole } from '../../core/fanout/occupancy'
-import { batchFrames, deliveryFrame, type Format, type Frame } from './frames'
-import { delivered } from './metrics'
+import type { ConnectionServices } from './services'
+import type { OccupancyRole } from '../fanout/occupancy'
+import type { DeliveryFilter } from './transport'
 import { Action, Flag } from './protocol'
-import { occupancyFrame } from './occupancy-frames'
-import type { OccupancyEvent } from '../../core/presence/occupancy-events'
-
-/** The mode an attachment needs to receive each kind of delivery frame. */
-const MODE_OF = {
-  message: Flag.SUBSCRIBE,
-  summary: Flag.SUBSCRIBE,
-  presence: Flag.PRESENCE_SUBSCRIBE,
-  annotation: Flag.ANNOTATION_SUBSCRIBE,
-} as const
+import { occupancyMessage } from './occupancy-message'
+import type { OccupancyEvent } from '../presence/occupancy-events'
 
 /** What an attachment needs of its connection. */
 export interface AttachmentHost {
   readonly id: string
-  readonly core: Core
-  readonly format: Format
+  readonly core: ConnectionServices
   /** Deliver the connection's own messages back to it (`echo` connect parameter). */
   readonly echo: boolean
   /** Sends a protocol message (ATTACHED). */
   send(pm: object): void
-  /** Sends a delivery frame; false when the socket now holds more unsent bytes than the connection allows. */
-  deliver(frame: Frame): boolean
+  /** Delivers a batch of the channel; false when the client now holds more unread bytes than the connection allows. */
+  deliver(channel: string, batch: Message[], filter: DeliveryFilter): boolean
   /** A subscription of this attachment ended with an error (slow, revoked, backend failure). */
   ended(attachment: Attachment, err: GatewayError): void
 }
@@ -44,11 +34,13 @@ export class Attachment implements SessionSink {
   /** Counted in the channel's occupancy as this, until it closes. */
   role?: OccupancyRole
   appId?: string
-  /** Ends the occupancy events of an `occupancy=metrics` attachment. */
-  unwatch?: () => void
   /** The channel counted in occupancy when `channel` is a filtered channel's name (its base channel). */
   base?: string
+  /** Ends the occupancy events of an `occupancy=metrics` attachment. */
+  unwatch?: () => void
   private closed = false
+  /** Which entries this attachment delivers (by its modes and the connection's `echo`). */
+  private readonly filter: DeliveryFilter
 
   constructor(
     private readonly host: AttachmentHost,
@@ -60,7 +52,14 @@ export class Attachment implements SessionSink {
     private readonly params: Record<string, string> | undefined,
     /** A non-fatal error ATTACHED carries (e.g. the resume point was no longer retained). */
     private readonly error?: GatewayError,
-  ) {}
+  ) {
+    this.filter = {
+      messages: (modes & Flag.SUBSCRIBE) !== 0,
+      presence: (modes & Flag.PRESENCE_SUBSCRIBE) !== 0,
+      annotations: (modes & Flag.ANNOTATION_SUBSCRIBE) !== 0,
+      exceptConnection: host.echo ? undefined : host.id,
+    }
+  }
 
   /**
    * ATTACHED with the attach point: the resume point when resumed, else the channel's head. Rewound
@@ -87,24 +86,12 @@ export class Attachment implements SessionSink {
 
   deliver(_index: number, batch: Message[]): boolean {
     if (this.closed) return true
-    let more = true
-    for (const f of batchFrames(batch, this.channel, this.host.format)) {
-      if (!(this.modes & MODE_OF[f.kind])) continue
-      if (f.kind === 'message' && !this.host.echo && f.entries.some((m) => m.connectionId === this.host.id)) {
-        const others = f.entries.filter((m) => m.connectionId !== this.host.id)
-        if (others.length) more = this.host.deliver(deliveryFrame(others, this.channel, this.host.format).frame)
-        delivered.value += others.length
-        continue
-      }
-      more = this.host.deliver(f.frame)
-      delivered.value += f.entries.length
-    }
-    return more
+    return this.host.deliver(this.channel, batch, this.filter)
   }
 
   /** An occupancy event (`occupancy=metrics`), once ATTACHED went out. */
   occupancy(e: OccupancyEvent): void {
-    if (!this.closed && this.attached) this.host.deliver(occupancyFrame(this.channel, e, this.host.format))
+    if (!this.closed && this.attached) this.host.send(occupancyMessage(this.channel, e))
   }
 
   /** A resume gap found after ATTACHED: an update without RESUMED carrying the error (the client sees the discontinuity). */

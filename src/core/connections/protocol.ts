@@ -1,4 +1,4 @@
-import type { CapabilityMatcher } from '../../core/auth/capability'
+import type { CapabilityMatcher } from '../auth/capability'
 import { GatewayError, type ErrorBody } from '../../errors'
 
 /**

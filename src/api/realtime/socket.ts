@@ -1,0 +1,58 @@
+import type { ServerWebSocket } from 'bun'
+import type { Connection, ConnectParams, DeliveryFilter, Message, Transport } from '../../core/connections'
+import type { GatewayError } from '../../errors'
+import { encodeServerMessage, writeBatch, type ClientFrame, type Format, type Frame } from './frames'
+
+/** Per-socket data: the connection once it exists, and frames that came before it did. */
+export interface SocketData {
+  params: ConnectParams
+  format: Format
+  conn?: Connection
+  early?: ClientFrame[]
+  /** A refusal decided at upgrade time (sent as ERROR once the socket is open). */
+  refusal?: GatewayError
+}
+
+/** The Transport port over one of Bun's server WebSockets: one frame per protocol message. */
+export class SocketTransport implements Transport {
+  constructor(
+    private readonly ws: ServerWebSocket<SocketData>,
+    readonly format: Format,
+  ) {}
+
+  get open(): boolean {
+    return this.ws.readyState === 1
+  }
+
+  send(pm: object): number {
+    const data = encodeServerMessage(pm, this.format)
+    this.ws.send(data)
+    // bytes for a binary frame; a text frame's length in characters (a bound's measure, not exact)
+    return typeof data === 'string' ? data.length : data.byteLength
+  }
+
+  private readonly write = (frame: Frame) => {
+    this.ws.send(frame)
+  }
+
+  deliver(channel: string, batch: Message[], filter: DeliveryFilter): void {
+    writeBatch(batch, channel, this.format, filter, this.write)
+  }
+
+  bufferedBytes(): number {
+    return this.ws.getBufferedAmount()
+  }
+
+  close(): void {
+    this.ws.close(1000)
+  }
+
+  terminate(): void {
+    this.ws.terminate()
+  }
+
+  ping(): boolean {
+    this.ws.ping()
+    return true
+  }
+}

@@ -1,0 +1,15 @@
+/**
+ * The realtime connection's public surface, for the transports' adapters (api/realtime): the
+ * registry that opens connections on a transport, the connection a transport hands client
+ * protocol messages to, the Transport port it writes through, and the protocol's vocabulary.
+ */
+export { ConnectionRegistry } from './registry'
+export { Connection, type ConnectParams } from './connection'
+export type { Transport, DeliveryFilter } from './transport'
+export type { ConnectionServices } from './services'
+export { systemTimers, type Timers } from './timers'
+export { Action, type ProtocolMessage } from './protocol'
+export type { RealtimeLimits, RealtimeSettings } from './settings'
+export { presenceFromEntry } from '../presence/presence-service'
+export { annotationFromEntry, summaryFromEntry } from '../channels/annotation-entries'
+export type { Message, PresenceMessage } from '../types'

@@ -1,0 +1,30 @@
+import type { Authenticator } from '../auth/authenticator'
+import type { ConnectionKeys } from '../auth/connection-keys'
+import type { EndedConnections } from '../auth/ended-connections'
+import type { ChannelService } from '../channels/channel-service'
+import type { AnnotationService } from '../channels/annotation-service'
+import type { OccupancyEvents } from '../presence/occupancy-events'
+import type { Occupancy } from '../fanout/occupancy'
+import type { Streams } from '../fanout/streams'
+import type { Clock } from '../ports'
+import type { PresenceService } from '../presence/presence-service'
+import type { StatsService } from '../stats/stats-service'
+import type { ConnectionPresence } from './connection-presence'
+
+/** The core services a realtime connection uses (the node's `Core` is one; unit tests pass their own). */
+export interface ConnectionServices {
+  clock: Clock
+  auth: Authenticator
+  connectionKeys: ConnectionKeys
+  endedConnections: EndedConnections
+  connectionPresence: ConnectionPresence
+  presence: PresenceService
+  streams: Streams
+  occupancy: Occupancy
+  /** `[meta]occupancy` events of `occupancy=metrics` attachments. */
+  occupancyEvents: OccupancyEvents
+  stats: StatsService
+  channels: ChannelService
+  /** ANNOTATION publishes. */
+  annotations: AnnotationService
+}
