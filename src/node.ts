@@ -90,6 +90,7 @@ export async function createNode(config: Config, o: NodeOptions = {}): Promise<G
         clearTimeout(forced)
       }
       core.chat.close()
+      core.occupancyEvents.close()
       core.connectionPresence.close()
       const undelivered = await core.webhooks.settle(Math.max(0, config.shutdownTimeoutMs / 2))
       if (undelivered) log.warn('webhook messages not delivered before shutdown', { count: undelivered })
@@ -99,6 +100,7 @@ export async function createNode(config: Config, o: NodeOptions = {}): Promise<G
     async close() {
       node.server?.realtime.close()
       core.connectionPresence.close()
+      core.occupancyEvents.close()
       if (node.server) await node.server.stop(true)
       await backend.close()
     },

@@ -5,6 +5,7 @@ import { EndedConnections, type EndedConnectionSettings } from './auth/ended-con
 import { TokenRevocations } from './auth/token-revocations'
 import { ChannelService, type ChannelSettings } from './channels/channel-service'
 import { OnBehalf } from './channels/on-behalf'
+import { AnnotationService } from './channels/annotation-service'
 import { MutableMessages, type MutableSettings } from './channels/mutable-messages'
 import { ChatService, DEFAULT_TYPING_TIMEOUT_MS } from './chat/chat-service'
 import { DataGuard } from './control/data-guard'
@@ -25,6 +26,7 @@ import { LiveObjectService } from './objects/live-service'
 import { LiveObjectRest } from './objects/live-rest'
 import { ConnectionPresence, type ConnectionPresenceSettings } from './connections/connection-presence'
 import { PresenceService } from './presence/presence-service'
+import { OccupancyEvents } from './presence/occupancy-events'
 import { PushService, type PushSettings } from './push/push-service'
 import type { Backend, Clock } from './ports'
 import { StatsService } from './stats/stats-service'
@@ -70,6 +72,8 @@ export interface Core {
   hub: Hub
   /** Attachments per channel by role, on this node and (clusters) every node. */
   occupancy: Occupancy
+  /** `[meta]occupancy` events for attachments that ask for them (`occupancy=metrics`). */
+  occupancyEvents: OccupancyEvents
   /** Opening and tracking subscription streams for every transport. */
   streams: Streams
   limits: RateLimiter
@@ -80,6 +84,8 @@ export interface Core {
   channels: ChannelService
   /** Message updates, deletes and appends; one message and its versions. */
   messages: MutableMessages
+  /** Annotations of messages and their summaries. */
+  annotations: AnnotationService
   management: Management
   sandbox: Sandbox
   objects: ObjectService
@@ -111,6 +117,7 @@ export function createCore(backend: Backend, clock: Clock, s: CoreSettings): Cor
   const dataGuard = new DataGuard(backend.control)
   const connectionKeys = new ConnectionKeys(backend.control, backend.marks, clock, s.connectionMarksPerApp)
   const endedConnections = new EndedConnections(backend.marks, s.connectionMarksPerApp)
+  const annotations = new AnnotationService(backend.broker, backend.annotations, namespaces, limits, s.maxMessageSize)
   const messages = new MutableMessages(backend.broker, backend.versions, namespaces, limits, stats, s)
   const push = new PushService(
     backend.push,
@@ -154,6 +161,7 @@ export function createCore(backend: Backend, clock: Clock, s: CoreSettings): Cor
     namespaces,
     hub,
     occupancy,
+    occupancyEvents: new OccupancyEvents(occupancy, presence, hub, clock),
     streams: new Streams(
       hub,
       occupancy,
@@ -183,6 +191,7 @@ export function createCore(backend: Backend, clock: Clock, s: CoreSettings): Cor
       new OnBehalf(connectionKeys, endedConnections),
     ),
     messages,
+    annotations,
     management,
     integrations: new Integrations(management, backend.control, backend.queues, clock, s, backend.queueBroker),
     webhooks,
@@ -191,9 +200,19 @@ export function createCore(backend: Backend, clock: Clock, s: CoreSettings): Cor
     objects: new ObjectService(backend.objects, backend.broker, namespaces, hub, clock, limits),
     liveObjects,
     liveObjectsRest: new LiveObjectRest(liveObjects),
-    chat: new ChatService(backend.broker, backend.chat, backend.presence, occupancy, stats, limits, clock, {
-      maxMessageSize: s.maxMessageSize,
-      typingTimeoutMs: DEFAULT_TYPING_TIMEOUT_MS,
-    }),
+    chat: new ChatService(
+      backend.broker,
+      backend.chat,
+      backend.presence,
+      occupancy,
+      annotations,
+      stats,
+      limits,
+      clock,
+      {
+        maxMessageSize: s.maxMessageSize,
+        typingTimeoutMs: DEFAULT_TYPING_TIMEOUT_MS,
+      },
+    ),
   }
 }

@@ -21,7 +21,7 @@ import type {
 } from './types'
 import type { LiveObjectStore, ObjectStore } from './objects/ports'
 import type { ChatStore } from './chat/ports'
-import type { VersionStore } from './channels/ports'
+import type { AnnotationStore, VersionStore } from './channels/ports'
 import type { PushStore } from './push/ports'
 
 export interface Clock {
@@ -433,6 +433,8 @@ export interface Backend {
   liveObjects: LiveObjectStore
   /** Versions of the messages of mutable channels (see channels/ports.ts). */
   versions: VersionStore
+  /** Annotations of messages and their summaries (see channels/ports.ts). */
+  annotations: AnnotationStore
   /** Chat message versions, reactions, rooms and typing (see chat/ports.ts). */
   chat: ChatStore
   /** Push device registrations, channel subscriptions and delivery state (see push/ports.ts). */

@@ -7,9 +7,11 @@ import type { ErrorBody } from '../errors'
  * all of a channel's events in one order, exactly once. Absent means a channel message;
  * `mutation`: a new version of an earlier message (update, delete or append, see `Mutation`),
  * delivered as a message but not an item of message history; `object`: a LiveObjects operation
- * (`data` its JSON text, see objects/live-service.ts), delivered as OBJECT to object subscribers only.
+ * (`data` its JSON text, see objects/live-service.ts), delivered as OBJECT to object subscribers only;
+ * `annotation` and `summary`: an annotation of a message and the message's summary after it
+ * (channels/annotation-entries.ts), delivered live only (ephemeral), never kept in the log.
  */
-export type EntryKind = 'presence' | 'mutation' | 'object'
+export type EntryKind = 'presence' | 'mutation' | 'object' | 'annotation' | 'summary'
 
 /** Who made a change of a message and why (the operation of an update, delete or append). */
 export interface Operation {
@@ -69,6 +71,8 @@ export interface Message {
    * version. Never set on log entries: serial and timestamp stay the message's own.
    */
   version?: MessageVersion
+  /** A message read with its annotations' summary (history, one message), keyed by annotation type. */
+  annotations?: { summary: Record<string, unknown> }
 }
 
 /** A message before the broker has given it a serial and timestamp. */

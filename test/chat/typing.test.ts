@@ -97,6 +97,7 @@ describe('typing indicators', () => {
       real.backend.chat,
       real.backend.presence,
       c.occupancy,
+      c.annotations,
       c.stats,
       c.limits,
       systemClock,

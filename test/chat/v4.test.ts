@@ -110,8 +110,22 @@ for (const binary of [true, false]) {
       await one(bob, 'POST', msgUrl(m.serial, '/reactions'), { type: 'distinct', name: '👍' })
       await one(amy, 'POST', msgUrl(m.serial, '/reactions'), { type: 'unique', name: '❤️' })
       const mine = await one(bob, 'GET', msgUrl(m.serial, '/client-reactions'), undefined, { forClientId: 'bob' })
-      expect(mine.distinct['👍']).toEqual({ total: 1, clientIds: ['bob'], clipped: false })
-      expect(mine.multiple['🎉']).toMatchObject({ total: 3, clientIds: {}, totalClientIds: 1 })
+      // only the names bob contributed to, with their room-wide totals and only bob listed
+      expect(mine).toEqual({
+        unique: {},
+        distinct: { '👍': { total: 1, clientIds: ['bob'], clipped: false } },
+        multiple: {},
+      })
+      await one(bob, 'POST', msgUrl(m.serial, '/reactions'), { type: 'multiple', name: '🎉', count: 2 })
+      const both = await one(amy, 'GET', msgUrl(m.serial, '/client-reactions'), undefined, { forClientId: 'bob' })
+      expect(both.multiple['🎉']).toEqual({
+        total: 5,
+        clientIds: { bob: 2 },
+        totalUnidentified: 0,
+        clipped: false,
+        totalClientIds: 2,
+      })
+      await one(bob, 'DELETE', msgUrl(m.serial, '/reactions'), undefined, { type: 'multiple', name: '🎉' })
       await one(amy, 'DELETE', msgUrl(m.serial, '/reactions'), undefined, { type: 'unique' })
       await one(amy, 'DELETE', msgUrl(m.serial, '/reactions'), undefined, { type: 'multiple', name: '🎉' })
       const after = await one(amy, 'GET', msgUrl(m.serial))

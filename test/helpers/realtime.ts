@@ -211,3 +211,31 @@ export function cutSocket(gw: TestGateway, connectionId: string): void {
   if (!conn) throw new Error(`no live connection ${connectionId} on this node`)
   conn.terminate()
 }
+
+/**
+ * On Redis (TEST_BACKEND=redis or redis-cluster), a second node of `rt`'s deployment (same Redis,
+ * same key prefix), started before the file's tests and stopped after them; `port` stays
+ * undefined on the embedded backend, which is one node.
+ */
+export function secondNode(rt: RealtimeFixture): { gw?: TestGateway; port?: number } {
+  const other: { gw?: TestGateway; port?: number } = {}
+  beforeAll(async () => {
+    if (!rt.gw.config.redisUrl) return
+    other.gw = await createTestGateway({ redisUrl: rt.gw.config.redisUrl, redisPrefix: rt.gw.config.redisPrefix })
+    other.port = Number(new URL(other.gw.listen()).port)
+  })
+  afterAll(() => other.gw?.close())
+  return other
+}
+
+/** Resolves with the first item `check` accepts among those `subscribe` hands over; rejects after `ms` (a stall). */
+export function firstOf<T>(subscribe: (cb: (x: T) => void) => void, check: (x: T) => boolean, ms = 15000): Promise<T> {
+  return new Promise((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error(`nothing matching within ${ms} ms`)), ms)
+    subscribe((x) => {
+      if (!check(x)) return
+      clearTimeout(timer)
+      resolve(x)
+    })
+  })
+}

@@ -5,21 +5,9 @@
  */
 import { describe, expect, test } from 'bun:test'
 import { ChatClient, type RoomReactionEvent, type TypingSetEvent } from '@ably/chat'
-import { connectedClient, FORMATS, fresh, realtimeGateway } from '../helpers/realtime'
+import { connectedClient, firstOf, FORMATS, fresh, realtimeGateway } from '../helpers/realtime'
 
 const rt = realtimeGateway()
-
-/** Resolves with the first item `check` accepts among those `subscribe` hands over (rejects after `ms`). */
-function waitFor<T>(subscribe: (cb: (x: T) => void) => void, check: (x: T) => boolean, ms = 8000): Promise<T> {
-  return new Promise((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error(`nothing matching within ${ms} ms`)), ms)
-    subscribe((x) => {
-      if (!check(x)) return
-      clearTimeout(timer)
-      resolve(x)
-    })
-  })
-}
 
 describe.each(FORMATS)('@ably/chat over %s', (_format, binary) => {
   const chat = async (clientId: string) =>
@@ -37,14 +25,14 @@ describe.each(FORMATS)('@ably/chat over %s', (_format, binary) => {
     const name = fresh('typing')
     const alice = await joined(name, 'alice')
     const bob = await joined(name, 'bob')
-    const started = waitFor<TypingSetEvent>(
+    const started = firstOf<TypingSetEvent>(
       (cb) => bob.typing.subscribe(cb),
       (e) => e.change.clientId === 'alice' && e.change.type === 'typing.started',
     )
     await alice.typing.keystroke()
     const s = await started
     expect([...s.currentlyTyping]).toEqual(['alice'])
-    const stopped = waitFor<TypingSetEvent>(
+    const stopped = firstOf<TypingSetEvent>(
       (cb) => bob.typing.subscribe(cb),
       (e) => e.change.clientId === 'alice' && e.change.type === 'typing.stopped',
     )
@@ -59,11 +47,11 @@ describe.each(FORMATS)('@ably/chat over %s', (_format, binary) => {
     const name = fresh('reactions')
     const alice = await joined(name, 'alice')
     const bob = await joined(name, 'bob')
-    const atBob = waitFor<RoomReactionEvent>(
+    const atBob = firstOf<RoomReactionEvent>(
       (cb) => bob.reactions.subscribe(cb),
       (e) => e.reaction.name === 'like',
     )
-    const atAlice = waitFor<RoomReactionEvent>(
+    const atAlice = firstOf<RoomReactionEvent>(
       (cb) => alice.reactions.subscribe(cb),
       (e) => e.reaction.name === 'like',
     )

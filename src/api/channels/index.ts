@@ -8,6 +8,7 @@ import { PUBLISH_ROUTE, type PublishHandler, type PublishParty } from './publish
 import { paginated, pageOf } from '../pagination'
 import { historyQuery, intParam, statsQuery, untilSerial } from '../query'
 import { messageRoutes } from './message-routes'
+import { annotationRoutes } from './annotation-routes'
 import * as M from './model'
 import { batchPublishToWire, messageToWire, presenceToWire, protocolVersion } from './wire'
 
@@ -47,7 +48,11 @@ export const channelRoutes = (core: Core, publish: PublishHandler) =>
       '/channels/:channel/messages',
       async ({ request, query, params, principal }) => {
         const hq = untilSerial(historyQuery(query), query.from_serial)
-        const history = await core.channels.history(principal, params.channel, { ...hq, limit: hq.limit + 1 })
+        const history = await core.annotations.withSummaries(
+          principal.appId,
+          params.channel,
+          await core.channels.history(principal, params.channel, { ...hq, limit: hq.limit + 1 }),
+        )
         const bin = binaryAllowed(negotiate(request, query))
         return historyPage(
           request,
@@ -233,3 +238,4 @@ export const channelRoutes = (core: Core, publish: PublishHandler) =>
       },
     )
     .use(messageRoutes(core))
+    .use(annotationRoutes(core))

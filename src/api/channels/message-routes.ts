@@ -32,8 +32,10 @@ export const messageRoutes = (core: Core) =>
     .get(
       '/channels/:channel/messages/:serial',
       async ({ request, query, params, principal }) => {
-        const m = await core.messages.get(principal, params.channel, params.serial)
-        return respond(request, query, messageToWire(m, binaryAllowed(negotiate(request, query))))
+        const [m] = await core.annotations.withSummaries(principal.appId, params.channel, [
+          await core.messages.get(principal, params.channel, params.serial),
+        ])
+        return respond(request, query, messageToWire(m!, binaryAllowed(negotiate(request, query))))
       },
       {
         auth: true,

@@ -186,6 +186,39 @@ export const TokenDetails = Obj({
 
 export const MessageParams = t.Object({ channel: t.String(), serial: t.String() })
 
+export const AnnotationsParams = Q({ limit: LIMIT, cursor: CURSOR })
+
+const WireAnnotation = t.Object(
+  {
+    action: t.Optional(t.Union([t.Integer(), t.String()])),
+    type: t.String(),
+    name: t.Optional(t.String()),
+    count: t.Optional(t.Integer()),
+    messageSerial: t.Optional(t.String()),
+    id: t.Optional(t.String()),
+    clientId: t.Optional(t.String()),
+  },
+  { additionalProperties: true },
+)
+export const AnnotationBody = t.Union([WireAnnotation, t.Array(WireAnnotation)], {
+  examples: [{ action: 0, type: 'reaction:distinct.v1', name: '👍' }],
+})
+export const AnnotationPublished = t.Object({ serials: t.Array(t.String()) })
+export const AnnotationOut = t.Object(
+  {
+    id: t.String(),
+    action: t.Integer({ description: '0 annotation.create, 1 annotation.delete' }),
+    serial: t.String(),
+    messageSerial: t.String(),
+    type: t.String(),
+    name: t.Optional(t.String()),
+    count: t.Optional(t.Integer()),
+    clientId: t.Optional(t.String()),
+    timestamp: t.Integer(),
+  },
+  { additionalProperties: true },
+)
+
 export const VersionsParams = Q({
   limit: LIMIT,
   direction: param('forwards (default: oldest first) | backwards', 16),

@@ -18,6 +18,7 @@ export function messageToWire(m: Message, binary: boolean): Record<string, unkno
   if (m.clientId !== undefined) out.clientId = m.clientId
   if (m.connectionId !== undefined) out.connectionId = m.connectionId
   if (m.extras !== undefined) out.extras = m.extras
+  if (m.annotations !== undefined) out.annotations = m.annotations
   setData(out, m.data, m.encoding, binary)
   return out
 }

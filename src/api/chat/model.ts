@@ -101,6 +101,7 @@ export const HistoryParams = Q({
 })
 
 export const RoomListParams = Q({ limit: LIMIT, cursor: CURSOR })
+export const VersionsParams = Q({ limit: LIMIT, cursor: CURSOR })
 export const SendParams = Q({
   idempotencyKey: t.String({ description: 'a repeat within the idempotency window returns the first message' }),
 })

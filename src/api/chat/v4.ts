@@ -1,6 +1,7 @@
 import { Elysia, t } from 'elysia'
 import type { Core } from '../../core'
 import { paginated } from '../pagination'
+import { DEFAULT_PAGE_LIMIT, intParam } from '../query'
 import { authPlugin } from '../plugins/auth'
 import { respond } from '../plugins/responses'
 import * as M from './model'
@@ -13,6 +14,7 @@ import { chatHistoryQuery, reactionList, reactionToRemove, v4Reaction } from './
  * unused room has an empty history rather than a 404.
  */
 const messagesPage = paginated('messages', M.HistoryParams)
+const versionsPage = paginated('versions', M.VersionsParams)
 
 export const chatV4Routes = (core: Core) => {
   const chat = core.chat
@@ -60,6 +62,24 @@ export const chatV4Routes = (core: Core) => {
         query: M.AnyQuery,
         response: { 200: M.MessageOut },
         detail: { summary: 'One message (v4)' },
+      },
+    )
+
+    .get(
+      '/rooms/:roomId/messages/:serial/versions',
+      async ({ request, query, params, principal }) => {
+        const page = await chat.messages.versions(principal, params.roomId, params.serial, {
+          limit: intParam(query, 'limit', DEFAULT_PAGE_LIMIT, 1, 1000),
+          cursor: query.cursor || undefined,
+        })
+        return versionsPage(request, query, page)
+      },
+      {
+        auth: true,
+        params: M.MessageParam,
+        query: M.VersionsParams,
+        response: { 200: t.Array(M.MessageOut) },
+        detail: { summary: 'Versions of a message, oldest first (v4, paginated)' },
       },
     )
 

@@ -13,6 +13,7 @@ import { delivered } from './metrics'
 import { jsonTooDeep } from '../../lib/nesting'
 import { plainMsgpack } from '../plugins/body'
 import { objectDelivery, syncForWire } from './object-frames'
+import { annotationsMessage, summariesMessage } from './annotation-frames'
 
 /**
  * Frames of the realtime protocol: one WebSocket frame is one protocol message, a JSON text
@@ -92,7 +93,7 @@ export function decodeFrame(raw: ClientFrame, format: Format): ProtocolMessage {
 
 /** A frame of delivered entries: all of one kind, with the serial of its last entry. */
 export interface DeliveryFrame {
-  kind: 'message' | 'presence' | 'object'
+  kind: 'message' | 'presence' | 'object' | 'annotation' | 'summary'
   /** The encoded frame. */
   frame: Frame
   /** The entries it carries (to tell a connection's own messages apart: echo). */
@@ -137,7 +138,12 @@ export function deliveryFrame(entries: Message[], channel: string, format: Forma
       entries,
       channelSerial,
     }
-  if (entries[0]!.kind === 'presence') {
+  const kind = entries[0]!.kind
+  if (kind === 'annotation' || kind === 'summary') {
+    const pm = (kind === 'annotation' ? annotationsMessage : summariesMessage)(entries, channel)
+    return { kind, frame: encodeFrame(pm, format), entries, channelSerial }
+  }
+  if (kind === 'presence') {
     const presence = entries.map((m) => presenceToWire(presenceFromEntry(m), binary))
     return {
       kind: 'presence',
@@ -168,7 +174,15 @@ export function writeBatch(
   write: (frame: Frame) => void,
 ): void {
   for (const f of batchFrames(batch, channel, format)) {
-    if (!(f.kind === 'presence' ? filter.presence : f.kind === 'object' ? filter.objects : filter.messages)) continue
+    const wanted =
+      f.kind === 'presence'
+        ? filter.presence
+        : f.kind === 'object'
+          ? filter.objects
+          : f.kind === 'annotation'
+            ? filter.annotations
+            : filter.messages
+    if (!wanted) continue
     const except = filter.exceptConnection
     if (f.kind === 'message' && except !== undefined && f.entries.some((m) => m.connectionId === except)) {
       const others = f.entries.filter((m) => m.connectionId !== except)

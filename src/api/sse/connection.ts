@@ -4,7 +4,7 @@ import { deliveredBy, metrics } from '../../lib/metrics'
 import type { SessionSink, StreamSession } from '../../core/fanout/session'
 import type { Message } from '../../core/types'
 import { compactSerial, encodeEventId } from '../../core/fanout/resume-token'
-import { entryRecord, errorRecord, keepaliveBytes, payloads, type StreamMode } from './format'
+import { entryRecord, errorRecord, keepaliveBytes, payloads, streamed, type StreamMode } from './format'
 
 export interface ConnectionOptions {
   mode: StreamMode
@@ -103,8 +103,10 @@ export class EventStreamConnection implements SessionSink {
     })
   }
 
-  deliver(index: number, batch: Message[]): boolean {
+  deliver(index: number, all: Message[]): boolean {
     if (this.closed) return true
+    const batch = streamed(all)
+    if (!batch.length) return true
     delivered.value += batch.length
     const { mode, enveloped, channels, hash } = this.o
     const channel = channels[index]!
@@ -118,7 +120,6 @@ export class EventStreamConnection implements SessionSink {
         let text = ''
         let last = ''
         for (let i = 0; i < batch.length; i++) {
-          if (batch[i]!.kind === 'object') continue // LiveObjects operations are for the realtime plugin only
           last = compactSerial(batch[i]!.serial)
           text += entryRecord(mode, `${hash}:${last}`, batch[i]!, data[i]!)
         }
@@ -133,7 +134,6 @@ export class EventStreamConnection implements SessionSink {
     const data = payloads(batch, channel, mode, enveloped)
     let text = ''
     for (let i = 0; i < batch.length; i++) {
-      if (batch[i]!.kind === 'object') continue
       this.parts[index] = compactSerial(batch[i]!.serial)
       text += entryRecord(mode, encodeEventId(hash, this.parts), batch[i]!, data[i]!)
     }

@@ -39,6 +39,21 @@ function envelopedJson(m: Message, channel: string): string {
   return JSON.stringify(o)
 }
 
+const filtered = new WeakMap<Message[], Message[]>()
+const notStreamed = (m: Message) => m.kind === 'annotation' || m.kind === 'summary' || m.kind === 'object'
+
+/**
+ * The entries of a batch an event stream carries: annotations, summaries and LiveObjects
+ * operations are realtime deliveries only (not served on event streams). The batch itself when it holds none (the
+ * common case); else its filtered copy, made once per batch.
+ */
+export function streamed(batch: Message[]): Message[] {
+  if (!batch.some(notStreamed)) return batch
+  let out = filtered.get(batch)
+  if (!out) filtered.set(batch, (out = batch.filter((m) => !notStreamed(m))))
+  return out
+}
+
 /** SSE `data:` lines; a payload holding newlines is split over several lines as the standard requires. */
 const dataLines = (text: string) =>
   text.includes('\n') || text.includes('\r') ? text.split(/\r\n|\r|\n/).join('\ndata: ') : text

@@ -1,6 +1,7 @@
 import type { Database } from 'bun:sqlite'
 import { pack, unpack } from 'msgpackr'
 import {
+  MAX_KEPT_VERSIONS,
   TooManyReactions,
   reactionField,
   type ChatStore,
@@ -31,6 +32,10 @@ export class SqliteChatStore implements ChatStore {
     db.exec(`CREATE TABLE IF NOT EXISTS chat_versions (
       app TEXT NOT NULL, room TEXT NOT NULL, serial TEXT NOT NULL, n INTEGER NOT NULL, body BLOB NOT NULL, ts INTEGER NOT NULL,
       PRIMARY KEY (app, room, serial)) WITHOUT ROWID`)
+    db.exec(`CREATE TABLE IF NOT EXISTS chat_version_log (
+      app TEXT NOT NULL, room TEXT NOT NULL, serial TEXT NOT NULL, n INTEGER NOT NULL, body BLOB NOT NULL, ts INTEGER NOT NULL,
+      PRIMARY KEY (app, room, serial, n)) WITHOUT ROWID`)
+    db.exec('CREATE INDEX IF NOT EXISTS chat_version_log_ts ON chat_version_log (ts)')
     db.exec(`CREATE TABLE IF NOT EXISTS chat_reactions (
       app TEXT NOT NULL, room TEXT NOT NULL, serial TEXT NOT NULL, field TEXT NOT NULL, count INTEGER NOT NULL, body BLOB NOT NULL, ts INTEGER NOT NULL,
       PRIMARY KEY (app, room, serial, field)) WITHOUT ROWID`)
@@ -43,6 +48,11 @@ export class SqliteChatStore implements ChatStore {
       putVersion: db.prepare(
         'INSERT OR REPLACE INTO chat_versions (app, room, serial, n, body, ts) VALUES (?, ?, ?, ?, ?, ?)',
       ),
+      logVersion: db.prepare(
+        'INSERT OR REPLACE INTO chat_version_log (app, room, serial, n, body, ts) VALUES (?, ?, ?, ?, ?, ?)',
+      ),
+      trimVersions: db.prepare('DELETE FROM chat_version_log WHERE app = ? AND room = ? AND serial = ? AND n <= ?'),
+      versions: db.prepare('SELECT body FROM chat_version_log WHERE app = ? AND room = ? AND serial = ? ORDER BY n'),
       reactions: db.prepare('SELECT count, body FROM chat_reactions WHERE app = ? AND room = ? AND serial = ?'),
       reaction: db.prepare('SELECT count FROM chat_reactions WHERE app = ? AND room = ? AND serial = ? AND field = ?'),
       reactionCount: db.prepare('SELECT COUNT(*) AS n FROM chat_reactions WHERE app = ? AND room = ? AND serial = ?'),
@@ -89,9 +99,16 @@ export class SqliteChatStore implements ChatStore {
     return this.db.transaction(() => {
       const cur = (this.q.version.get(app, room, serial) as { n: number } | null)?.n ?? 0
       if (cur !== expected) return false
-      this.q.putVersion.run(app, room, serial, version.n, pack(version), version.timestamp)
+      const body = pack(version)
+      this.q.putVersion.run(app, room, serial, version.n, body, version.timestamp)
+      this.q.logVersion.run(app, room, serial, version.n, body, version.timestamp)
+      if (version.n > MAX_KEPT_VERSIONS) this.q.trimVersions.run(app, room, serial, version.n - MAX_KEPT_VERSIONS)
       return true
     })()
+  }
+
+  async versions(app: string, room: string, serial: string): Promise<ChatVersion[]> {
+    return (this.q.versions.all(app, room, serial) as { body: Uint8Array }[]).map((r) => unpack(r.body) as ChatVersion)
   }
 
   async react(
@@ -177,6 +194,7 @@ export class SqliteChatStore implements ChatStore {
     this.lastPrune = now
     const before = now - this.retentionMs
     this.db.prepare('DELETE FROM chat_versions WHERE ts < ?').run(before)
+    this.db.prepare('DELETE FROM chat_version_log WHERE ts < ?').run(before)
     this.db.prepare('DELETE FROM chat_reactions WHERE ts < ?').run(before)
     this.db.prepare('DELETE FROM chat_rooms WHERE active < ?').run(before)
   }

@@ -1,6 +1,7 @@
 import type { Backend, Clock } from '../../core/ports'
 import { MemoryBroker, type MemoryBrokerSettings } from './broker'
 import { SqliteChatStore } from './chat-store'
+import { SqliteAnnotationStore } from './annotation-store'
 import { SqliteControlStore } from './control-store'
 import { SqliteMessageLog } from './message-log'
 import { RingSnapshot } from './ring-snapshot'
@@ -39,6 +40,7 @@ export function createMemoryBackend(s: MemoryBrokerSettings & { dataDir: string 
     liveObjects: new SqliteLiveObjectStore(db, broker, clock),
     versions: new SqliteVersionStore(db, clock, s.persistedHistoryTtlMs),
     chat: new SqliteChatStore(db, s.persistedHistoryTtlMs),
+    annotations: new SqliteAnnotationStore(db, s.persistedHistoryTtlMs),
     push: new SqlitePushStore(db),
     async close() {
       await broker.close()

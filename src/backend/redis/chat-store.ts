@@ -1,4 +1,5 @@
 import {
+  MAX_KEPT_VERSIONS,
   TooManyReactions,
   reactionField,
   type ChatStore,
@@ -71,11 +72,17 @@ export class RedisChatStore implements ChatStore {
   ): Promise<boolean> {
     const r = await this.t(
       this.version.run(
-        [this.keys.chatMessage(app, room, serial)],
-        [String(expected), String(version.n), pack(version), String(this.retentionMs)],
+        [this.keys.chatMessage(app, room, serial), this.keys.chatVersions(app, room, serial)],
+        [String(expected), String(version.n), pack(version), String(this.retentionMs), String(MAX_KEPT_VERSIONS)],
       ),
     )
     return Number(r) === 1
+  }
+
+  async versions(app: string, room: string, serial: string): Promise<ChatVersion[]> {
+    const key = this.keys.chatVersions(app, room, serial)
+    const items = (await this.t(this.cmd.sendCommand(['LRANGE', key, '0', '-1'], BUFFERS))) as unknown as Buffer[]
+    return items.map((b) => unpack<ChatVersion>(b))
   }
 
   async react(

@@ -1,6 +1,7 @@
 import type { Backend } from '../../core/ports'
 import { RedisBroker, type RedisBrokerSettings } from './broker'
 import { RedisChatStore } from './chat-store'
+import { RedisAnnotationStore } from './annotation-store'
 import { connectCluster, connectStandalone, type RedisSettings } from './connection'
 import { RedisControlStore } from './control-store'
 import { RedisKeys } from './keys'
@@ -65,6 +66,7 @@ export async function createRedisBackend(s: RedisBackendSettings, onError: (e: u
     liveObjects: new RedisLiveObjectStore(cmd, keys, s),
     versions: new RedisVersionStore(cmd, keys, s.persistedHistoryTtlMs, s.redisTimeoutMs),
     chat: new RedisChatStore(cmd, keys, s.persistedHistoryTtlMs, s.redisTimeoutMs),
+    annotations: new RedisAnnotationStore(cmd, keys, s.persistedHistoryTtlMs, s.redisTimeoutMs),
     push: new RedisPushStore(cmd, keys, s.redisTimeoutMs),
     occupancy,
     async close() {

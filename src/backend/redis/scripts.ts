@@ -198,14 +198,18 @@ return { 'ok', int(version), ts }
 
 /**
  * Chat: stores a message's new latest version only if its version number is still the expected
- * one (compare-and-set; the core retries on 0).
- * KEYS[1] message hash; ARGV[1] expected number ('0': never edited), ARGV[2] new number,
- * ARGV[3] version body (msgpack), ARGV[4] retention ms. Returns 1 when stored, else 0.
+ * one (compare-and-set; the core retries on 0), and appends it to the message's list of edits.
+ * KEYS[1] message hash, KEYS[2] list of edits (same slot); ARGV[1] expected number ('0': never
+ * edited), ARGV[2] new number, ARGV[3] version body (msgpack), ARGV[4] retention ms, ARGV[5] edits
+ * kept. Returns 1 when stored, else 0.
  */
 export const CHAT_VERSION_SCRIPT = `
 if (redis.call('HGET', KEYS[1], 'n') or '0') ~= ARGV[1] then return 0 end
 redis.call('HSET', KEYS[1], 'n', ARGV[2], 'v', ARGV[3])
 redis.call('PEXPIRE', KEYS[1], ARGV[4])
+redis.call('RPUSH', KEYS[2], ARGV[3])
+redis.call('LTRIM', KEYS[2], -tonumber(ARGV[5]), -1)
+redis.call('PEXPIRE', KEYS[2], ARGV[4])
 return 1
 `
 

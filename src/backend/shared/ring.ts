@@ -28,8 +28,8 @@ export interface RetentionPolicy {
 }
 
 /** Entry kinds as stored (0: a channel message). */
-const KIND_CODES: Record<EntryKind, number> = { presence: 1, mutation: 2, object: 3 }
-const KINDS: Array<EntryKind | undefined> = [undefined, 'presence', 'mutation', 'object']
+const KIND_CODES: Record<EntryKind, number> = { presence: 1, mutation: 2, object: 3, annotation: 4, summary: 5 }
+const KINDS: Array<EntryKind | undefined> = [undefined, 'presence', 'mutation', 'object', 'annotation', 'summary']
 
 /**
  * Circular buffer of a channel's recent log entries (messages and other kinds), oldest first,

@@ -58,3 +58,72 @@ export interface VersionStore {
    */
   versions(appId: string, channel: string, serial: string, q: VersionQuery): Promise<Message[]>
 }
+
+/**
+ * An annotation of a message (see annotations.ts): its own serial is its entry's in the channel's
+ * log (delivered live, never kept there), its `messageSerial` the annotated message's.
+ */
+export interface Annotation {
+  id: string
+  /** 0 create, 1 delete. */
+  action: number
+  serial: string
+  messageSerial: string
+  type: string
+  name?: string
+  count?: number
+  clientId?: string
+  timestamp: number
+  /** A string (binary data is base64 text with `base64` ending the encoding). */
+  data?: string
+  encoding?: string
+  extras?: Record<string, unknown>
+}
+
+/** One change of a message's summary state: set or remove a field, or add to it (at 0 or below it goes). */
+export type AnnotationStateOp =
+  | { field: string; op: 'set'; value: string }
+  | { field: string; op: 'del'; value?: string }
+  | { field: string; op: 'incr'; by: number }
+
+/** A message's annotation summary, keyed by annotation type (the wire's `annotations.summary`). */
+export type AnnotationSummary = Record<string, unknown>
+
+/** What a store throws when an annotation would add a field to a message holding the most allowed. */
+export class TooManyAnnotations extends Error {
+  constructor() {
+    super('too many annotations')
+  }
+}
+
+/**
+ * Annotations of messages: per message, the list of its annotations (oldest first, the newest
+ * `maxLog` kept) and its summary state (a flat field map, see annotations.ts). Every backend
+ * (memory + SQLite, Redis) implements it; the store owns retention (a message's annotations go
+ * once none has been written for the retention window).
+ */
+export interface AnnotationStore {
+  /**
+   * Appends `a` to its message's list and applies `op` to the message's state, atomically; returns
+   * the state after, and its version (bumped by every apply). Rejects with TooManyAnnotations when
+   * `op` would add a field to a state holding `maxFields` (nothing is written then).
+   */
+  apply(
+    appId: string,
+    channel: string,
+    a: Annotation,
+    op: AnnotationStateOp,
+    maxFields: number,
+    maxLog: number,
+  ): Promise<{ state: Record<string, string>; version: number }>
+  /** One message's state and its version (0: never annotated). */
+  current(
+    appId: string,
+    channel: string,
+    messageSerial: string,
+  ): Promise<{ state: Record<string, string>; version: number }>
+  /** The states of those of `serials` that have any annotation. */
+  states(appId: string, channel: string, serials: string[]): Promise<Map<string, Record<string, string>>>
+  /** Annotations of a message, oldest first, from position `offset` (0: the oldest kept), at most `limit`. */
+  list(appId: string, channel: string, messageSerial: string, offset: number, limit: number): Promise<Annotation[]>
+}

@@ -1,6 +1,7 @@
 import type { Principal } from '../auth/principal'
 import type { Limits } from '../limits/limits'
 import type { Occupancy as ChannelOccupancy } from '../fanout/occupancy'
+import type { AnnotationService } from '../channels/annotation-service'
 import type { Broker, Clock, PresenceStore } from '../ports'
 import type { StatsService } from '../stats/stats-service'
 import { MessageReactions } from './message-reactions'
@@ -43,6 +44,7 @@ export class ChatService {
     private readonly store: ChatStore,
     private readonly presence: PresenceStore,
     private readonly attached: ChannelOccupancy,
+    annotations: AnnotationService,
     stats: StatsService,
     limits: Limits,
     private readonly clock: Clock,
@@ -50,7 +52,7 @@ export class ChatService {
   ) {
     const events = new RoomEvents(broker, store, stats, clock)
     this.messages = new ChatMessages(events, store, limits, clock, s.maxMessageSize)
-    this.reactions = new MessageReactions(events, store, this.messages, limits, clock)
+    this.reactions = new MessageReactions(events, store, this.messages, annotations, limits, clock)
     this.typing = new ChatTyping(events, store, limits, clock, s.typingTimeoutMs)
   }
 

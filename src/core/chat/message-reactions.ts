@@ -13,7 +13,9 @@ import {
   type ReactionSummary,
 } from './reactions'
 import type { RoomEvents } from './room-events'
-import { CHAT_EVENTS, authorizeRoom, checkRoomId } from './rooms'
+import { CHAT_EVENTS, authorizeRoom, checkRoomId, roomChannel } from './rooms'
+import type { AnnotationService } from '../channels/annotation-service'
+import { userClaimFor } from '../auth/user-claims'
 
 export interface ReactionInput {
   kind: ReactionKind
@@ -49,6 +51,7 @@ export class MessageReactions {
     private readonly events: RoomEvents,
     private readonly store: ChatStore,
     private readonly messages: ChatMessages,
+    private readonly annotations: AnnotationService,
     private readonly limits: Limits,
     private readonly clock: Clock,
   ) {}
@@ -113,7 +116,36 @@ export class MessageReactions {
       encoding: 'json',
       data: JSON.stringify({ type, messageSerial: serial, reaction, summary }),
     })
+    await this.deliver(p, room, serial, record, remove)
     return { serial: eventSerial, messageSerial: serial, reaction: record, summary, byName: summarizeByName(after) }
+  }
+
+  /**
+   * The change as the chat client receives it: an annotation of type `reaction:<kind>.v1` (to
+   * attachments with the annotation-subscribe mode) and the message's summary after it (to every
+   * subscriber), as the hosted service sends them.
+   */
+  private async deliver(p: Principal, room: string, serial: string, r: ReactionRecord, remove: boolean) {
+    const channel = roomChannel(room)
+    const a: Parameters<AnnotationService['announce']>[2] = {
+      action: remove ? 1 : 0,
+      type: `reaction:${r.kind}.v1`,
+      messageSerial: serial,
+      clientId: r.clientId,
+    }
+    if (!(remove && r.kind === 'unique')) a.name = r.name
+    if (r.kind === 'multiple' && !remove) a.count = r.count
+    const claim = userClaimFor(p, room)
+    if (claim !== undefined) a.extras = { userClaim: claim }
+    await this.annotations.announce(p.appId, channel, a)
+    await this.annotations.summarizeCurrent(p.appId, channel, serial, async () => {
+      const now = summarize((await this.store.states(p.appId, room, [serial])).get(serial)?.reactions ?? [])
+      return {
+        'reaction:unique.v1': now.unique,
+        'reaction:distinct.v1': now.distinct,
+        'reaction:multiple.v1': now.multiple,
+      }
+    })
   }
 
   /** Every reaction of a message, with both summaries; `forClientId` trims the client lists to one client. */

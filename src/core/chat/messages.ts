@@ -139,6 +139,38 @@ export class ChatMessages {
     return withState(m, states.get(serial))
   }
 
+  /**
+   * The versions of a message, oldest first: as created, then as each update and delete left it
+   * (their reactions are the message's now). `cursor` is the position (0: the original) of the
+   * last version of the previous page; `next` carries on after the page's last.
+   */
+  async versions(
+    p: Principal,
+    roomId: string,
+    serial: string,
+    q: { limit: number; cursor?: string },
+  ): Promise<HistoryPage> {
+    const room = checkRoomId(roomId)
+    authorizeRoom(p, room, 'history')
+    await this.limits.take(p.accountId, 'history')
+    const original = await this.original(p.appId, room, serial)
+    const after = q.cursor === undefined ? -1 : Number(q.cursor)
+    if (!Number.isInteger(after) || after < -1) throw new GatewayError(40003, 'Invalid cursor param')
+    const [edits, states] = await Promise.all([
+      this.store.versions(p.appId, room, serial),
+      this.store.states(p.appId, room, [serial]),
+    ])
+    const reactions = states.get(serial)?.reactions ?? []
+    const all: Array<[number, ChatMessage]> = [[0, withState(original, { reactions })]]
+    for (const version of edits) all.push([version.n, withState(original, { version, reactions })])
+    const rest = all.filter(([n]) => n > after)
+    const page = rest.slice(0, q.limit)
+    return {
+      items: page.map(([, m]) => m),
+      next: rest.length > q.limit ? String(page[page.length - 1]![0]) : undefined,
+    }
+  }
+
   /** The message as created; 404 (40160) when it is not a retained chat message of the room. */
   async original(appId: string, room: string, serial: string): Promise<ChatMessage> {
     const event = await this.events.find(appId, room, serial)

@@ -66,6 +66,9 @@ export interface TypingState {
   next?: number
 }
 
+/** Edits of a message kept for its list of versions (the newest; older ones are dropped). */
+export const MAX_KEPT_VERSIONS = 1000
+
 /** Thrown (as a GatewayError by the core) when a message holds this many reaction records. */
 export const MAX_REACTION_RECORDS = 1000
 
@@ -86,6 +89,11 @@ export interface ChatStore {
    * `expected` (0: never edited), atomically; false when another edit came first.
    */
   putVersion(appId: string, room: string, serial: string, expected: number, version: ChatVersion): Promise<boolean>
+  /**
+   * Every edit `putVersion` stored for the message, oldest first (the newest MAX_KEPT_VERSIONS;
+   * they go with the message's state at the end of retention).
+   */
+  versions(appId: string, room: string, serial: string): Promise<ChatVersion[]>
   /**
    * Applies `op` atomically and returns every reaction record of the message after it.
    * `changed` is false when nothing changed (repeated distinct, removing what is not there).

@@ -77,10 +77,19 @@ export function checkReactionMetadata(v: Record<string, unknown> | undefined): R
   return v
 }
 
+/**
+ * The per-kind summary of a message's records. `forClientId` (client-reactions): only the names
+ * that client contributed to, each with its room-wide total and the client lists trimmed to it.
+ */
 export function summarize(records: ReactionRecord[], forClientId?: string): ReactionSummary {
   const out: ReactionSummary = { unique: {}, distinct: {}, multiple: {} }
   const shown = (cid: string) => forClientId === undefined || cid === forClientId
+  const own =
+    forClientId === undefined
+      ? undefined
+      : new Set(records.filter((r) => r.clientId === forClientId).map((r) => `${r.kind}\u0000${r.name}`))
   for (const r of sorted(records)) {
+    if (own && !own.has(`${r.kind}\u0000${r.name}`)) continue
     if (r.kind === 'multiple') {
       const e = (out.multiple[r.name] ??= {
         total: 0,

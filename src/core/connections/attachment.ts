@@ -5,6 +5,8 @@ import type { ConnectionServices } from './services'
 import type { OccupancyRole } from '../fanout/occupancy'
 import type { DeliveryFilter } from './transport'
 import { Action, Flag } from './protocol'
+import { occupancyMessage } from './occupancy-message'
+import type { OccupancyEvent } from '../presence/occupancy-events'
 
 /** What an attachment needs of its connection. */
 export interface AttachmentHost {
@@ -36,6 +38,8 @@ export class Attachment implements SessionSink {
   reattached?: () => void
   /** The channel counted in occupancy when `channel` is a filtered channel's name (its base channel). */
   base?: string
+  /** Ends the occupancy events of an `occupancy=metrics` attachment. */
+  unwatch?: () => void
   private closed = false
   /** Which entries this attachment delivers (by its modes and the connection's `echo`). */
   private readonly filter: DeliveryFilter
@@ -55,6 +59,7 @@ export class Attachment implements SessionSink {
       messages: (modes & Flag.SUBSCRIBE) !== 0,
       presence: (modes & Flag.PRESENCE_SUBSCRIBE) !== 0,
       objects: (modes & Flag.OBJECT_SUBSCRIBE) !== 0,
+      annotations: (modes & Flag.ANNOTATION_SUBSCRIBE) !== 0,
       exceptConnection: host.echo ? undefined : host.id,
     }
   }
@@ -87,6 +92,11 @@ export class Attachment implements SessionSink {
     return this.host.deliver(this.channel, batch, this.filter)
   }
 
+  /** An occupancy event (`occupancy=metrics`), once ATTACHED went out. */
+  occupancy(e: OccupancyEvent): void {
+    if (!this.closed && this.attached) this.host.send(occupancyMessage(this.channel, e))
+  }
+
   /** A resume gap found after ATTACHED: an update without RESUMED carrying the error (the client sees the discontinuity). */
   notice(err: GatewayError): void {
     if (this.closed) return
@@ -105,6 +115,7 @@ export class Attachment implements SessionSink {
     if (this.closed) return
     this.closed = true
     this.session?.close()
+    this.unwatch?.()
     if (this.role) this.host.core.occupancy.detach(this.appId!, this.base ?? this.channel, this.role)
   }
 }

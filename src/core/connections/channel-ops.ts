@@ -1,5 +1,6 @@
 import type { Principal } from '../auth/principal'
 import { checkChannelName } from '../model/names'
+import { dropsRefusals } from '../model/sub-channels'
 import { isFiltered, parseFilteredChannel } from '../channels/filtered-channel'
 import { asGatewayError, GatewayError } from '../../errors'
 import type { ConnectionServices } from './services'
@@ -17,6 +18,7 @@ import {
 import type { AckQueue, AckSlot } from './acks'
 import type { PresenceOps } from './presence-ops'
 import { parseRewind } from './rewind'
+import { wantsOccupancy } from './occupancy-message'
 import type { RealtimeSettings } from './settings'
 import type { Logger } from '../../lib/logger'
 import { sendObjectSync, type ObjectHost } from './object-ops'
@@ -108,6 +110,7 @@ export class ChannelOps {
           code: err.code,
           error: err.message,
         })
+        if (typeof pm.channel === 'string' && dropsRefusals(pm.channel)) return this.conn.acks.ack(slot, [null])
         this.conn.acks.nack(slot, wireError(err))
       },
     )
@@ -208,6 +211,9 @@ export class ChannelOps {
     const rewind = resuming ? undefined : parsed
     const echoed: Record<string, string> = {}
     for (const [k, v] of Object.entries(params)) if (RECOGNISED_PARAMS.has(k)) echoed[k] = String(v)
+    // occupancy events need channel-metadata; without it the attach goes on, without events
+    const occupancy = wantsOccupancy(params) && principal.capability.allows(channel, 'channel-metadata')
+    if (occupancy) echoed.occupancy = 'metrics'
 
     let flags = 0
     let error: GatewayError | undefined
@@ -244,7 +250,7 @@ export class ChannelOps {
     }
     att.appId = principal.appId
     core.occupancy.attach(principal.appId, channel, att.role)
-    if (modes & (Flag.SUBSCRIBE | Flag.PRESENCE_SUBSCRIBE | Flag.OBJECT_SUBSCRIBE)) {
+    if (modes & (Flag.SUBSCRIBE | Flag.PRESENCE_SUBSCRIBE | Flag.OBJECT_SUBSCRIBE | Flag.ANNOTATION_SUBSCRIBE)) {
       att.session = core.streams.create(
         {
           principal,
@@ -278,6 +284,8 @@ export class ChannelOps {
         void sendObjectSync(this.conn, channel, wireName).catch((e) => this.conn.fail(asGatewayError(e)))
       await sendObjectSync(this.conn, channel, wireName)
     }
+    if (occupancy && this.attachments.get(wireName) === att)
+      att.unwatch = core.occupancyEvents.watch(principal.appId, channel, att)
   }
 
   /** New credentials: attachments the capability no longer allows fail; the others carry on under them. */

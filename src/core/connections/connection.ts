@@ -11,6 +11,7 @@ import { ChannelOps } from './channel-ops'
 import { PresenceOps } from './presence-ops'
 import { Publishes, type PublishHost } from './publishes'
 import { objectDetails, publishObjects, type ObjectHost } from './object-ops'
+import { publishAnnotations } from './annotation-ops'
 import { Action, wireError, type ProtocolMessage } from './protocol'
 import type { ConnectionServices } from './services'
 import type { Timers } from './timers'
@@ -211,13 +212,13 @@ export class Connection implements AttachmentHost, PublishHost, ObjectHost {
       }
       case Action.SYNC:
         return this.channels.sync(pm)
+      case Action.ANNOTATION: {
+        const slot = this.publishes.slotFor(pm)
+        if (slot) publishAnnotations(this, pm, slot)
+        return
+      }
       case Action.OBJECT:
         return publishObjects(this, pm) // LiveObjects (object-ops.ts)
-      case Action.ANNOTATION:
-        return this.publishes.refuse(
-          pm,
-          new GatewayError(40000, 'This protocol message is not served by this gateway yet'),
-        )
       case Action.AUTH:
         return void this.reauthorize(pm)
       case Action.CLOSE:

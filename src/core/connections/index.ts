@@ -11,6 +11,7 @@ export { systemTimers, type Timers } from './timers'
 export { Action, type ProtocolMessage } from './protocol'
 export type { RealtimeLimits, RealtimeSettings } from './settings'
 export { presenceFromEntry } from '../presence/presence-service'
+export { annotationFromEntry, summaryFromEntry } from '../channels/annotation-entries'
 export type { Message, PresenceMessage } from '../types'
 /** What the transports need to frame LiveObjects (object-ops.ts). */
 export { SITE_CODE } from '../objects/live-service'

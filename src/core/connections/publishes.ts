@@ -5,6 +5,7 @@ import { asGatewayError, GatewayError } from '../../errors'
 import type { Logger } from '../../lib/logger'
 import type { AckQueue, AckSlot } from './acks'
 import { Flag, loggedName, modeRefused, wireError, type ProtocolMessage } from './protocol'
+import { dropsRefusals } from '../../core/model/sub-channels'
 
 /** Protocol messages a connection may have in flight unanswered before further ones are refused. */
 const MAX_PENDING = 10_000
@@ -119,6 +120,7 @@ export class Publishes {
       code: err.code,
       error: err.message,
     })
+    if (dropsRefusals(channel)) return this.host.acks.ack(slot, [null])
     this.host.acks.nack(slot, wireError(err))
   }
 

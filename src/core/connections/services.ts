@@ -2,6 +2,8 @@ import type { Authenticator } from '../auth/authenticator'
 import type { ConnectionKeys } from '../auth/connection-keys'
 import type { EndedConnections } from '../auth/ended-connections'
 import type { ChannelService } from '../channels/channel-service'
+import type { AnnotationService } from '../channels/annotation-service'
+import type { OccupancyEvents } from '../presence/occupancy-events'
 import type { Occupancy } from '../fanout/occupancy'
 import type { Streams } from '../fanout/streams'
 import type { Clock } from '../ports'
@@ -20,8 +22,12 @@ export interface ConnectionServices {
   presence: PresenceService
   streams: Streams
   occupancy: Occupancy
+  /** `[meta]occupancy` events of `occupancy=metrics` attachments. */
+  occupancyEvents: OccupancyEvents
   stats: StatsService
   channels: ChannelService
   /** The plugin's LiveObjects (object-ops.ts). */
   liveObjects: LiveObjectService
+  /** ANNOTATION publishes. */
+  annotations: AnnotationService
 }

@@ -8,6 +8,8 @@ export interface DeliveryFilter {
   presence: boolean
   /** LiveObjects operations, as OBJECT frames (the OBJECT_SUBSCRIBE mode); never left out by `exceptConnection`. */
   objects: boolean
+  /** Annotations (the ANNOTATION_SUBSCRIBE mode); summaries go with messages. */
+  annotations?: boolean
   /** Leave out messages published by this connection (it connected with `echo=false`). */
   exceptConnection?: string
 }

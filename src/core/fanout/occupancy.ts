@@ -24,9 +24,15 @@ const zero = (): OccupancyCounts => ({ connections: 0, publishers: 0, subscriber
  */
 export class Occupancy {
   private readonly channels = new Map<string, Local>()
+  private listener?: (appId: string, channel: string) => void
 
   /** `store`: where a cluster node reports its counts (absent on a single node). */
   constructor(private readonly store?: OccupancyStore) {}
+
+  /** Told of every change of this node's counts (occupancy events). */
+  listen(fn: (appId: string, channel: string) => void): void {
+    this.listener = fn
+  }
 
   /** Counts one attachment (in `role`) of the channel, until `detach` with the same role. */
   attach(appId: string, channel: string, role: OccupancyRole): void {
@@ -53,6 +59,7 @@ export class Occupancy {
     }
     if (c.connections === 0) this.channels.delete(k)
     this.store?.report(appId, channel, counts)
+    this.listener?.(appId, channel)
   }
 
   /** This node's counts of a channel. */

@@ -67,3 +67,12 @@ export function isServiceChannel(channel: string): boolean {
   const q = qualifierOf(channel)
   return q !== undefined && !OPEN.has(q)
 }
+
+/**
+ * Whether a realtime publish or presence operation refused on this channel is acknowledged and
+ * dropped instead of NACKed: `<space>::$cursors`, where @ably/spaces publishes its cursor batches
+ * and enters presence without awaiting either, so a NACK would be an unhandled rejection that ends
+ * the client's Node process. Dropped, the refused batch reaches nobody, which is what a refusal
+ * means for everyone else; the refusal is logged at debug.
+ */
+export const dropsRefusals = (channel: string): boolean => qualifierOf(channel) === 'cursors'

@@ -1,0 +1,164 @@
+import { GatewayError, denied } from '../../errors'
+import type { Principal } from '../auth/principal'
+import { authorize } from '../auth/authorize'
+import type { Limits } from '../limits/limits'
+import { IdGenerator } from '../model/ids'
+import { checkChannelName } from '../model/names'
+import { parseSerial } from '../model/serial'
+import { qualifierOf } from '../model/sub-channels'
+import type { Broker } from '../ports'
+import type { Message } from '../types'
+import type { Namespaces } from '../control/namespaces'
+import { annotationEntry, summaryEntry } from './annotation-entries'
+import { SummarySender } from './summary-sender'
+import { MAX_ANNOTATION_FIELDS, MAX_ANNOTATION_LOG, annotationFromWire, stateOp, summaryOf } from './annotations'
+import { TooManyAnnotations, type Annotation, type AnnotationStore, type AnnotationSummary } from './ports'
+
+/** Annotations one request or protocol message may carry. */
+export const MAX_ANNOTATIONS_PER_PUBLISH = 100
+
+const EPHEMERAL = { persisted: false, ephemeral: true } as const
+
+/**
+ * Annotations of channel messages (REST and realtime): each is delivered live to the channel's
+ * annotation subscribers (an `annotation` entry), recorded with its message (the annotation
+ * store: the list, and the summary state it changes), and followed by the message's summary
+ * after it (a `summary` entry, to every subscriber). Summaries and annotations outlive the log
+ * for the persisted retention, on every backend.
+ */
+export class AnnotationService {
+  private readonly ids = new IdGenerator()
+  private readonly summaries = new SummarySender()
+
+  constructor(
+    private readonly broker: Broker,
+    private readonly store: AnnotationStore,
+    private readonly namespaces: Namespaces,
+    private readonly limits: Limits,
+    private readonly maxMessageSize: number,
+  ) {}
+
+  /**
+   * Publishes annotations of one message (`messageSerial`, the REST path's) or of the messages
+   * each names (realtime); one at a time, in order. Returns their serials.
+   */
+  async publish(
+    p: Principal,
+    channelName: string,
+    messageSerial: string | undefined,
+    input: unknown,
+    connectionId?: string,
+  ): Promise<string[]> {
+    const channel = checkChannelName(channelName)
+    // the chat room channel's reactions are the chat store's, published through the Chat REST API
+    if (qualifierOf(channel) === 'chat')
+      throw denied(
+        `Channel "${channel}" takes annotations (message reactions) only from the Chat REST API (/chat/v4/rooms/{room}/messages/{serial}/reactions)`,
+      )
+    authorize(p, channel, 'annotation-publish')
+    if (!(await this.namespaces.isMutable(p.appId, channel)))
+      throw new GatewayError(
+        93002,
+        `Channel "${channel}": annotations need the mutableMessages rule on its namespace (message annotations, updates, deletes and appends)`,
+      )
+    const items = Array.isArray(input) ? input : [input]
+    if (items.length === 0) throw new GatewayError(40001, 'Invalid annotation request: no annotations')
+    if (items.length > MAX_ANNOTATIONS_PER_PUBLISH)
+      throw new GatewayError(40003, `Invalid annotation request: more than ${MAX_ANNOTATIONS_PER_PUBLISH} annotations`)
+    const parsed = items.map((i) => annotationFromWire(i, p, messageSerial, this.maxMessageSize))
+    const ops = parsed.map(stateOp)
+    await this.limits.take(p.accountId, 'messages', parsed.length)
+    const serials: string[] = []
+    for (let i = 0; i < parsed.length; i++) {
+      const a = parsed[i]!
+      if (!a.id) a.id = `${this.ids.next()}:0`
+      const { serials: s } = await this.broker.publish(p.appId, channel, [annotationEntry(a, connectionId)], EPHEMERAL)
+      const serial = s[0]!
+      const record: Annotation = { ...a, serial, timestamp: parseSerial(serial)?.ms ?? Date.now() }
+      try {
+        await this.store.apply(p.appId, channel, record, ops[i]!, MAX_ANNOTATION_FIELDS, MAX_ANNOTATION_LOG)
+      } catch (e) {
+        if (e instanceof TooManyAnnotations)
+          throw new GatewayError(
+            40003,
+            `Message "${a.messageSerial}" has the most annotation entries allowed (${MAX_ANNOTATION_FIELDS})`,
+          )
+        throw e
+      }
+      await this.summarizeCurrent(p.appId, channel, a.messageSerial, async () =>
+        summaryOf((await this.store.current(p.appId, channel, a.messageSerial)).state),
+      )
+      serials.push(serial)
+    }
+    return serials
+  }
+
+  /** Delivers a message's summary to the channel's subscribers. */
+  private async summarize(appId: string, channel: string, messageSerial: string, summary: AnnotationSummary) {
+    await this.broker.publish(
+      appId,
+      channel,
+      [summaryEntry(`${this.ids.next()}:0`, { messageSerial, summary })],
+      EPHEMERAL,
+    )
+  }
+
+  /** Sends the message's summary after a change (see SummarySender: coalesced, ending on the current state). */
+  summarizeCurrent(
+    appId: string,
+    channel: string,
+    messageSerial: string,
+    read: () => Promise<AnnotationSummary>,
+  ): Promise<void> {
+    return this.summaries.send(`${appId}\u0000${channel}\u0000${messageSerial}`, read, (summary) =>
+      this.summarize(appId, channel, messageSerial, summary),
+    )
+  }
+
+  /** Delivers an annotation recorded elsewhere (chat reactions) to the channel's annotation subscribers. */
+  async announce(appId: string, channel: string, a: Omit<Annotation, 'id' | 'serial' | 'timestamp'>): Promise<string> {
+    const { serials } = await this.broker.publish(
+      appId,
+      channel,
+      [annotationEntry({ ...a, id: `${this.ids.next()}:0` })],
+      EPHEMERAL,
+    )
+    return serials[0]!
+  }
+
+  /** A message's annotations, oldest first; `cursor` is the position after the previous page. */
+  async list(
+    p: Principal,
+    channelName: string,
+    messageSerial: string,
+    q: { limit: number; cursor?: string },
+  ): Promise<{ items: Annotation[]; next?: string }> {
+    const channel = checkChannelName(channelName)
+    authorize(p, channel, 'history')
+    await this.limits.take(p.accountId, 'history')
+    const offset = q.cursor === undefined ? 0 : Number(q.cursor)
+    if (!Number.isInteger(offset) || offset < 0 || offset > MAX_ANNOTATION_LOG)
+      throw new GatewayError(40003, 'Invalid cursor param')
+    const items = await this.store.list(p.appId, channel, messageSerial, offset, q.limit + 1)
+    const page = items.slice(0, q.limit)
+    return { items: page, next: items.length > q.limit ? String(offset + q.limit) : undefined }
+  }
+
+  /**
+   * Messages read (history, one message) with their summaries, on channels whose namespace takes
+   * annotations (mutableMessages: no other channel has any, so no other read pays a lookup).
+   */
+  async withSummaries(appId: string, channel: string, messages: Message[]): Promise<Message[]> {
+    if (!messages.length || !(await this.namespaces.isMutable(appId, channel))) return messages
+    const states = await this.store.states(
+      appId,
+      channel,
+      messages.map((m) => m.serial),
+    )
+    if (!states.size) return messages
+    return messages.map((m) => {
+      const state = states.get(m.serial)
+      return state ? { ...m, annotations: { summary: summaryOf(state) } } : m
+    })
+  }
+}

@@ -1,0 +1,333 @@
+/**
+ * Annotations on the backend TEST_BACKEND names, msgpack and JSON: chat message reactions with
+ * `@ably/chat` (latest 1.x, from npm) reach another client as summaries of each type and as raw
+ * reactions (rawMessageReactions); pub/sub annotations with the official `ably` client (realtime
+ * publish and delete, REST publish and paginated get, subscription with the annotation_subscribe
+ * mode, summaries to plain subscribers and in history and getMessage); refusals; a restart.
+ */
+import { beforeAll, describe, expect, test } from 'bun:test'
+import * as Ably from 'ably'
+import {
+  ChatClient,
+  MessageReactionRawEventType,
+  MessageReactionType,
+  type MessageReactionRawEvent,
+  type MessageReactionSummaryEvent,
+} from '@ably/chat'
+import { mkdtempSync, rmSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { addKey, APP_ID, createTestGateway } from '../helpers/gateway'
+import { onRedis } from '../helpers/redis-cluster'
+import { freshMutable, getMessage, messagesPath, mutableNamespace, publishOne } from '../helpers/mutable'
+import { rawConnected } from '../helpers/realtime-raw'
+import { connectedClient, FORMATS, fresh, realtimeGateway, secondNode } from '../helpers/realtime'
+
+const rt = realtimeGateway()
+// annotations need the mutableMessages rule, as on the hosted service (93002 elsewhere)
+beforeAll(() => mutableNamespace(rt.gw))
+const other = secondNode(rt)
+
+/** Everything `subscribe` hands over; `until(check)` resolves with the first item (from now on or already seen) `check` accepts. */
+function seen<T>(subscribe: (cb: (x: T) => void) => void) {
+  const items: T[] = []
+  const waiters = new Set<() => void>()
+  subscribe((x) => {
+    items.push(x)
+    for (const w of [...waiters]) w()
+  })
+  const until = (check: (x: T) => boolean, ms = 10000) =>
+    new Promise<T>((resolve, reject) => {
+      const look = () => {
+        const hit = items.find(check)
+        if (hit === undefined) return
+        waiters.delete(look)
+        clearTimeout(timer)
+        resolve(hit)
+      }
+      const timer = setTimeout(() => {
+        waiters.delete(look)
+        reject(new Error(`nothing matching within ${ms} ms; seen ${JSON.stringify(items).slice(0, 1500)}`))
+      }, ms)
+      waiters.add(look)
+      look()
+    })
+  return { items, until }
+}
+
+describe.each(FORMATS)('@ably/chat message reactions over %s', (_format, binary) => {
+  const room = async (name: string, clientId: string, raw = false) => {
+    const chat = new ChatClient(await connectedClient(rt.port, { key: rt.gw.key, clientId }, binary), {
+      logLevel: 'silent' as never,
+    })
+    const r = await chat.rooms.get(name, { messages: { rawMessageReactions: raw } })
+    await r.attach()
+    return r
+  }
+
+  test('summaries of each type and raw reactions reach another client', async () => {
+    const name = fresh('mreact')
+    const alice = await room(name, 'alice')
+    const bob = await room(name, 'bob', true)
+    const summaries = seen<MessageReactionSummaryEvent>((cb) => bob.messages.reactions.subscribe(cb))
+    const raws = seen<MessageReactionRawEvent>((cb) => bob.messages.reactions.subscribeRaw(cb))
+    const msg = await alice.messages.send({ text: 'react to me' })
+    const r = alice.messages.reactions
+
+    await r.send(msg.serial, { name: '❤️', type: MessageReactionType.Distinct })
+    await r.send(msg.serial, { name: '❤️', type: MessageReactionType.Distinct })
+    await r.send(msg.serial, { name: '👍', type: MessageReactionType.Unique })
+    await r.send(msg.serial, { name: '🚀', type: MessageReactionType.Unique })
+    await r.send(msg.serial, { name: '❤️', type: MessageReactionType.Unique })
+    await r.send(msg.serial, { name: '👍', type: MessageReactionType.Multiple })
+    await r.send(msg.serial, { name: '👍', type: MessageReactionType.Multiple, count: 10 })
+    const last = await summaries.until((e) => e.reactions.multiple['👍']?.total === 11)
+    expect(last.messageSerial).toBe(msg.serial)
+    expect(last.reactions.distinct).toEqual({ '❤️': { total: 1, clientIds: ['alice'], clipped: false } })
+    expect(last.reactions.unique).toEqual({ '❤️': { total: 1, clientIds: ['alice'], clipped: false } })
+    expect(last.reactions.multiple['👍']).toMatchObject({ total: 11, clientIds: { alice: 11 } })
+
+    await raws.until((e) => e.reaction.type === MessageReactionType.Multiple && e.reaction.count === 10)
+    expect(raws.items[0]!.type).toBe(MessageReactionRawEventType.Create)
+    expect(raws.items[0]!.reaction).toMatchObject({
+      messageSerial: msg.serial,
+      type: MessageReactionType.Distinct,
+      name: '❤️',
+      clientId: 'alice',
+    })
+
+    await r.delete(msg.serial, { name: '❤️', type: MessageReactionType.Distinct })
+    await summaries.until((e) => e.reactions.distinct['❤️'] === undefined && e.reactions.multiple['👍']?.total === 11)
+    await raws.until((e) => e.type === MessageReactionRawEventType.Delete)
+    // the message read back carries the summary
+    const read = await bob.messages.get(msg.serial)
+    expect(read.reactions.unique['❤️']?.clientIds).toEqual(['alice'])
+    // clientReactions: the names a client contributed to, room-wide totals, that client alone
+    await bob.messages.reactions.send(msg.serial, { name: '👍', type: MessageReactionType.Multiple, count: 2 })
+    expect(await alice.messages.reactions.clientReactions(msg.serial, 'bob')).toEqual({
+      unique: {},
+      distinct: {},
+      multiple: { '👍': { total: 13, clientIds: { bob: 2 }, totalUnidentified: 0, clipped: false, totalClientIds: 2 } },
+    })
+    expect((await bob.messages.reactions.clientReactions(msg.serial)).multiple['👍']?.clientIds).toEqual({ bob: 2 })
+  })
+
+  test('an attachment without the annotation_subscribe mode gets the summary and no raw reaction', async () => {
+    const name = fresh('mreact-noraw')
+    const alice = await room(name, 'alice')
+    const { raw } = await rawConnected(rt.base, { key: rt.gw.key, clientId: 'bob' }, binary ? 'msgpack' : 'json')
+    raw.send({ action: 10, channel: `${name}::$chat` })
+    await raw.next((pm) => pm.action === 11)
+    const msg = await alice.messages.send({ text: 'x' })
+    await alice.messages.reactions.send(msg.serial, { name: '👍', type: MessageReactionType.Distinct })
+    const summary = await raw.next((pm) => pm.action === 15 && pm.messages[0].action === 4)
+    expect(summary.messages[0].serial).toBe(msg.serial)
+    expect(summary.channelSerial).toBeUndefined()
+    expect(summary.messages[0].annotations.summary['reaction:distinct.v1']).toEqual({
+      '👍': { total: 1, clientIds: ['alice'], clipped: false },
+    })
+    // the annotation went out before its summary, in channel order: none came here
+    expect(raw.frames.filter((pm) => pm.action === 21)).toEqual([])
+  })
+})
+
+describe.each(FORMATS)('pub/sub annotations over %s', (_format, binary) => {
+  test('realtime publish and delete, subscription with the mode, summaries to subscribers, REST get pages', async () => {
+    const channelName = freshMutable('ann')
+    const pub = await connectedClient(rt.port, { key: rt.gw.key, clientId: 'ann' }, binary)
+    const sub = await connectedClient(rt.port, { key: rt.gw.key, clientId: 'sub' }, binary)
+    const pubCh = pub.channels.get(channelName)
+    const subCh = sub.channels.get(channelName, { modes: ['SUBSCRIBE', 'ANNOTATION_SUBSCRIBE'] })
+    const annotations = seen<Ably.Annotation>((cb) => void subCh.annotations.subscribe(cb))
+    const messages = seen<Ably.InboundMessage>((cb) => void subCh.subscribe(cb))
+    await subCh.attach()
+    await pubCh.publish('m', 'annotate me')
+    const original = await messages.until((m) => m.name === 'm')
+
+    await pubCh.annotations.publish(original.serial!, { type: 'emoji:distinct.v1', name: '👍' })
+    await pubCh.annotations.publish(original.serial!, { type: 'metrics:total.v1' })
+    await pubCh.annotations.publish(original.serial!, { type: 'votes:multiple.v1', name: 'up', count: 3 })
+    await pubCh.annotations.publish(original.serial!, { type: 'receipts:flag.v1' })
+    const a = await annotations.until((x) => x.type === 'emoji:distinct.v1')
+    expect(a).toMatchObject({
+      action: 'annotation.create',
+      name: '👍',
+      clientId: 'ann',
+      messageSerial: original.serial,
+    })
+    expect(a.serial! > original.serial!).toBe(true)
+    const summary = await messages.until(
+      (m) => m.action === 'message.summary' && (m.annotations?.summary['receipts:flag.v1'] as unknown) !== undefined,
+    )
+    expect(summary.serial).toBe(original.serial)
+    expect(summary.annotations!.summary).toEqual({
+      'emoji:distinct.v1': { '👍': { total: 1, clientIds: ['ann'], clipped: false } },
+      'metrics:total.v1': { total: 1 },
+      'votes:multiple.v1': {
+        up: { total: 3, clientIds: { ann: 3 }, totalUnidentified: 0, clipped: false, totalClientIds: 1 },
+      },
+      'receipts:flag.v1': { total: 1, clientIds: ['ann'], clipped: false },
+    })
+
+    await pubCh.annotations.delete(original.serial!, { type: 'emoji:distinct.v1', name: '👍' })
+    await annotations.until((x) => x.action === 'annotation.delete')
+    await messages.until(
+      (m) =>
+        m.action === 'message.summary' &&
+        m.annotations!.summary['emoji:distinct.v1'] === undefined &&
+        m.annotations!.summary['metrics:total.v1'] !== undefined,
+    )
+
+    // REST: publish, then the list oldest first in pages
+    const rest = new Ably.Rest({
+      key: rt.gw.key,
+      clientId: 'resty',
+      endpoint: '127.0.0.1',
+      port: rt.port,
+      tls: false,
+      useBinaryProtocol: binary,
+      logLevel: 0,
+    })
+    const restCh = rest.channels.get(channelName)
+    await restCh.annotations.publish(original.serial!, { type: 'emoji:distinct.v1', name: '🎉' })
+    await annotations.until((x) => x.name === '🎉' && x.clientId === 'resty')
+    const first = await restCh.annotations.get(original.serial!, { limit: 4 })
+    expect(first.items.map((x) => x.type)).toEqual([
+      'emoji:distinct.v1',
+      'metrics:total.v1',
+      'votes:multiple.v1',
+      'receipts:flag.v1',
+    ])
+    const second = await first.next()
+    expect(second!.items.map((x) => [x.action, x.name])).toEqual([
+      ['annotation.delete', '👍'],
+      ['annotation.create', '🎉'],
+    ])
+    expect((await second!.first()).items).toHaveLength(4)
+    // history and getMessage carry the message's summary
+    const expected = {
+      'emoji:distinct.v1': { '🎉': { total: 1, clientIds: ['resty'], clipped: false } },
+      'metrics:total.v1': { total: 1 },
+      'votes:multiple.v1': {
+        up: { total: 3, clientIds: { ann: 3 }, totalUnidentified: 0, clipped: false, totalClientIds: 1 },
+      },
+      'receipts:flag.v1': { total: 1, clientIds: ['ann'], clipped: false },
+    }
+    const [inHistory] = (await restCh.history({ limit: 1 })).items
+    expect(inHistory!.serial).toBe(original.serial)
+    expect(inHistory!.annotations?.summary).toEqual(expected)
+    expect((await restCh.getMessage(original.serial!)).annotations?.summary).toEqual(expected)
+  })
+
+  test.skipIf(!onRedis())('annotations made at once on two nodes: the last summary is the final state', async () => {
+    const channelName = freshMutable('ann-race')
+    const clients = await Promise.all(
+      ['a1', 'a2', 'a3', 'b1', 'b2', 'b3'].map((c) =>
+        connectedClient(c.startsWith('a') ? rt.port : other.port!, { key: rt.gw.key, clientId: c }, binary),
+      ),
+    )
+    const watcher = (await connectedClient(other.port!, { key: rt.gw.key, clientId: 'w' }, binary)).channels.get(
+      channelName,
+    )
+    const messages = seen<Ably.InboundMessage>((cb) => void watcher.subscribe(cb))
+    await watcher.attach()
+    await clients[0]!.channels.get(channelName).publish('m', 'x')
+    const original = await messages.until((m) => m.name === 'm')
+    await Promise.all(
+      clients.flatMap((c, i) => [
+        c.channels
+          .get(channelName)
+          .annotations.publish(original.serial!, { type: 'v:multiple.v1', name: 'n', count: i + 1 }),
+        c.channels
+          .get(channelName)
+          .annotations.publish(original.serial!, { type: 'u:unique.v1', name: i % 2 ? 'x' : 'y' }),
+      ]),
+    )
+    await clients[0]!.channels.get(channelName).publish('after', 'x')
+    await messages.until((m) => m.name === 'after')
+    const summaries = messages.items.filter((m) => m.action === 'message.summary')
+    const last = summaries[summaries.length - 1]!.annotations!.summary
+    const final = (await rt.rest({ binary }).channels.get(channelName).getMessage(original.serial!)).annotations!
+      .summary
+    expect((last['v:multiple.v1'] as Record<string, { total: number }>).n!.total).toBe(21)
+    expect(last).toEqual(final)
+  })
+
+  test('a subscriber without the annotation_subscribe mode gets summaries, no annotations', async () => {
+    const channelName = freshMutable('ann-nomode')
+    const client = await connectedClient(rt.port, { key: rt.gw.key, clientId: 'x' }, binary)
+    const ch = client.channels.get(channelName)
+    const messages = seen<Ably.InboundMessage>((cb) => void ch.subscribe(cb))
+    await ch.attach()
+    expect(ch.modes).not.toContain('ANNOTATION_SUBSCRIBE')
+    await ch.publish('m', 'x')
+    const m = await messages.until((x) => x.name === 'm')
+    await ch.annotations.publish(m.serial!, { type: 'r:distinct.v1', name: 'a' })
+    await messages.until((x) => x.action === 'message.summary')
+  })
+
+  test('refusals: no capability, a bad type, a missing name, no mutableMessages rule, a chat room channel', async () => {
+    const channelName = freshMutable('ann-refused')
+    const client = await connectedClient(rt.port, { key: rt.gw.key, clientId: 'x' }, binary)
+    const ch = client.channels.get(channelName)
+    await ch.attach()
+    const serial = (await ch.publish('m', 'x'), (await ch.history()).items[0]!.serial!)
+    await expect(ch.annotations.publish(serial, { type: 'nosuchform' })).rejects.toMatchObject({ code: 40003 })
+    await expect(ch.annotations.publish(serial, { type: 'r:distinct.v1' })).rejects.toMatchObject({ code: 40003 })
+    await expect(ch.annotations.publish('s'.repeat(200), { type: 'r:total.v1' })).rejects.toMatchObject({ code: 40003 })
+    const plain = client.channels.get(fresh('plain'))
+    await plain.publish('m', 'x')
+    await expect(plain.annotations.publish(serial, { type: 'r:distinct.v1', name: 'a' })).rejects.toMatchObject({
+      code: 93002,
+    })
+    const room = client.channels.get(`${fresh('room')}::$chat`)
+    await expect(room.annotations.publish(serial, { type: 'reaction:distinct.v1', name: 'a' })).rejects.toMatchObject({
+      code: 40160,
+    })
+    const key = await addKey(rt.gw, fresh('noann'), { capability: { [channelName]: ['publish', 'subscribe'] } })
+    const limited = (await connectedClient(rt.port, { key, clientId: 'y' }, binary)).channels.get(channelName)
+    await expect(limited.annotations.publish(serial, { type: 'r:distinct.v1', name: 'a' })).rejects.toMatchObject({
+      code: 40160,
+    })
+  })
+})
+
+test('annotations and their summary survive a restart (persisted namespace)', async () => {
+  const dir = mkdtempSync(join(tmpdir(), 'gw-ann-'))
+  const ch = `keep:${fresh('restart')}`
+  const namespace = { appId: APP_ID, id: 'keep', persisted: true, pushEnabled: false, mutableMessages: true }
+  const first = await createTestGateway({ dataDir: dir })
+  let serial: string
+  try {
+    await first.backend.control.putNamespace(namespace)
+    serial = await publishOne(first, ch, { name: 'm', data: 'x' })
+    for (const body of [{ type: 'views:total.v1' }, { type: 'votes:multiple.v1', name: 'up', count: 2 }]) {
+      const r = await first.request(messagesPath(ch, `/${serial}/annotations`), { method: 'POST', json: body })
+      expect(r.status).toBe(201)
+    }
+  } finally {
+    await first.close()
+  }
+  const second = await createTestGateway({ dataDir: dir })
+  try {
+    const r = await second.request(messagesPath(ch, `/${serial}/annotations`), {
+      method: 'POST',
+      json: { type: 'views:total.v1' },
+    })
+    expect(r.status).toBe(201)
+    const m = await getMessage(second, ch, serial)
+    expect(m.annotations.summary).toEqual({
+      'views:total.v1': { total: 2 },
+      'votes:multiple.v1': {
+        up: { total: 2, clientIds: {}, totalUnidentified: 2, clipped: false, totalClientIds: 0 },
+      },
+    })
+    const list = (await (await second.request(messagesPath(ch, `/${serial}/annotations`))).json()) as Array<{
+      type: string
+    }>
+    expect(list.map((a) => a.type)).toEqual(['views:total.v1', 'votes:multiple.v1', 'views:total.v1'])
+  } finally {
+    await second.close()
+    rmSync(dir, { recursive: true, force: true })
+  }
+})
