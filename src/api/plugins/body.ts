@@ -1,6 +1,7 @@
 import { Unpackr } from 'msgpackr'
 import { GatewayError } from '../../errors'
 import { jsonNumberOutOfRange } from '../../lib/json-numbers'
+import { settleWithin } from '../../lib/sleep'
 import { jsonTooDeep, msgpackProblem, type MsgpackProblem } from '../../lib/nesting'
 import { JSON_TYPE, MSGPACK_TYPE } from './responses'
 
@@ -32,21 +33,7 @@ export function checkDeclaredLength(request: Request, max: number): void {
 }
 
 /** `p`, or a 408 when it has not settled within `ms`. */
-export function withinDeadline<T>(p: Promise<T>, ms: number): Promise<T> {
-  return new Promise((resolve, reject) => {
-    const timer = setTimeout(() => reject(tooSlow(ms)), ms)
-    p.then(
-      (v) => {
-        clearTimeout(timer)
-        resolve(v)
-      },
-      (e) => {
-        clearTimeout(timer)
-        reject(e)
-      },
-    )
-  })
-}
+export const withinDeadline = <T>(p: Promise<T>, ms: number): Promise<T> => settleWithin(p, ms, () => tooSlow(ms))
 
 const EMPTY = new Uint8Array(0)
 

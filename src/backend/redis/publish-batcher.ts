@@ -3,6 +3,7 @@ import { chargeArgs } from './scripts'
 import { BATCH_PUBLISH_SCRIPT, CLUSTER_BATCH_PUBLISH_SCRIPT } from './batch-publish-script'
 import type { Sender } from './connection'
 import { ScriptRunner } from './script-runner'
+import { settleWithin } from '../../lib/sleep'
 
 /** One publish as the batch script takes it. */
 export interface BatchedPublish {
@@ -41,6 +42,9 @@ interface Shard {
   inFlight: number
   scheduled: boolean
 }
+
+/** A batch call not answered within REDIS_TIMEOUT_MS (its errors pass unchanged: a cluster's redirections are read). */
+const batchTimedOut = () => new Error('the batch publish call timed out')
 
 /** Script calls in flight per shard: publishes made meanwhile wait and go together in the next. */
 const MAX_IN_FLIGHT = 1
@@ -124,7 +128,7 @@ export class PublishBatcher {
   private async run(items: Pending[]) {
     let replies: BatchReply[]
     try {
-      replies = await this.timed(this.call(items))
+      replies = await settleWithin(this.call(items), this.o.redisTimeoutMs, batchTimedOut)
     } catch (e) {
       // on a cluster a batch whose slots moved did not run: each publish goes again on its own
       if (items.length > 1 && this.o.cluster && MOVED.test(String((e as Error)?.message))) {
@@ -146,23 +150,6 @@ export class PublishBatcher {
       else if (Number(r[0]) === -2) it.reject(new Error(String(r[1])))
       else if (Number(r[0]) === -1 || waitError === undefined) it.resolve(r)
       else it.reject(waitError)
-    })
-  }
-
-  /** `p`, or a rejection once REDIS_TIMEOUT_MS passed (its errors unchanged: a cluster's redirections are read). */
-  private timed<T>(p: Promise<T>): Promise<T> {
-    return new Promise<T>((resolve, reject) => {
-      const timer = setTimeout(() => reject(new Error('the batch publish call timed out')), this.o.redisTimeoutMs)
-      p.then(
-        (v) => {
-          clearTimeout(timer)
-          resolve(v)
-        },
-        (e) => {
-          clearTimeout(timer)
-          reject(e)
-        },
-      )
     })
   }
 
