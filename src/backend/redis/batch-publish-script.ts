@@ -2,19 +2,25 @@
  * Many publishes in one script call (PublishBatcher): the publishes of one shard made while its
  * previous call was in flight. Each publish keeps the single-publish script's semantics (dedupe by client id,
  * append to the channel's stream trimming what is past retention, notify the subscribed nodes),
- * and what can be shared is done once per batch: the clock is read once; a channel's previous
- * entry is read, its stream trimmed, its expiry set (when the node asks: it refreshes it at most
- * once a second) and its notification sent once (one SPUBLISH carrying every
- * message the batch appended to it, in order); a rate bucket is read and written once (its
- * charges applied one after the other, as take_tokens would). Each publish runs under pcall: one
- * that fails is answered its error alone, its batch-mates are not affected.
+ * and what can be shared is done once per batch: the clock is read once; each channel is
+ * described once (its keys, retention, expiry, index entry), its previous id swapped in its last
+ * id key (one SET ... GET instead of reading the stream's last entry), its stream
+ * trimmed, its index entry written and its expiry set (when the node asks: each at most once a
+ * second) and its notification sent once (one SPUBLISH carrying every message the batch appended
+ * to it, in order); a rate bucket is read and written once (its charges applied one after the
+ * other, as take_tokens would). Each publish runs under pcall: one that fails is answered its
+ * error alone, its batch-mates are not affected. A publish costs the script its header (3
+ * arguments), its bodies and its appends: redis-server's time per argument and per redis.call
+ * is most of a publish's cost (docs/performance.md).
  *
- * KEYS: the batch's streams, rate buckets and channel indexes (each named once).
- * ARGV[1] idempotency window ms, ARGV[2] publish count P, then per publish:
- *   stream key index, notify channel, retention ms, idempotency key prefix, channel name,
- *   message count n, bucket key index (0: no charge), index key index (0: none), index score,
- *   the stream's expiry ms, whether to set it now ('1' or '0'),
- *   [cost, rate per second, burst, now ms when charged], then n × (client id or '', body).
+ * KEYS: per channel (S of them) its stream and its last id key (KEYS[2s-1], KEYS[2s]), then the
+ *   batch's rate buckets and channel indexes.
+ * ARGV[1] idempotency window ms, ARGV[2] channel count S, ARGV[3] publish count P, then
+ *   per channel: notify channel, idempotency key prefix, retention ms, the stream's expiry ms,
+ *     whether to set it now ('1' or '0'), index key index (0: none)[, index score, channel name];
+ *   per publish: channel number (1..S), message count n (-n: each message with its client id),
+ *     bucket key index (0: no charge)[, cost, rate per second, burst, now ms], then n bodies or
+ *     n × (client id or '', body).
  * Returns per publish { fresh, id per message[, remaining*1000 when charged] },
  * { -1, remaining*1000, retryAfterMs } when its charge was refused (nothing appended),
  * or { -2, error text } when it failed.
@@ -27,8 +33,18 @@ const BODY = `
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 local window = ARGV[1]
-local count = tonumber(ARGV[2])
-local chans, order, buckets = {}, {}, {}
+local nchan, count = tonumber(ARGV[2]), tonumber(ARGV[3])
+local chans, buckets = {}, {}
+
+-- the batch's channels, each described once
+local pos = 4
+for s = 1, nchan do
+  local ik = tonumber(ARGV[pos + 5])
+  local c = { key = KEYS[2 * s - 1], last = KEYS[2 * s], notify = ARGV[pos], idem = ARGV[pos + 1], minid = tostring(now - tonumber(ARGV[pos + 2])),
+    expire = ARGV[pos + 3], due = ARGV[pos + 4] == '1', fresh = 0 }
+  if ik > 0 then c.index, c.score, c.name = KEYS[ik], ARGV[pos + 6], ARGV[pos + 7]; pos = pos + 8 else pos = pos + 6 end
+  chans[s] = c
+end
 
 local function take(key, cost, rate, burst, at0)
   local b = buckets[key]
@@ -46,28 +62,22 @@ local function take(key, cost, rate, burst, at0)
   return ok, math.floor(tokens * 1000), retry
 end
 
-local function publish(sk, notify, ttl, idem, n, m, expire, due)
-  local c = chans[sk]
-  if not c then
-    local last = redis.call('XREVRANGE', sk, '+', '-', 'COUNT', 1)
-    local prev = '0-0'
-    if #last > 0 then prev = last[1][1] end
-    c = { parts = { prev, ' ' }, fresh = 0 }
-    chans[sk] = c
-    order[#order + 1] = sk
-  end
-  c.notify, c.expire = notify, expire
-  if due == '1' then c.due = true end
-  local minid = tostring(now - tonumber(ttl))
-  local ids = { 0 }
+-- n messages from ARGV[m]: bodies alone, or (client id, body) pairs when ids
+local function publish(c, n, ids, m)
+  local sk = c.key
+  -- parts[1]: the previous id, known once the batch's appends are done
+  if not c.parts then c.parts = { '', ' ' } end
+  local out = { 0 }
   local fresh = 0
+  local step = ids and 2 or 1
   for i = 0, n - 1 do
-    local cid = ARGV[m + 2 * i]
-    local body = ARGV[m + 2 * i + 1]
+    local at = m + step * i
+    local cid, body = '', ARGV[at]
+    if ids then cid, body = body, ARGV[at + 1] end
     local seen = false
-    if cid ~= '' then seen = redis.call('GET', idem .. cid) end
+    if cid ~= '' then seen = redis.call('GET', c.idem .. cid) end
     if seen then
-      ids[#ids + 1] = seen
+      out[#out + 1] = seen
     else
       -- trimmed at the channel's first append of the batch: the clock stands still in a script,
       -- so later appends would trim nothing more
@@ -75,19 +85,23 @@ local function publish(sk, notify, ttl, idem, n, m, expire, due)
       if c.trimmed then
         id = redis.call('XADD', sk, '*', 'm', body)
       else
-        id = redis.call('XADD', sk, 'MINID', minid, '*', 'm', body)
+        id = redis.call('XADD', sk, 'MINID', c.minid, '*', 'm', body)
         c.trimmed = true
       end
-      ids[#ids + 1] = id
+      out[#out + 1] = id
+      if not c.first then c.first = id end
+      c.lastid = id
       fresh = fresh + 1
-      if cid ~= '' then redis.call('SET', idem .. cid, id, 'PX', window) end
-      c.parts[#c.parts + 1] = id .. ' ' .. #body .. ' '
-      c.parts[#c.parts + 1] = body
+      if cid ~= '' then redis.call('SET', c.idem .. cid, id, 'PX', window) end
+      local parts = c.parts
+      parts[#parts + 1] = id .. ' ' .. #body .. ' '
+      parts[#parts + 1] = body
     end
   end
   c.fresh = c.fresh + fresh
-  ids[1] = fresh
-  return ids
+  c.stored = true
+  out[1] = fresh
+  return out
 end
 
 local function message(e)
@@ -96,43 +110,57 @@ local function message(e)
 end
 
 local out = {}
-local pos = 3
 for p = 1, count do
-  local sk = KEYS[tonumber(ARGV[pos])]
-  local notify, ttl, idem, name = ARGV[pos + 1], ARGV[pos + 2], ARGV[pos + 3], ARGV[pos + 4]
-  local n, bk, ik, score = tonumber(ARGV[pos + 5]), tonumber(ARGV[pos + 6]), tonumber(ARGV[pos + 7]), ARGV[pos + 8]
-  local expire, due = ARGV[pos + 9], ARGV[pos + 10]
-  local m = pos + 11
+  local c = chans[tonumber(ARGV[pos])]
+  local n, bk = tonumber(ARGV[pos + 1]), tonumber(ARGV[pos + 2])
+  local ids = n < 0
+  if ids then n = -n end
+  local m = pos + 3
   local charged, remaining, retry = true, nil, 0
   if bk > 0 then
-    local okc, a, b, c = pcall(take, KEYS[bk], tonumber(ARGV[m]), tonumber(ARGV[m + 1]), tonumber(ARGV[m + 2]), tonumber(ARGV[m + 3]))
-    if not okc then charged, remaining = nil, message(a) else charged, remaining, retry = a, b, c end
+    local okc, a, b, r = pcall(take, KEYS[bk], tonumber(ARGV[m]), tonumber(ARGV[m + 1]), tonumber(ARGV[m + 2]), tonumber(ARGV[m + 3]))
+    if not okc then charged, remaining = nil, message(a) else charged, remaining, retry = a, b, r end
     m = m + 4
   end
-  pos = m + 2 * n
+  pos = m + (ids and 2 * n or n)
   if charged == nil then
     out[p] = { -2, remaining }
   elseif not charged then
     out[p] = { -1, remaining, retry }
   else
-    local ok, r = pcall(publish, sk, notify, ttl, idem, n, m, expire, due)
+    local ok, r = pcall(publish, c, n, ids, m)
     if not ok then
       out[p] = { -2, message(r) }
     else
-      if ik > 0 then redis.call('ZADD', KEYS[ik], score, name) end
       if remaining then r[#r + 1] = remaining end
       out[p] = r
     end
   end
 end
 
--- the expiry when the node asks for it (at most once a second per channel and node), and always a
--- write when every message was a duplicate: a WAIT after it (REDIS_WAIT_REPLICAS) then also
--- covers the earlier publish that stored them, whose answer may have been lost
-for _, sk in ipairs(order) do
-  local c = chans[sk]
-  if c.due or c.fresh == 0 then redis.call('PEXPIRE', sk, c.expire) end
-  if c.fresh > 0 then redis.call('SPUBLISH', c.notify, table.concat(c.parts)) end
+-- per channel: its index entry when asked and a publish of it was stored; the expiry when the
+-- node asks for it (at most once a second per channel and node), and always a write when every
+-- message was a duplicate: a WAIT after it (REDIS_WAIT_REPLICAS) then also covers the earlier
+-- publish that stored them, whose answer may have been lost; one notification with every
+-- message appended
+for s = 1, nchan do
+  local c = chans[s]
+  if c.stored then
+    if c.index then redis.call('ZADD', c.index, c.score, c.name) end
+    if c.due or c.fresh == 0 then redis.call('PEXPIRE', c.key, c.expire) end
+  end
+  if c.lastid then
+    -- the previous id: the last id key, swapped for the batch's last (every script that appends
+    -- keeps it); gone (expired, or a stream written before it existed): read from the stream
+    local prev = redis.call('SET', c.last, c.lastid, 'PX', c.expire, 'GET')
+    if not prev then
+      local before = redis.call('XREVRANGE', c.key, '(' .. c.first, '-', 'COUNT', 1)
+      prev = '0-0'
+      if #before > 0 then prev = before[1][1] end
+    end
+    c.parts[1] = prev
+    redis.call('SPUBLISH', c.notify, table.concat(c.parts))
+  end
 end
 for key, b in pairs(buckets) do
   redis.call('HSET', key, 't', tostring(b.tokens), 'a', tostring(b.at))

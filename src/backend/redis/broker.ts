@@ -154,6 +154,7 @@ export class RedisBroker implements Broker {
       reply = await this.t(
         this.batcher.publish({
           stream: this.keys.stream(app, channel),
+          lastId: this.keys.lastId(app, channel),
           notify: this.keys.notify(app, channel),
           ttlMs: this.ttl(opts),
           idemPrefix: this.keys.idemPrefix(app, channel),

@@ -25,6 +25,12 @@ export class RedisKeys {
 
   /** Stream of a channel's messages; the entry id is the channel serial. */
   stream = (app: string, channel: string) => `${this.prefix}s:${this.ch(app, channel)}`
+  /**
+   * The id of the last entry appended to a channel's stream (written by every script that appends
+   * to it, with the stream's expiry): the publish script's notification gives it as the previous id
+   * without reading the stream.
+   */
+  lastId = (app: string, channel: string) => `${this.prefix}l:${this.ch(app, channel)}`
   /** Prefix of idempotency markers `<id> -> serial` of a channel (one key per client id, with TTL). */
   idemPrefix = (app: string, channel: string) => `${this.prefix}i:${this.ch(app, channel)}:`
   /** Sorted set of an app's channels, scored by last publish time (enumeration). */

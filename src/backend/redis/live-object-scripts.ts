@@ -10,7 +10,7 @@
  * written as placeholders while applying (nothing is appended when an operation is refused) and
  * replaced by the entries' serials (stream ids in the channel serial form) once they exist.
  *
- * KEYS[1] stream, KEYS[2] objects hash
+ * KEYS[1] stream, KEYS[2] objects hash, KEYS[3] the channel's last id key (batch-publish-script.ts)
  * ARGV[1] notify channel, ARGV[2] retention ms, ARGV[3] idempotency window ms, ARGV[4] idempotency
  * key ('' when the batch has no client ids), ARGV[5] max objects, ARGV[6] max map keys,
  * ARGV[7] tombstone grace ms, ARGV[8] operation count n, then per operation: its msgpack
@@ -129,6 +129,7 @@ for i = 1, n do
   parts[#parts + 1] = body
 end
 redis.call('PEXPIRE', KEYS[1], ARGV[2])
+if n > 0 then redis.call('SET', KEYS[3], ids[n], 'PX', ARGV[2]) end
 local ts = tonumber(string.match(ids[1], '^(%d+)'))
 
 -- a stream id as a channel serial (core/model/serial.ts formatSerial): fixed width, so string order is channel order

@@ -57,7 +57,7 @@ export class RedisLiveObjectStore implements LiveObjectStore {
       String(batch.ops.length),
     ]
     batch.ops.forEach((op, i) => args.push(pack(op), packDraft(batch.drafts[i]!)))
-    const keys = [this.keys.stream(app, channel), this.keys.liveObjects(app, channel)]
+    const keys = [this.keys.stream(app, channel), this.keys.liveObjects(app, channel), this.keys.lastId(app, channel)]
     const reply = (await withTimeout(this.script.run(keys, args), this.s.redisTimeoutMs)) as Array<number | string>
     if (Number(reply[0]) < 0) throw new GatewayError(Number(reply[1]) as 92001, String(reply[2]), { status: 400 })
     return reply.slice(1).map((id) => serialFromId(String(id)))

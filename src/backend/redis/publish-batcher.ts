@@ -8,6 +8,8 @@ import { settleWithin } from '../../lib/sleep'
 /** One publish as the batch script takes it. */
 export interface BatchedPublish {
   stream: string
+  /** The channel's last id key (kept by every script that appends to the stream). */
+  lastId: string
   notify: string
   ttlMs: number
   idemPrefix: string
@@ -153,36 +155,44 @@ export class PublishBatcher {
     })
   }
 
+  /** The script's arguments (batch-publish-script.ts): each channel described once, then each publish. */
   private async call(items: Pending[]): Promise<BatchReply[]> {
-    const keys: string[] = []
-    const slot = new Map<string, number>()
-    const keyIndex = (k: string) => {
-      let i = slot.get(k)
-      if (i === undefined) {
-        keys.push(k)
-        slot.set(k, (i = keys.length))
-      }
-      return String(i)
-    }
-    // streams first: the first key routes the call on a cluster
-    for (const { p } of items) keyIndex(p.stream)
-    const args: Array<string | Buffer> = [String(this.o.idempotencyWindowMs), String(items.length)]
+    // per channel its stream and last id key first (KEYS[1..2S]; the first routes the call on a cluster)
+    const channels = new Map<string, { n: number; p: BatchedPublish; due: boolean; index?: BatchedPublish['index'] }>()
     for (const { p } of items) {
-      args.push(
-        keyIndex(p.stream),
-        p.notify,
-        String(p.ttlMs),
-        p.idemPrefix,
-        p.channel,
-        String(p.messages.length),
-        p.charge ? keyIndex(p.charge.bucket) : '0',
-        p.index ? keyIndex(p.index.key) : '0',
-        p.index ? String(p.index.score) : '0',
-        String(p.expireMs),
-        p.expireNow ? '1' : '0',
-      )
+      let c = channels.get(p.stream)
+      if (!c) channels.set(p.stream, (c = { n: channels.size + 1, p, due: false }))
+      // asked by any of the batch's publishes to it (the node asks once a second per channel)
+      c.due ||= p.expireNow
+      c.index ??= p.index
+    }
+    const keys = [...channels.values()].flatMap(({ p }) => [p.stream, p.lastId])
+    // then the rate buckets and channel indexes, each named once
+    const named = new Map<string, string>()
+    const keyIndex = (k: string) => {
+      let i = named.get(k)
+      if (i === undefined) named.set(k, (i = String(keys.push(k))))
+      return i
+    }
+    const args: Array<string | Buffer> = [
+      String(this.o.idempotencyWindowMs),
+      String(channels.size),
+      String(items.length),
+    ]
+    for (const { p, due, index } of channels.values()) {
+      args.push(p.notify, p.idemPrefix, String(p.ttlMs), String(p.expireMs), due ? '1' : '0')
+      if (index) args.push(keyIndex(index.key), String(index.score), p.channel)
+      else args.push('0')
+    }
+    for (const { p } of items) {
+      const ids = p.messages.some(([cid]) => cid !== '')
+      const bucket = p.charge ? keyIndex(p.charge.bucket) : '0'
+      args.push(String(channels.get(p.stream)!.n), String(ids ? -p.messages.length : p.messages.length), bucket)
       if (p.charge) args.push(...chargeArgs(p.charge.charge))
-      for (const [cid, body] of p.messages) args.push(cid, body)
+      for (const [cid, body] of p.messages) {
+        if (ids) args.push(cid)
+        args.push(body)
+      }
     }
     return (await this.script.run(keys, args)) as BatchReply[]
   }
