@@ -212,6 +212,7 @@ export function createCore(backend: Backend, clock: Clock, s: CoreSettings): Cor
       backend.presence,
       occupancy,
       annotations,
+      messages,
       stats,
       limits,
       clock,
