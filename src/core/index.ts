@@ -115,7 +115,13 @@ export function createCore(backend: Backend, clock: Clock, s: CoreSettings): Cor
   const management = new Management(backend.control, clock, removeApp)
   const presence = new PresenceService(backend.broker, backend.presence, namespaces, limits, rules)
   const dataGuard = new DataGuard(backend.control)
-  const connectionKeys = new ConnectionKeys(backend.control, backend.marks, clock, s.connectionMarksPerApp)
+  const connectionKeys = new ConnectionKeys(
+    backend.control,
+    backend.marks,
+    clock,
+    s.connectionMarksPerApp,
+    backend.presence.node,
+  )
   const endedConnections = new EndedConnections(backend.marks, s.connectionMarksPerApp)
   const annotations = new AnnotationService(backend.broker, backend.annotations, namespaces, limits, s.maxMessageSize)
   const messages = new MutableMessages(backend.broker, backend.versions, namespaces, limits, stats, s)
@@ -188,7 +194,7 @@ export function createCore(backend: Backend, clock: Clock, s: CoreSettings): Cor
       s,
       push,
       messages,
-      new OnBehalf(connectionKeys, endedConnections),
+      new OnBehalf(connectionKeys, endedConnections, backend.presence),
     ),
     messages,
     annotations,
@@ -206,6 +212,7 @@ export function createCore(backend: Backend, clock: Clock, s: CoreSettings): Cor
       backend.presence,
       occupancy,
       annotations,
+      messages,
       stats,
       limits,
       clock,

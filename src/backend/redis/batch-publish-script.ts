@@ -13,8 +13,8 @@
  * arguments), its bodies and its appends: redis-server's time per argument and per redis.call
  * is most of a publish's cost (docs/performance.md).
  *
- * KEYS: per channel (S of them) its stream and its last id key (KEYS[2s-1], KEYS[2s]), then the
- *   batch's rate buckets and channel indexes.
+ * Keys K (KEYS; on a cluster at the end of ARGV): per channel (S of them) its stream and its
+ *   last id key (K[2s-1], K[2s]), then the batch's rate buckets and channel indexes.
  * ARGV[1] idempotency window ms, ARGV[2] channel count S, ARGV[3] publish count P, then
  *   per channel: notify channel, idempotency key prefix, retention ms, the stream's expiry ms,
  *     whether to set it now ('1' or '0'), index key index (0: none)[, index score, channel name];
@@ -25,9 +25,9 @@
  * { -1, remaining*1000, retryAfterMs } when its charge was refused (nothing appended),
  * or { -2, error text } when it failed.
  *
- * On Redis Cluster the keys of one batch are in several slots of one master: the script
- * declares allow-cross-slot-keys (Redis 7); a batch that the cluster refuses (a slot moved
- * meanwhile) is sent again one publish per call.
+ * On Redis Cluster the keys of one batch are in several slots of one master: the call declares
+ * only the first stream and passes the keys in ARGV (CLUSTER_BATCH_PUBLISH_SCRIPT); a batch that
+ * the cluster refuses (a slot moved meanwhile) is sent again one publish per call.
  */
 const BODY = `
 local t = redis.call('TIME')
@@ -40,9 +40,9 @@ local chans, buckets = {}, {}
 local pos = 4
 for s = 1, nchan do
   local ik = tonumber(ARGV[pos + 5])
-  local c = { key = KEYS[2 * s - 1], last = KEYS[2 * s], notify = ARGV[pos], idem = ARGV[pos + 1], minid = tostring(now - tonumber(ARGV[pos + 2])),
+  local c = { key = K[2 * s - 1], last = K[2 * s], notify = ARGV[pos], idem = ARGV[pos + 1], minid = tostring(now - tonumber(ARGV[pos + 2])),
     expire = ARGV[pos + 3], due = ARGV[pos + 4] == '1', fresh = 0 }
-  if ik > 0 then c.index, c.score, c.name = KEYS[ik], ARGV[pos + 6], ARGV[pos + 7]; pos = pos + 8 else pos = pos + 6 end
+  if ik > 0 then c.index, c.score, c.name = K[ik], ARGV[pos + 6], ARGV[pos + 7]; pos = pos + 8 else pos = pos + 6 end
   chans[s] = c
 end
 
@@ -118,7 +118,7 @@ for p = 1, count do
   local m = pos + 3
   local charged, remaining, retry = true, nil, 0
   if bk > 0 then
-    local okc, a, b, r = pcall(take, KEYS[bk], tonumber(ARGV[m]), tonumber(ARGV[m + 1]), tonumber(ARGV[m + 2]), tonumber(ARGV[m + 3]))
+    local okc, a, b, r = pcall(take, K[bk], tonumber(ARGV[m]), tonumber(ARGV[m + 1]), tonumber(ARGV[m + 2]), tonumber(ARGV[m + 3]))
     if not okc then charged, remaining = nil, message(a) else charged, remaining, retry = a, b, r end
     m = m + 4
   end
@@ -169,9 +169,19 @@ end
 return out
 `
 
-/** One redis-server: the script may touch keys of any slot. */
-export const BATCH_PUBLISH_SCRIPT = BODY
+/** One redis-server: the keys are declared, of any slot. */
+export const BATCH_PUBLISH_SCRIPT = `local K = KEYS
+${BODY}`
 
-/** Redis Cluster: the keys of one batch are in slots of one master (Redis 7 script flag). */
+/**
+ * Redis Cluster: the keys of one batch are in slots of one master. A cluster refuses a call whose
+ * DECLARED keys are in several slots (CROSSSLOT, whatever the script's flags), so the call
+ * declares only the first stream (it routes the call) and passes every key at the end of ARGV,
+ * followed by their count: allow-cross-slot-keys (Redis 7) lets the script touch undeclared keys
+ * of any slot of this master.
+ */
 export const CLUSTER_BATCH_PUBLISH_SCRIPT = `#!lua flags=allow-cross-slot-keys
+local nk = tonumber(ARGV[#ARGV])
+local K = {}
+for i = 1, nk do K[i] = ARGV[#ARGV - nk - 1 + i] end
 ${BODY}`

@@ -194,6 +194,9 @@ export class PublishBatcher {
         args.push(body)
       }
     }
+    // a cluster checks that declared keys share one slot: there the first stream alone is declared
+    if (this.o.cluster)
+      return (await this.script.run(keys.slice(0, 1), [...args, ...keys, String(keys.length)])) as BatchReply[]
     return (await this.script.run(keys, args)) as BatchReply[]
   }
 }
