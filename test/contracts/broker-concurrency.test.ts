@@ -191,4 +191,25 @@ describe('concurrent publishes (batched on Redis)', () => {
       }
     },
   )
+
+  test.skipIf(!onRedis())(
+    "a channel's last id key of another type fails no publish: the notification's previous id is read from the stream",
+    async () => {
+      const raw = await rawRedis(gw.config as { redisUrl: string; redisCluster?: boolean })
+      const ch = fresh()
+      try {
+        const sub = await subscribed(ch)
+        await broker.publish(APP, ch, [{ id: 'a', data: 'a' }], plain)
+        await sub.until(1)
+        await raw.send(['DEL', new RedisKeys(gw.config.redisPrefix).lastId(APP, ch)])
+        await raw.send(['HSET', new RedisKeys(gw.config.redisPrefix).lastId(APP, ch), 'f', 'v'])
+        expect((await broker.publish(APP, ch, [{ id: 'b', data: 'b' }], plain)).appended).toBe(1)
+        expect((await sub.until(2)).map((m) => m.data)).toEqual(['a', 'b'])
+        expect((await allHistory(ch)).map((m) => m.data)).toEqual(['a', 'b'])
+        sub.unsubscribe()
+      } finally {
+        await raw.close()
+      }
+    },
+  )
 })

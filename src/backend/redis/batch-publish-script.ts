@@ -152,8 +152,9 @@ for s = 1, nchan do
   if c.lastid then
     -- the previous id: the last id key, swapped for the batch's last (every script that appends
     -- keeps it); gone (expired, or a stream written before it existed): read from the stream
-    local prev = redis.call('SET', c.last, c.lastid, 'PX', c.expire, 'GET')
-    if not prev then
+    -- (a key of another type fails alone: the appends are made, their publishes must be answered)
+    local ok, prev = pcall(redis.call, 'SET', c.last, c.lastid, 'PX', c.expire, 'GET')
+    if not ok or not prev then
       local before = redis.call('XREVRANGE', c.key, '(' .. c.first, '-', 'COUNT', 1)
       prev = '0-0'
       if #before > 0 then prev = before[1][1] end
