@@ -165,12 +165,20 @@ describe('concurrent publishes (batched on Redis)', () => {
       await raw.close()
     }
   })
+  /** A Redis connection beside the broker's, and the key names, for the duration of `fn`. */
+  async function withRaw(fn: (raw: Awaited<ReturnType<typeof rawRedis>>, k: RedisKeys) => Promise<void>) {
+    const raw = await rawRedis(gw.config as { redisUrl: string; redisCluster?: boolean })
+    try {
+      await fn(raw, new RedisKeys(gw.config.redisPrefix))
+    } finally {
+      await raw.close()
+    }
+  }
+
   test.skipIf(!onRedis())(
     "an entry whose notification a node missed is delivered before the next publish's messages (the channel's last id key kept, or gone)",
-    async () => {
-      const raw = await rawRedis(gw.config as { redisUrl: string; redisCluster?: boolean })
-      const k = new RedisKeys(gw.config.redisPrefix)
-      try {
+    () =>
+      withRaw(async (raw, k) => {
         for (const keyGone of [false, true]) {
           const ch = fresh()
           const sub = await subscribed(ch)
@@ -186,30 +194,23 @@ describe('concurrent publishes (batched on Redis)', () => {
           expect((await sub.until(3)).map((m) => m.data)).toEqual(['a', 'b', 'c'])
           sub.unsubscribe()
         }
-      } finally {
-        await raw.close()
-      }
-    },
+      }),
   )
 
   test.skipIf(!onRedis())(
     "a channel's last id key of another type fails no publish: the notification's previous id is read from the stream",
-    async () => {
-      const raw = await rawRedis(gw.config as { redisUrl: string; redisCluster?: boolean })
-      const ch = fresh()
-      try {
+    () =>
+      withRaw(async (raw, k) => {
+        const ch = fresh()
         const sub = await subscribed(ch)
         await broker.publish(APP, ch, [{ id: 'a', data: 'a' }], plain)
         await sub.until(1)
-        await raw.send(['DEL', new RedisKeys(gw.config.redisPrefix).lastId(APP, ch)])
-        await raw.send(['HSET', new RedisKeys(gw.config.redisPrefix).lastId(APP, ch), 'f', 'v'])
+        await raw.send(['DEL', k.lastId(APP, ch)])
+        await raw.send(['HSET', k.lastId(APP, ch), 'f', 'v'])
         expect((await broker.publish(APP, ch, [{ id: 'b', data: 'b' }], plain)).appended).toBe(1)
         expect((await sub.until(2)).map((m) => m.data)).toEqual(['a', 'b'])
         expect((await allHistory(ch)).map((m) => m.data)).toEqual(['a', 'b'])
         sub.unsubscribe()
-      } finally {
-        await raw.close()
-      }
-    },
+      }),
   )
 })
