@@ -1,5 +1,5 @@
 import { toBase64 } from '../../lib/encoding'
-import type { PublishResponse } from '../../core/channels/channel-service'
+import type { PublishResponse } from '../../core/channels/publisher'
 import type { BatchResult, Message, PresenceMessage } from '../../core/types'
 
 /**
