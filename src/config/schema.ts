@@ -365,7 +365,7 @@ export const SETTINGS = {
   presenceLeaseMs: setting(
     'PRESENCE_LEASE_MS',
     '15000',
-    'Redis backend: a node that has not renewed its presence lease for this long is dead; its members leave on the other nodes within this plus half of it (ms).',
+    'Redis backend: a node that has not renewed its lease for this long is dead; its presence members leave on the other nodes within this plus half of it, and the connection keys it issued no longer publish on behalf of their connection (ms).',
     int(1000, 600_000),
   ),
   presenceGraceMs: setting(

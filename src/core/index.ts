@@ -180,7 +180,13 @@ export function createCore(backend: CorePorts, clock: Clock, timers: Timers, s: 
   const management = new Management(backend.control, clock, removeApp)
   const presence = new PresenceService(backend.broker, backend.presence, namespaces, limits, rules)
   const dataGuard = new DataGuard(backend.control)
-  const connectionKeys = new ConnectionKeys(backend.control, backend.marks, clock, s.connectionMarksPerApp)
+  const connectionKeys = new ConnectionKeys(
+    backend.control,
+    backend.marks,
+    clock,
+    s.connectionMarksPerApp,
+    backend.presence.node,
+  )
   const endedConnections = new EndedConnections(backend.marks, s.connectionMarksPerApp)
   const annotations = new AnnotationService(
     backend.broker,
@@ -222,7 +228,7 @@ export function createCore(backend: CorePorts, clock: Clock, timers: Timers, s: 
     s,
     push,
     messages,
-    new OnBehalf(connectionKeys, endedConnections),
+    new OnBehalf(connectionKeys, endedConnections, backend.presence),
   )
   return {
     clock,
@@ -281,6 +287,7 @@ export function createCore(backend: CorePorts, clock: Clock, timers: Timers, s: 
       backend.presence,
       occupancy,
       annotations,
+      messages,
       stats,
       limits,
       clock,

@@ -224,6 +224,14 @@ export interface PresenceStore {
    * lease (killed), each to one caller only. A single-node store has none.
    */
   reap(): Promise<OrphanMember[]>
+  /** This node's name among the nodes sharing the store (the name its lease is renewed under). */
+  readonly node: string
+  /**
+   * Whether connection `connectionId` is on a live node, as the leases tell: node `issuer` (which
+   * issued a key of it) or the node holding the connection now (it resumed there) still renews
+   * its lease. A single-node store: always.
+   */
+  onLiveNode(issuer: string, connectionId: string): Promise<boolean>
 }
 
 export type StatsUnit = 'minute' | 'hour' | 'day' | 'month'

@@ -28,11 +28,6 @@ export interface Operation {
 export interface Mutation extends Operation {
   serial: string
   timestamp: number
-  /**
-   * The version's own serial and time where its maker keeps them (chat messages number their
-   * versions, see chat-message.ts `versionSerial`); absent: the entry's serial and timestamp.
-   */
-  version?: { serial: string; timestamp: number }
 }
 
 /** A version of a message: its serial (the serial of the change's log entry) and time, and the operation. */

@@ -189,6 +189,40 @@ describe('update', () => {
     expect(await json(await getOne('u1', m.serial))).toEqual(u2)
   })
 
+  test("an edit is a version of the room channel's message: the channel's message routes show it", async () => {
+    const m = await send(gw, 'u-chan', { text: 'v0', headers: { h: '1' } }, { headers: as('alice') })
+    const u1 = await json(await patch('u-chan', m.serial, { text: 'v1', description: 'typo' }, { headers: as('bob') }))
+    const path = `/channels/${encodeURIComponent('u-chan::$chat')}/messages/${encodeURIComponent(m.serial)}`
+    const latest = await json(await gw.request(path))
+    expect(latest).toMatchObject({
+      serial: m.serial,
+      action: 1,
+      name: 'chat.message',
+      clientId: 'alice',
+      extras: { headers: { h: '1' } },
+      version: { serial: u1.version.serial, timestamp: u1.version.timestamp, clientId: 'bob', description: 'typo' },
+    })
+    expect(JSON.parse(latest.data)).toEqual({ text: 'v1', metadata: {} })
+    const versions = await json(await gw.request(`${path}/versions`))
+    expect(versions.map((v: any) => [v.action, v.version?.serial ?? v.serial])).toEqual([
+      [0, m.serial],
+      [1, u1.version.serial],
+    ])
+  })
+
+  test('concurrent updates of one message all land, each a version, the latest the one with the greatest serial', async () => {
+    const m = await send(gw, 'u-race', { text: 'v0' })
+    const texts = ['a', 'b', 'c', 'd', 'e']
+    const made = await Promise.all(texts.map((text) => patch('u-race', m.serial, { text }).then(json)))
+    const serials = made.map((u: any) => u.version.serial)
+    expect(new Set(serials).size).toBe(texts.length)
+    const newest = made.reduce((a: any, b: any) => (b.version.serial > a.version.serial ? b : a))
+    expect(await json(await getOne('u-race', m.serial))).toEqual(newest)
+    const path = `/chat/v4/rooms/u-race/messages/${encodeURIComponent(m.serial)}/versions`
+    const versions = await json(await gw.request(path, { headers: { 'x-ably-version': '4' } }))
+    expect(versions.map((v: any) => v.version.serial)).toEqual([m.serial, ...[...serials].sort()])
+  })
+
   test('errors: unknown message 404, empty text 400, nothing to update 400, too large 413', async () => {
     const m = await send(gw, 'u2', { text: 'x' })
     await expectError(await patch('u2', '00000000000001-000000', { text: 'y' }), 404, 40160)

@@ -98,6 +98,7 @@ describe('typing indicators', () => {
       real.backend.presence,
       c.occupancy,
       c.annotations,
+      c.messages,
       c.stats,
       c.limits,
       systemClock,

@@ -71,4 +71,23 @@ describe.skipIf(!available)('presence steps on Redis', () => {
     expect(await others[0]!.reap()).toEqual([])
     expect(Number(await client.sendCommand(['EXISTS', keys.presenceNodeConnections('node-dead')]))).toBe(0)
   })
+
+  test('a connection is on a live node while the node that issued its key, or the one holding it now, renews its lease', async () => {
+    const keys = new RedisKeys(`psteps-${Date.now()}-c:`)
+    const dead = store(keys, 'node-dead', 300)
+    const live = store(keys, 'node-live')
+    await dead.claim('stays')
+    await dead.claim('moves')
+    expect(await live.onLiveNode('node-dead', 'stays')).toBe(true)
+    expect(await live.onLiveNode('never-seen', 'stays')).toBe(true) // held by a node still live
+    dead.close() // stops renewing its lease: killed
+    for (let i = 0; i < 200 && (await live.onLiveNode('node-dead', 'stays')); i++) await Bun.sleep(25)
+    expect(await live.onLiveNode('node-dead', 'stays')).toBe(false)
+    await live.claim('moves') // resumed on the live node
+    expect(await live.onLiveNode('node-dead', 'moves')).toBe(true)
+    expect(await live.onLiveNode('node-live', 'stays')).toBe(true)
+    await live.reap() // the dead node is forgotten: its key names no live node
+    expect(await live.onLiveNode('node-dead', 'stays')).toBe(false)
+    expect(await live.onLiveNode('node-dead', 'moves')).toBe(true)
+  })
 })

@@ -115,6 +115,32 @@ describe('concurrent publishes (batched on Redis)', () => {
     )
   })
 
+  test.skipIf(!onRedis())('publishes to 60 channels made at once share script calls (on a cluster too)', async () => {
+    const raw = await rawRedis(gw.config as { redisUrl: string; redisCluster?: boolean })
+    // script calls (EVALSHA, EVAL) answered so far by every master, whatever their script
+    const calls = async () => {
+      let total = 0
+      for (const info of await raw.onEach(['INFO', 'commandstats']))
+        for (const m of String(info).matchAll(/^cmdstat_eval(?:sha)?:calls=(\d+)/gm)) total += Number(m[1])
+      return total
+    }
+    try {
+      const channels = Array.from({ length: 60 }, fresh)
+      const before = await calls()
+      const results = await Promise.all(
+        channels.map((ch) => broker.publish(APP, ch, [{ id: `s-${ch}`, data: 'x' }], plain)),
+      )
+      const made = (await calls()) - before
+      expect(results.every((r) => r.appended === 1)).toBe(true)
+      // one at once per master and the rest together in the next: one call each would be 60
+      // (before: a cluster refused a batch over several slots, CROSSSLOT, and each went alone)
+      expect(made).toBeLessThan(20)
+      for (const ch of channels) expect((await allHistory(ch)).map((m) => m.data)).toEqual(['x'])
+    } finally {
+      await raw.close()
+    }
+  })
+
   test.skipIf(!onRedis())('one publish that fails in a batch fails alone: its batch-mates are stored', async () => {
     const bad = fresh()
     const good = Array.from({ length: 10 }, fresh)

@@ -198,13 +198,20 @@ export async function rawRedis(config: { redisUrl: string; redisCluster?: boolea
     await c.connect()
     return {
       send: (args: string[]): Promise<unknown> => c.sendCommand(args[1], false, args),
+      /** The command on every master (a command without a key, such as INFO). */
+      onEach: (args: string[]): Promise<unknown[]> =>
+        Promise.all(c.masters.map(async (m) => (await c.nodeClient(m)).sendCommand(args))),
       close: () => c.close(),
     }
   }
   const c = createClient({ url: config.redisUrl })
   c.on('error', () => {})
   await c.connect()
-  return { send: (args: string[]): Promise<unknown> => c.sendCommand(args), close: () => c.quit() }
+  return {
+    send: (args: string[]): Promise<unknown> => c.sendCommand(args),
+    onEach: async (args: string[]): Promise<unknown[]> => [await c.sendCommand(args)],
+    close: () => c.quit(),
+  }
 }
 
 /** Whether the suites run on Redis (one redis-server or a cluster: TEST_BACKEND=redis|redis-cluster). */

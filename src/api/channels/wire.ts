@@ -25,11 +25,8 @@ export function messageToWire(m: Message, binary: boolean): Record<string, unkno
 
 /** `version` of a change entry: its serial and time, and who changed the message and why. */
 export function versionToWire(m: Message): Record<string, unknown> {
-  const { clientId, description, metadata, version } = m.mutation!
-  const v: Record<string, unknown> = {
-    serial: version?.serial ?? m.serial,
-    timestamp: version?.timestamp ?? m.timestamp,
-  }
+  const { clientId, description, metadata } = m.mutation!
+  const v: Record<string, unknown> = { serial: m.serial, timestamp: m.timestamp }
   if (clientId !== undefined) v.clientId = clientId
   if (description !== undefined) v.description = description
   if (metadata !== undefined) v.metadata = metadata

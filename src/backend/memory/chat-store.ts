@@ -1,11 +1,9 @@
 import type { Database } from 'bun:sqlite'
 import { pack, unpack } from 'msgpackr'
 import {
-  MAX_KEPT_VERSIONS,
   TooManyReactions,
   reactionField,
   type ChatStore,
-  type ChatVersion,
   type MessageState,
   type ReactionOp,
   type ReactionRecord,
@@ -16,8 +14,8 @@ import {
 const PRUNE_EVERY_MS = 60_000
 
 /**
- * Chat state of the embedded backend. Versions, reactions and rooms are in SQLite, beside the
- * persisted history of the room channels, so edits survive a restart as messages do; each
+ * Chat state of the embedded backend. Reactions and rooms are in SQLite, beside the
+ * persisted history of the room channels, so they survive a restart as messages do; each
  * multi-step write is one transaction. Typing is short-lived and stays in memory.
  */
 export class SqliteChatStore implements ChatStore {
@@ -29,30 +27,13 @@ export class SqliteChatStore implements ChatStore {
     private readonly db: Database,
     private readonly retentionMs: number,
   ) {
-    db.exec(`CREATE TABLE IF NOT EXISTS chat_versions (
-      app TEXT NOT NULL, room TEXT NOT NULL, serial TEXT NOT NULL, n INTEGER NOT NULL, body BLOB NOT NULL, ts INTEGER NOT NULL,
-      PRIMARY KEY (app, room, serial)) WITHOUT ROWID`)
-    db.exec(`CREATE TABLE IF NOT EXISTS chat_version_log (
-      app TEXT NOT NULL, room TEXT NOT NULL, serial TEXT NOT NULL, n INTEGER NOT NULL, body BLOB NOT NULL, ts INTEGER NOT NULL,
-      PRIMARY KEY (app, room, serial, n)) WITHOUT ROWID`)
-    db.exec('CREATE INDEX IF NOT EXISTS chat_version_log_ts ON chat_version_log (ts)')
     db.exec(`CREATE TABLE IF NOT EXISTS chat_reactions (
       app TEXT NOT NULL, room TEXT NOT NULL, serial TEXT NOT NULL, field TEXT NOT NULL, count INTEGER NOT NULL, body BLOB NOT NULL, ts INTEGER NOT NULL,
       PRIMARY KEY (app, room, serial, field)) WITHOUT ROWID`)
     db.exec(`CREATE TABLE IF NOT EXISTS chat_rooms (
       app TEXT NOT NULL, room TEXT NOT NULL, active INTEGER NOT NULL, PRIMARY KEY (app, room)) WITHOUT ROWID`)
-    db.exec('CREATE INDEX IF NOT EXISTS chat_versions_ts ON chat_versions (ts)')
     db.exec('CREATE INDEX IF NOT EXISTS chat_reactions_ts ON chat_reactions (ts)')
     this.q = {
-      version: db.prepare('SELECT n, body FROM chat_versions WHERE app = ? AND room = ? AND serial = ?'),
-      putVersion: db.prepare(
-        'INSERT OR REPLACE INTO chat_versions (app, room, serial, n, body, ts) VALUES (?, ?, ?, ?, ?, ?)',
-      ),
-      logVersion: db.prepare(
-        'INSERT OR REPLACE INTO chat_version_log (app, room, serial, n, body, ts) VALUES (?, ?, ?, ?, ?, ?)',
-      ),
-      trimVersions: db.prepare('DELETE FROM chat_version_log WHERE app = ? AND room = ? AND serial = ? AND n <= ?'),
-      versions: db.prepare('SELECT body FROM chat_version_log WHERE app = ? AND room = ? AND serial = ? ORDER BY n'),
       reactions: db.prepare('SELECT count, body FROM chat_reactions WHERE app = ? AND room = ? AND serial = ?'),
       reaction: db.prepare('SELECT count FROM chat_reactions WHERE app = ? AND room = ? AND serial = ? AND field = ?'),
       reactionCount: db.prepare('SELECT COUNT(*) AS n FROM chat_reactions WHERE app = ? AND room = ? AND serial = ?'),
@@ -73,10 +54,8 @@ export class SqliteChatStore implements ChatStore {
   async states(app: string, room: string, serials: string[]): Promise<Map<string, MessageState>> {
     const out = new Map<string, MessageState>()
     for (const serial of serials) {
-      const v = this.q.version.get(app, room, serial) as { body: Uint8Array } | null
       const reactions = this.reactionsOf(app, room, serial)
-      if (v || reactions.length)
-        out.set(serial, { version: v ? (unpack(v.body) as ChatVersion) : undefined, reactions })
+      if (reactions.length) out.set(serial, { reactions })
     }
     return out
   }
@@ -86,29 +65,6 @@ export class SqliteChatStore implements ChatStore {
       ...(unpack(r.body) as ReactionRecord),
       count: r.count,
     }))
-  }
-
-  async putVersion(
-    app: string,
-    room: string,
-    serial: string,
-    expected: number,
-    version: ChatVersion,
-  ): Promise<boolean> {
-    this.prune(version.timestamp)
-    return this.db.transaction(() => {
-      const cur = (this.q.version.get(app, room, serial) as { n: number } | null)?.n ?? 0
-      if (cur !== expected) return false
-      const body = pack(version)
-      this.q.putVersion.run(app, room, serial, version.n, body, version.timestamp)
-      this.q.logVersion.run(app, room, serial, version.n, body, version.timestamp)
-      if (version.n > MAX_KEPT_VERSIONS) this.q.trimVersions.run(app, room, serial, version.n - MAX_KEPT_VERSIONS)
-      return true
-    })()
-  }
-
-  async versions(app: string, room: string, serial: string): Promise<ChatVersion[]> {
-    return (this.q.versions.all(app, room, serial) as { body: Uint8Array }[]).map((r) => unpack(r.body) as ChatVersion)
   }
 
   async react(
@@ -193,8 +149,6 @@ export class SqliteChatStore implements ChatStore {
     if (now - this.lastPrune < PRUNE_EVERY_MS) return
     this.lastPrune = now
     const before = now - this.retentionMs
-    this.db.prepare('DELETE FROM chat_versions WHERE ts < ?').run(before)
-    this.db.prepare('DELETE FROM chat_version_log WHERE ts < ?').run(before)
     this.db.prepare('DELETE FROM chat_reactions WHERE ts < ?').run(before)
     this.db.prepare('DELETE FROM chat_rooms WHERE active < ?').run(before)
   }

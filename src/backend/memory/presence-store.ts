@@ -1,5 +1,6 @@
 import type { OrphanMember, PresenceStore } from '../../core/ports'
 import { PresenceAction, type HistoryQuery, type PresenceMessage } from '../../core/types'
+import { randomId } from '../../lib/crypto'
 import { presenceHistoryPage } from '../shared/presence-history'
 
 const HISTORY_MAX = 1000
@@ -94,5 +95,12 @@ export class MemoryPresenceStore implements PresenceStore {
 
   async reap(): Promise<OrphanMember[]> {
     return []
+  }
+
+  readonly node = randomId(12)
+
+  /** One node: whatever issued a key is this node or an earlier run of it on the same data (the ended records decide). */
+  async onLiveNode(): Promise<boolean> {
+    return true
   }
 }

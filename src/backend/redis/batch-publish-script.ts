@@ -19,9 +19,9 @@
  * { -1, remaining*1000, retryAfterMs } when its charge was refused (nothing appended),
  * or { -2, error text } when it failed.
  *
- * On Redis Cluster the keys of one batch are in several slots of one master: the script
- * declares allow-cross-slot-keys (Redis 7); a batch that the cluster refuses (a slot moved
- * meanwhile) is sent again one publish per call.
+ * On Redis Cluster the keys of one batch are in several slots of one master: the call declares
+ * only the first stream and passes the keys in ARGV (CLUSTER_BATCH_PUBLISH_SCRIPT); a batch that
+ * the cluster refuses (a slot moved meanwhile) is sent again one publish per call.
  */
 const BODY = `
 local t = redis.call('TIME')
@@ -98,14 +98,14 @@ end
 local out = {}
 local pos = 3
 for p = 1, count do
-  local sk = KEYS[tonumber(ARGV[pos])]
+  local sk = K[tonumber(ARGV[pos])]
   local notify, ttl, idem, name = ARGV[pos + 1], ARGV[pos + 2], ARGV[pos + 3], ARGV[pos + 4]
   local n, bk, ik, score = tonumber(ARGV[pos + 5]), tonumber(ARGV[pos + 6]), tonumber(ARGV[pos + 7]), ARGV[pos + 8]
   local expire, due = ARGV[pos + 9], ARGV[pos + 10]
   local m = pos + 11
   local charged, remaining, retry = true, nil, 0
   if bk > 0 then
-    local okc, a, b, c = pcall(take, KEYS[bk], tonumber(ARGV[m]), tonumber(ARGV[m + 1]), tonumber(ARGV[m + 2]), tonumber(ARGV[m + 3]))
+    local okc, a, b, c = pcall(take, K[bk], tonumber(ARGV[m]), tonumber(ARGV[m + 1]), tonumber(ARGV[m + 2]), tonumber(ARGV[m + 3]))
     if not okc then charged, remaining = nil, message(a) else charged, remaining, retry = a, b, c end
     m = m + 4
   end
@@ -119,7 +119,7 @@ for p = 1, count do
     if not ok then
       out[p] = { -2, message(r) }
     else
-      if ik > 0 then redis.call('ZADD', KEYS[ik], score, name) end
+      if ik > 0 then redis.call('ZADD', K[ik], score, name) end
       if remaining then r[#r + 1] = remaining end
       out[p] = r
     end
@@ -141,9 +141,19 @@ end
 return out
 `
 
-/** One redis-server: the script may touch keys of any slot. */
-export const BATCH_PUBLISH_SCRIPT = BODY
+/** One redis-server: the keys are declared, of any slot. */
+export const BATCH_PUBLISH_SCRIPT = `local K = KEYS
+${BODY}`
 
-/** Redis Cluster: the keys of one batch are in slots of one master (Redis 7 script flag). */
+/**
+ * Redis Cluster: the keys of one batch are in slots of one master. A cluster refuses a call whose
+ * DECLARED keys are in several slots (CROSSSLOT, whatever the script's flags), so the call
+ * declares only the first stream (it routes the call) and passes every key at the end of ARGV,
+ * followed by their count: allow-cross-slot-keys (Redis 7) lets the script touch undeclared keys
+ * of any slot of this master.
+ */
 export const CLUSTER_BATCH_PUBLISH_SCRIPT = `#!lua flags=allow-cross-slot-keys
+local nk = tonumber(ARGV[#ARGV])
+local K = {}
+for i = 1, nk do K[i] = ARGV[#ARGV - nk - 1 + i] end
 ${BODY}`

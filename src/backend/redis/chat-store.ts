@@ -1,31 +1,27 @@
 import {
-  MAX_KEPT_VERSIONS,
   TooManyReactions,
   reactionField,
   type ChatStore,
-  type ChatVersion,
   type MessageState,
   type ReactionOp,
   type ReactionRecord,
   type RoomRecord,
   type TypingState,
 } from '../../core/chat/ports'
-import { pack, unpack } from './codec'
 import { BUFFERS, withTimeout, type RedisCommander } from './connection'
 import type { RedisKeys } from './keys'
 import { ScriptRunner } from './script-runner'
-import { CHAT_REACT_SCRIPT, CHAT_TYPING_SCRIPT, CHAT_VERSION_SCRIPT } from './scripts'
+import { CHAT_REACT_SCRIPT, CHAT_TYPING_SCRIPT } from './scripts'
 
 /** Rooms past the retention window are dropped from the registry at most this often. */
 const PRUNE_EVERY_MS = 60_000
 
 /**
- * Chat state in Redis, shared by every node: one hash per message (version and reaction
- * records, expiring with the message retention), a sorted set of rooms by last activity and one
+ * Chat state in Redis, shared by every node: one hash per message (its reaction records,
+ * expiring with the message retention), a sorted set of rooms by last activity and one
  * of typers by expiry. Each multi-step write is one script (scripts.ts).
  */
 export class RedisChatStore implements ChatStore {
-  private readonly version: ScriptRunner
   private readonly react_: ScriptRunner
   private readonly typing: ScriptRunner
   private lastPrune = 0
@@ -36,7 +32,6 @@ export class RedisChatStore implements ChatStore {
     private readonly retentionMs: number,
     private readonly timeoutMs: number,
   ) {
-    this.version = new ScriptRunner(cmd, CHAT_VERSION_SCRIPT)
     this.react_ = new ScriptRunner(cmd, CHAT_REACT_SCRIPT)
     this.typing = new ScriptRunner(cmd, CHAT_TYPING_SCRIPT)
   }
@@ -52,37 +47,14 @@ export class RedisChatStore implements ChatStore {
     const out = new Map<string, MessageState>()
     replies.forEach((reply, i) => {
       const fields = entries(reply)
-      if (!fields.length) return
+      // `n` and `v` (a version, before edits went to the version store) end with the retention
       const state: MessageState = { reactions: [] }
       for (const [field, value] of fields) {
-        if (field === 'v') state.version = unpack<ChatVersion>(value)
-        else if (field !== 'n') state.reactions.push(parseRecord(value.toString()))
+        if (field !== 'n' && field !== 'v') state.reactions.push(parseRecord(value.toString()))
       }
-      out.set(serials[i]!, state)
+      if (state.reactions.length) out.set(serials[i]!, state)
     })
     return out
-  }
-
-  async putVersion(
-    app: string,
-    room: string,
-    serial: string,
-    expected: number,
-    version: ChatVersion,
-  ): Promise<boolean> {
-    const r = await this.t(
-      this.version.run(
-        [this.keys.chatMessage(app, room, serial), this.keys.chatVersions(app, room, serial)],
-        [String(expected), String(version.n), pack(version), String(this.retentionMs), String(MAX_KEPT_VERSIONS)],
-      ),
-    )
-    return Number(r) === 1
-  }
-
-  async versions(app: string, room: string, serial: string): Promise<ChatVersion[]> {
-    const key = this.keys.chatVersions(app, room, serial)
-    const items = (await this.t(this.cmd.sendCommand(['LRANGE', key, '0', '-1'], BUFFERS))) as unknown as Buffer[]
-    return items.map((b) => unpack<ChatVersion>(b))
   }
 
   async react(

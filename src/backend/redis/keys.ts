@@ -115,8 +115,6 @@ export class RedisKeys {
     `${this.prefix}as:${this.ch(app, channel)}:${serial}`
   annotationLog = (app: string, channel: string, serial: string) =>
     `${this.prefix}al:${this.ch(app, channel)}:${serial}`
-  /** List of every edit of one chat message, oldest first (beside `chatMessage`, in its slot). */
-  chatVersions = (app: string, room: string, serial: string) => `${this.prefix}cv:${this.ch(app, room)}:${serial}`
   /**
    * Versions of one mutable message: hash of `l` its latest version, `u` the newest version serial
    * and one field per version (serial -> body); sorted set (scores 0, so ordered by serial) of the

@@ -104,6 +104,23 @@ return 1
 `
 
 /**
+ * Whether a connection is on a live node: 1 when the lease of node ARGV[1] (which issued a key of
+ * it), or of the node holding the connection now, has not run out; else 0. KEYS[1] nodes zset,
+ * KEYS[2] the connection's holder. A reaped node is gone from the zset: not live.
+ */
+export const ON_LIVE_NODE_SCRIPT = `${NOW_LUA}
+local now = now_ms()
+local function live(node)
+  local expires = redis.call('ZSCORE', KEYS[1], node)
+  return expires and tonumber(expires) > now
+end
+if live(ARGV[1]) then return 1 end
+local holder = redis.call('GET', KEYS[2])
+if holder and holder ~= ARGV[1] and live(holder) then return 1 end
+return 0
+`
+
+/**
  * First step of reaping a node whose lease ran out: up to ARGV[4] of its connections with their
  * member lists, nothing removed yet (the last step removes each once its members left their
  * channels; a crash between leaves them to the next reap). Connections another node holds now

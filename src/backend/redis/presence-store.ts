@@ -8,6 +8,7 @@ import {
   APPLY_PRESENCE_SCRIPT,
   CLAIM_SCRIPT,
   LEASE_SCRIPT,
+  ON_LIVE_NODE_SCRIPT,
   REAP_BEGIN_SCRIPT,
   TAKE_BEGIN_SCRIPT,
   TAKE_END_SCRIPT,
@@ -35,7 +36,8 @@ function splitEntry(e: string): [string, string, string] {
 /**
  * Presence sets (hash member -> message), capped presence history (list), and the members of
  * each connection with the node holding it (presence-scripts.ts). Every node renews a lease; the
- * members of a node that stops (killed) are reaped by the others.
+ * members of a node that stops (killed) are reaped by the others, and the keys it issued no longer
+ * name a live connection (publish on behalf) unless the connection is held by a live node now.
  *
  * Each step touches one hash slot (Redis Cluster): the channel's (presence hash, history) or the
  * `{pc}` slot (member lists by connection, holders, node sets, leases). Steps that span both are
@@ -59,12 +61,13 @@ export class RedisPresenceStore implements PresenceStore {
   private readonly takeEndScript: ScriptRunner
   private readonly leaseScript: ScriptRunner
   private readonly reapScript: ScriptRunner
+  private readonly onLiveNodeScript: ScriptRunner
   private readonly timer: ReturnType<typeof setInterval>
 
   constructor(
     private readonly cmd: RedisCommander,
     private readonly keys: RedisKeys,
-    private readonly node: string,
+    readonly node: string,
     private readonly s: RedisPresenceSettings,
     private readonly onError: (e: unknown) => void,
   ) {
@@ -75,6 +78,7 @@ export class RedisPresenceStore implements PresenceStore {
     this.takeEndScript = new ScriptRunner(cmd, TAKE_END_SCRIPT)
     this.leaseScript = new ScriptRunner(cmd, LEASE_SCRIPT)
     this.reapScript = new ScriptRunner(cmd, REAP_BEGIN_SCRIPT)
+    this.onLiveNodeScript = new ScriptRunner(cmd, ON_LIVE_NODE_SCRIPT)
     this.timer = setInterval(() => this.renew().catch(onError), Math.max(100, Math.floor(s.presenceLeaseMs / 3)))
     this.timer.unref?.()
     this.renew().catch(onError)
@@ -237,6 +241,13 @@ export class RedisPresenceStore implements PresenceStore {
       }
     }
     return out
+  }
+
+  async onLiveNode(issuer: string, connectionId: string): Promise<boolean> {
+    const reply = await this.t(
+      this.onLiveNodeScript.run([this.keys.presenceNodes(), this.keys.presenceHolder(connectionId)], [issuer]),
+    )
+    return Number(reply) === 1
   }
 
   private async renew() {

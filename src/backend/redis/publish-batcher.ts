@@ -184,6 +184,9 @@ export class PublishBatcher {
       if (p.charge) args.push(...chargeArgs(p.charge.charge))
       for (const [cid, body] of p.messages) args.push(cid, body)
     }
+    // a cluster checks that declared keys share one slot: there the first stream alone is declared
+    if (this.o.cluster)
+      return (await this.script.run(keys.slice(0, 1), [...args, ...keys, String(keys.length)])) as BatchReply[]
     return (await this.script.run(keys, args)) as BatchReply[]
   }
 }

@@ -197,29 +197,13 @@ return { 'ok', int(version), ts }
 `
 
 /**
- * Chat: stores a message's new latest version only if its version number is still the expected
- * one (compare-and-set; the core retries on 0), and appends it to the message's list of edits.
- * KEYS[1] message hash, KEYS[2] list of edits (same slot); ARGV[1] expected number ('0': never
- * edited), ARGV[2] new number, ARGV[3] version body (msgpack), ARGV[4] retention ms, ARGV[5] edits
- * kept. Returns 1 when stored, else 0.
- */
-export const CHAT_VERSION_SCRIPT = `
-if (redis.call('HGET', KEYS[1], 'n') or '0') ~= ARGV[1] then return 0 end
-redis.call('HSET', KEYS[1], 'n', ARGV[2], 'v', ARGV[3])
-redis.call('PEXPIRE', KEYS[1], ARGV[4])
-redis.call('RPUSH', KEYS[2], ARGV[3])
-redis.call('LTRIM', KEYS[2], -tonumber(ARGV[5]), -1)
-redis.call('PEXPIRE', KEYS[2], ARGV[4])
-return 1
-`
-
-/**
  * Chat: adds or removes one reaction record of a message with the kind's rule (unique and
  * multiple replace the record, multiple adding its count; distinct keeps the first) and returns
  * every record after it. Values are `<count> <record JSON>`.
  * KEYS[1] message hash; ARGV[1] '1' remove / '0' add, ARGV[2] kind, ARGV[3] field, ARGV[4] count,
  * ARGV[5] record JSON, ARGV[6] retention ms, ARGV[7] most records per message.
- * Returns { changed (1/0, or -1 when full), value... }.
+ * Returns { changed (1/0, or -1 when full), value... }. Fields `n` and `v` (a version, kept here
+ * before chat edits went to the version store) are not records; they end with the retention.
  */
 export const CHAT_REACT_SCRIPT = `
 local changed = 0

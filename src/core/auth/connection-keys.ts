@@ -3,9 +3,11 @@ import type { Clock, ControlStore, MarkStore } from '../ports'
 import { ENDED_CONNECTION_MEMORY_MS } from './ended-connections'
 
 /**
- * Realtime connection identities. A connection key is `<connectionId>!<stamp>.<who>.<mac>`:
+ * Realtime connection identities. A connection key is `<connectionId>!<stamp>.<node>.<who>.<mac>`:
  *
  * - `stamp`: when the key was issued (ms, base 36; every CONNECTED of a connection may bring a new key);
+ * - `node`: the node that issued it (PresenceStore.node), so any node can tell from the leases
+ *   whether it died (a connection of a dead node is over for a publish on its behalf);
  * - `who`: a digest of the identity the connection was opened as (API key name and clientId);
  * - `mac`: an HMAC of all of it and the app id under the servers' own secret (ControlStore.secret),
  *   so only a server can mint one, any node can verify one without per-connection state, and a
@@ -27,7 +29,7 @@ export interface ConnectionIdentity {
 const whoOf = (i: ConnectionIdentity) =>
   hmacSha256('connection-identity', `${i.keyName}\u0000${i.clientId ?? ''}`, 'base64url').slice(0, 16)
 
-const KEY = /^([A-Za-z0-9_-]{1,64})!([0-9a-z]{1,12})\.([A-Za-z0-9_-]{16})\.([A-Za-z0-9_-]{22})$/
+const KEY = /^([A-Za-z0-9_-]{1,64})!([0-9a-z]{1,12})\.([A-Za-z0-9_-]{1,32})\.([A-Za-z0-9_-]{16})\.([A-Za-z0-9_-]{22})$/
 
 /** The connection id of a key, when it is well formed (not yet verified). */
 export function connectionIdOf(key: string): string | undefined {
@@ -49,6 +51,8 @@ export class ConnectionKeys {
     private readonly clock: Clock,
     /** Grants one app may have recorded (the oldest are forgotten first: a resume as that identity then gets a new connection). */
     private readonly maxGrantsPerApp: number,
+    /** This node, named in the keys it issues. */
+    private readonly node: string,
   ) {}
 
   /** The servers' secret, read once (again after a failed read). */
@@ -60,15 +64,16 @@ export class ConnectionKeys {
     return this.secretOnce
   }
 
-  private static mac(secret: string, id: string, stamp: string, appId: string, who: string): string {
-    return hmacSha256(secret, `connection:${id}:${stamp}:${appId}:${who}`, 'base64url').slice(0, 22)
+  private static mac(secret: string, id: string, stamp: string, node: string, appId: string, who: string): string {
+    return hmacSha256(secret, `connection:${id}:${stamp}:${node}:${appId}:${who}`, 'base64url').slice(0, 22)
   }
 
   /** A key of connection `connectionId` for `identity`. */
   async issue(connectionId: string, identity: ConnectionIdentity, issuedAt = this.clock.now()): Promise<string> {
     const stamp = issuedAt.toString(36)
     const who = whoOf(identity)
-    return `${connectionId}!${stamp}.${who}.${ConnectionKeys.mac(await this.secret(), connectionId, stamp, identity.appId, who)}`
+    const mac = ConnectionKeys.mac(await this.secret(), connectionId, stamp, this.node, identity.appId, who)
+    return `${connectionId}!${stamp}.${this.node}.${who}.${mac}`
   }
 
   /**
@@ -85,20 +90,21 @@ export class ConnectionKeys {
   }
 
   /**
-   * The id of the connection `key` names when a server issued it for a connection of app `appId`
-   * (whatever its identity there); undefined otherwise. A REST publish on behalf of a realtime
-   * connection names it so (a message's `connectionKey`).
+   * The connection `key` names (its id, and the node that issued the key) when a server issued it
+   * for a connection of app `appId` (whatever its identity there); undefined otherwise. A REST
+   * publish on behalf of a realtime connection names it so (a message's `connectionKey`).
    */
-  async ofApp(key: string, appId: string): Promise<string | undefined> {
-    return (await this.issuedIn(key, appId))?.id
+  async ofApp(key: string, appId: string): Promise<{ id: string; node: string } | undefined> {
+    return this.issuedIn(key, appId)
   }
 
-  /** The connection id and identity digest of `key` when a server issued it in app `appId`. */
-  private async issuedIn(key: string, appId: string): Promise<{ id: string; who: string } | undefined> {
+  /** The connection id, issuing node and identity digest of `key` when a server issued it in app `appId`. */
+  private async issuedIn(key: string, appId: string): Promise<{ id: string; node: string; who: string } | undefined> {
     const m = KEY.exec(key)
     if (!m) return undefined
-    const [, id, stamp, who, mac] = m as unknown as [string, string, string, string, string]
-    return safeEqual(mac, ConnectionKeys.mac(await this.secret(), id, stamp, appId, who)) ? { id, who } : undefined
+    const [, id, stamp, node, who, mac] = m as unknown as [string, string, string, string, string, string]
+    const expected = ConnectionKeys.mac(await this.secret(), id, stamp, node, appId, who)
+    return safeEqual(mac, expected) ? { id, node, who } : undefined
   }
 
   /** Whether `a` and `b` are one identity (a key issued for one resumes for the other). */

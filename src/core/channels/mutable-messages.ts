@@ -14,7 +14,24 @@ import type { Message } from '../types'
 import { findMessage } from './find'
 import { rewoundState } from './rewind-state'
 import type { VersionQuery, VersionRecord, VersionStore } from './ports'
-import { Action, changeEntry, fold, isWhole, parseChange, type Change } from './versions'
+import { Action, changeEntry, fold, isWhole, parseChange, type Change, type ChangeAction } from './versions'
+
+/** A message in its latest version, and what is recorded of it (`original`: as the log holds it, when never changed). */
+export interface Found {
+  message: Message
+  record?: VersionRecord
+  original?: Message
+}
+
+/** Where a change comes from and how refusals name the place. */
+export interface ChangeContext {
+  /** The realtime connection making the change. */
+  connectionId?: string
+  /** The place as refusals name it (default `channel "<name>"`). */
+  where?: string
+  /** The channel keeps its messages for the persisted window whatever its namespace says (chat rooms). */
+  persisted?: boolean
+}
 
 export interface MutableSettings {
   maxMessageSize: number
@@ -37,7 +54,8 @@ const PERSISTED = { persisted: true } as const
  * it in channel order, and is then recorded in the version store: the latest version is the fold
  * of a message's changes in log (serial) order. Changes of one message are made one at a time on
  * a node; across nodes the store's compare-and-set orders them, and a change recorded after a
- * later one is folded in its place (`refold`).
+ * later one is folded in its place (`refold`). Chat edits and deletes are made here too
+ * (`changeWith`, from core/chat/messages.ts): one version store for channels and rooms.
  */
 export class MutableMessages {
   private readonly queue = new KeyedQueue()
@@ -64,11 +82,7 @@ export class MutableMessages {
     const channel = checkChannelName(channelName)
     authorize(p, channel, 'history')
     await this.limits.take(p.accountId, 'history')
-    const { message, record } = await this.current(p.appId, channel, serial)
-    if (record) return this.store.versions(p.appId, channel, serial, q)
-    const after =
-      q.cursor === undefined || (q.direction === 'forwards' ? message.serial > q.cursor : message.serial < q.cursor)
-    return after ? [message] : []
+    return this.versionsOf(p.appId, channel, await this.current(p.appId, channel, serial), q)
   }
 
   /**
@@ -110,20 +124,76 @@ export class MutableMessages {
         93002,
         `Channel "${channel}": message updates, deletes and appends need the mutableMessages rule on its namespace`,
       )
+    const { version } = await this.changeWith(p, channel, serial, change.action, () => change, { connectionId })
+    return version!.serial
+  }
+
+  /**
+   * Makes a change of the message `serial`: `make` answers it from the message in its current
+   * version (undefined: no change, the current version is the answer), or throws to refuse it.
+   * Changes of one message are made one at a time on the node. Answers the message as the change
+   * left it, and the change's entry (the new version). For callers that have checked the channel
+   * (chat rooms, whose messages are mutable by nature): no namespace rule is asked for.
+   */
+  changeWith(
+    p: Principal,
+    channel: string,
+    serial: string,
+    action: ChangeAction,
+    make: (cur: Message) => Omit<Change, 'action'> | undefined,
+    ctx: ChangeContext = {},
+  ): Promise<{ message: Message; version?: Message }> {
     return this.queue.run(`${p.appId}\u0000${channel}\u0000${serial}`, () =>
-      this.apply(p, channel, serial, change, connectionId),
+      this.apply(p, channel, serial, action, make, ctx),
     )
   }
 
-  private async apply(p: Principal, channel: string, serial: string, change: Change, connectionId?: string) {
-    const { message: cur, original, record } = await this.current(p.appId, channel, serial)
-    authorizeChange(p, channel, change.action === Action.DELETE ? 'message-delete' : 'message-update', cur.clientId)
+  /** The message in its latest version and its record (when it has been changed); undefined when there is none. */
+  async find(appId: string, channel: string, serial: string, persisted?: boolean): Promise<Found | undefined> {
+    const record = await this.store.get(appId, channel, serial)
+    if (record) return { message: record.latest, record }
+    const original = await findMessage(this.broker, appId, channel, serial, {
+      persisted: persisted ?? (await this.namespaces.isPersisted(appId, channel)),
+    })
+    return original && { message: original, original }
+  }
+
+  /** Latest versions of those of `serials` that have been changed, by message serial (whatever the namespace). */
+  latestOf(appId: string, channel: string, serials: string[]): Promise<Map<string, Message>> {
+    return serials.length ? this.store.latest(appId, channel, serials) : Promise.resolve(new Map())
+  }
+
+  /**
+   * Versions of a found message by version serial: the original, then the change entries (kind
+   * `mutation`), first going forwards.
+   */
+  async versionsOf(appId: string, channel: string, found: Found, q: VersionQuery): Promise<Message[]> {
+    const { message, record } = found
+    if (record) return this.store.versions(appId, channel, message.serial, q)
+    const after =
+      q.cursor === undefined || (q.direction === 'forwards' ? message.serial > q.cursor : message.serial < q.cursor)
+    return after ? [message] : []
+  }
+
+  private async apply(
+    p: Principal,
+    channel: string,
+    serial: string,
+    action: ChangeAction,
+    make: (cur: Message) => Omit<Change, 'action'> | undefined,
+    ctx: ChangeContext,
+  ): Promise<{ message: Message; version?: Message }> {
+    const { message: cur, original, record } = await this.current(p.appId, channel, serial, ctx.persisted)
+    authorizeChange(p, channel, action === Action.DELETE ? 'message-delete' : 'message-update', cur.clientId, ctx.where)
+    const made = make(cur)
+    if (!made) return { message: cur }
+    const change: Change = { ...made, action }
     if (record && record.count >= this.s.maxMessageVersions)
       throw new GatewayError(
         40000,
         `Message "${serial}" has ${record.count} versions, the most a message may have (${this.s.maxMessageVersions})`,
       )
-    const draft = changeEntry(cur, change, connectionId)
+    const draft = changeEntry(cur, change, ctx.connectionId)
     const size = messageSize(fold(cur, { ...draft, serial: '', timestamp: 0 })) + operationBytes(change)
     if (size > this.s.maxMessageSize)
       throw new GatewayError(
@@ -137,24 +207,17 @@ export class MutableMessages {
     this.stats.messagesPublished(p.appId, p.accountId, 1, messageSize(draft), true)
     const version: Message = { ...draft, serial: versionSerial, timestamp: parseSerial(versionSerial)!.ms }
     await this.record(p.appId, channel, original ?? cur, record, version)
-    return versionSerial
+    return { message: fold(cur, version), version }
   }
 
   /**
    * The message in its latest version (`record` when it has been changed; `original` when not,
    * as the log holds it); 404 when there is none.
    */
-  private async current(
-    appId: string,
-    channel: string,
-    serial: string,
-  ): Promise<{ message: Message; record?: VersionRecord; original?: Message }> {
-    const record = await this.store.get(appId, channel, serial)
-    if (record) return { message: record.latest, record }
-    const persisted = await this.namespaces.isPersisted(appId, channel)
-    const original = await findMessage(this.broker, appId, channel, serial, { persisted })
-    if (!original) throw notFound(`Message "${serial}" not found on channel "${channel}"`)
-    return { message: original, original }
+  private async current(appId: string, channel: string, serial: string, persisted?: boolean): Promise<Found> {
+    const found = await this.find(appId, channel, serial, persisted)
+    if (!found) throw notFound(`Message "${serial}" not found on channel "${channel}"`)
+    return found
   }
 
   /**

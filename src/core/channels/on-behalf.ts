@@ -1,6 +1,7 @@
 import { GatewayError } from '../../errors'
 import type { ConnectionKeys } from '../auth/connection-keys'
 import type { EndedConnections } from '../auth/ended-connections'
+import type { PresenceStore } from '../ports'
 
 const keyOf = (m: unknown): unknown =>
   typeof m === 'object' && m !== null ? (m as Record<string, unknown>).connectionKey : undefined
@@ -21,13 +22,15 @@ export function carriesConnectionKey(body: unknown): boolean {
  * one, a connection with `echo=false` does not receive it), as the hosted service does. The key
  * must be one a server issued to a connection of the publisher's app, and the connection must not
  * be over: closed by its client, or dropped and past its state TTL on the node that served it
- * (the records every node shares; a connection still resumable counts as live). Otherwise the
- * publish is refused whole with 40006. The key itself is never stored.
+ * (the records every node shares; a connection still resumable counts as live), or on a node that
+ * died (killed: it recorded nothing) as the node leases tell, unless the connection resumed on a
+ * live node since. Otherwise the publish is refused whole with 40006. The key itself is never stored.
  */
 export class OnBehalf {
   constructor(
     private readonly keys: ConnectionKeys,
     private readonly ended: EndedConnections,
+    private readonly leases: Pick<PresenceStore, 'onLiveNode'>,
   ) {}
 
   /** The connection id of each message of `body` (undefined for those without a key), in order. */
@@ -47,9 +50,11 @@ export class OnBehalf {
   }
 
   private async live(appId: string, key: string): Promise<string> {
-    const id = await this.keys.ofApp(key, appId)
-    if (id === undefined) throw refused('not a connection of this app')
-    if (await this.ended.ended(id, key)) throw refused('the connection is closed or expired')
+    const issued = await this.keys.ofApp(key, appId)
+    if (issued === undefined) throw refused('not a connection of this app')
+    const { id, node } = issued
+    const [ended, live] = await Promise.all([this.ended.ended(id, key), this.leases.onLiveNode(node, id)])
+    if (ended || !live) throw refused('the connection is closed or expired')
     return id
   }
 }

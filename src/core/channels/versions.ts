@@ -139,7 +139,7 @@ export function changeEntry(cur: Message, change: Change, connectionId?: string)
  * cannot be appended (a change raced it) leaves the data as it was.
  */
 export function fold(state: Message, entry: Message): Message {
-  const { serial: _serial, timestamp: _timestamp, version: _version, ...op } = entry.mutation!
+  const { serial: _serial, timestamp: _timestamp, ...op } = entry.mutation!
   const out: Message = {
     id: state.id,
     ...messageRef(state),

@@ -1,6 +1,6 @@
 import { GatewayError } from '../../errors'
-import type { Message } from '../types'
-import type { ChatAction, ChatVersion, MessageState } from './ports'
+import type { Message, MessageVersion } from '../types'
+import type { ChatAction, MessageState } from './ports'
 import { summarize, type ReactionSummary } from './reactions'
 import { CHAT_EVENTS } from './rooms'
 
@@ -98,7 +98,19 @@ export function createEvent(
 
 /** The message as created, from its create event; undefined for any other event. */
 export function fromCreateEvent(m: Message): ChatMessage | undefined {
-  if (m.name !== CHAT_EVENTS.message || (m.action ?? 0) !== 0 || typeof m.data !== 'string') return undefined
+  return (m.action ?? 0) === 0 ? fromVersion(m) : undefined
+}
+
+const ACTIONS: Record<number, ChatAction> = { 0: 'message.create', 1: 'message.update', 2: 'message.delete' }
+
+/**
+ * A chat message in one of its versions: its create event, or the message as an update or delete
+ * left it (a version of the mutable-messages path, whose `version` names the change, see
+ * channels/versions.ts `fold`); undefined for any other event.
+ */
+export function fromVersion(m: Message): ChatMessage | undefined {
+  const action = ACTIONS[m.action ?? 0]
+  if (m.name !== CHAT_EVENTS.message || m.kind !== undefined || !action || typeof m.data !== 'string') return undefined
   let data: unknown
   try {
     data = JSON.parse(m.data)
@@ -112,9 +124,9 @@ export function fromCreateEvent(m: Message): ChatMessage | undefined {
     text: data.text,
     metadata: isObject(data.metadata) ? data.metadata : {},
     headers,
-    action: 'message.create',
+    action,
     timestamp: m.timestamp,
-    version: { serial: m.serial, timestamp: m.timestamp },
+    version: m.version ? versionView(m.version) : { serial: m.serial, timestamp: m.timestamp },
     reactions: summarize([]),
   }
   if (m.clientId !== undefined) out.clientId = m.clientId
@@ -122,32 +134,15 @@ export function fromCreateEvent(m: Message): ChatMessage | undefined {
   return out
 }
 
-/** The message with its latest version and reactions applied. */
+/** The message with its reactions (the state the chat store holds of it) applied. */
 export function withState(m: ChatMessage, state: MessageState | undefined): ChatMessage {
-  if (!state) return m
-  const out: ChatMessage = { ...m, reactions: summarize(state.reactions) }
-  const v = state.version
-  if (v) {
-    out.text = v.text
-    out.metadata = v.messageMetadata
-    out.headers = v.headers
-    out.action = v.action
-    out.version = versionView(v)
-  }
-  return out
+  return state ? { ...m, reactions: summarize(state.reactions) } : m
 }
 
-function versionView(v: ChatVersion): ChatMessage['version'] {
+function versionView(v: MessageVersion): ChatMessage['version'] {
   const out: ChatMessage['version'] = { serial: v.serial, timestamp: v.timestamp }
   if (v.clientId !== undefined) out.clientId = v.clientId
   if (v.description !== undefined) out.description = v.description
   if (v.metadata !== undefined) out.metadata = v.metadata
   return out
 }
-
-/**
- * Serial of the n-th version of a message: the message serial plus a zero-padded counter, so a
- * later version always compares greater (as the chat client compares them) and the create
- * version (the message serial itself) compares lowest.
- */
-export const versionSerial = (serial: string, n: number): string => `${serial}:${String(n).padStart(10, '0')}`

@@ -2,6 +2,7 @@ import type { Principal } from '../auth/principal'
 import type { Limits } from '../limits/limits'
 import type { Occupancy as ChannelOccupancy } from '../fanout/occupancy'
 import type { AnnotationService } from '../channels/annotation-service'
+import type { MutableMessages } from '../channels/mutable-messages'
 import type { Broker, Clock, PresenceStore, Timers } from '../ports'
 import type { StatsService } from '../stats/stats-service'
 import { MessageReactions } from './message-reactions'
@@ -45,6 +46,7 @@ export class ChatService {
     private readonly presence: PresenceStore,
     private readonly attached: ChannelOccupancy,
     annotations: AnnotationService,
+    changes: MutableMessages,
     stats: StatsService,
     limits: Limits,
     private readonly clock: Clock,
@@ -52,7 +54,7 @@ export class ChatService {
     s: ChatSettings,
   ) {
     const events = new RoomEvents(broker, store, stats, clock)
-    this.messages = new ChatMessages(events, store, limits, clock, s.maxMessageSize)
+    this.messages = new ChatMessages(events, store, changes, limits, clock, s.maxMessageSize)
     this.reactions = new MessageReactions(events, store, this.messages, annotations, limits, clock)
     this.typing = new ChatTyping(events, store, limits, clock, timers, s.typingTimeoutMs)
   }

@@ -3,10 +3,11 @@ import type { Principal } from '../auth/principal'
 import { effectiveClientId } from '../auth/principal'
 import { userClaimFor } from '../auth/user-claims'
 import { MAX_MESSAGE_ID_LENGTH, messageSize } from '../model/message'
-import { utf8Length } from '../../lib/encoding'
 import { parseSerial } from '../model/serial'
 import type { Clock } from '../ports'
-import type { HistoryQuery, Message, Mutation } from '../types'
+import type { HistoryQuery, Message, Operation } from '../types'
+import type { Found, MutableMessages } from '../channels/mutable-messages'
+import { Action, fold } from '../channels/versions'
 import {
   checkDescription,
   checkHeaders,
@@ -14,22 +15,22 @@ import {
   checkText,
   createEvent,
   fromCreateEvent,
+  fromVersion,
   sendInput,
-  versionSerial,
   withState,
   type ChatMessage,
   type EditInput,
+  type SendInput,
 } from './chat-message'
 import type { Limits } from '../limits/limits'
-import type { ChatStore, ChatVersion } from './ports'
-import type { EventDraft, RoomEvents } from './room-events'
-import { authorizeEdit, authorizeRoom, checkRoomId, missing } from './rooms'
+import type { ChatStore } from './ports'
+import type { RoomEvents } from './room-events'
+import { authorizeRoom, checkRoomId, missing, roomChannel } from './rooms'
 
 /** Room channel events read per step while collecting a history page. */
 const SCAN_CHUNK = 1000
 /** Steps per page: past them a page ends short, with a `next` that carries on where it stopped. */
 const MAX_SCAN_STEPS = 20
-const MAX_EDIT_ATTEMPTS = 10
 
 export interface HistoryPage {
   items: ChatMessage[]
@@ -52,6 +53,7 @@ export class ChatMessages {
   constructor(
     private readonly events: RoomEvents,
     private readonly store: ChatStore,
+    private readonly changes: MutableMessages,
     private readonly limits: Limits,
     private readonly clock: Clock,
     private readonly maxMessageSize: number,
@@ -77,11 +79,11 @@ export class ChatMessages {
   }
 
   /**
-   * A message's content (text, metadata, headers, clientId) counts against MAX_MESSAGE_SIZE; for
-   * an edit, so do its own description and metadata (`extra` bytes), stored with the version.
+   * A message's content (text, metadata, headers, clientId) counts against MAX_MESSAGE_SIZE (an
+   * edit's, with its own description and metadata, is checked where it is made: mutable-messages.ts).
    */
-  private checkSize(event: Omit<Message, 'id' | 'serial' | 'timestamp'>, extra = 0) {
-    const size = messageSize({ id: '', ...event }) + extra
+  private checkSize(event: Omit<Message, 'id' | 'serial' | 'timestamp'>) {
+    const size = messageSize({ id: '', ...event })
     if (size > this.maxMessageSize)
       throw new GatewayError(
         40009,
@@ -119,12 +121,16 @@ export class ChatMessages {
     }
     const page = found.slice(0, q.limit)
     const next = found.length > q.limit ? page[page.length - 1]!.serial : stopped
-    const states = await this.store.states(
-      p.appId,
-      room,
-      page.map((m) => m.serial),
-    )
-    return { items: page.map((m) => withState(m, states.get(m.serial))), next }
+    const serials = page.map((m) => m.serial)
+    const [latest, states] = await Promise.all([
+      this.changes.latestOf(p.appId, roomChannel(room), serials),
+      this.store.states(p.appId, room, serials),
+    ])
+    const current = (m: ChatMessage) => {
+      const v = latest.get(m.serial)
+      return (v && fromVersion(v)) ?? m
+    }
+    return { items: page.map((m) => withState(current(m), states.get(m.serial))), next }
   }
 
   /** One message in its latest version; 404 when there is no such message. */
@@ -134,15 +140,14 @@ export class ChatMessages {
       authorizeRoom(p, room, 'history')
       await this.limits.take(p.accountId, 'history')
     }
-    const m = await this.original(p.appId, room, serial)
-    const states = await this.store.states(p.appId, room, [serial])
-    return withState(m, states.get(serial))
+    const { message } = await this.find(p.appId, room, serial)
+    return this.withReactions(p.appId, room, message)
   }
 
   /**
    * The versions of a message, oldest first: as created, then as each update and delete left it
-   * (their reactions are the message's now). `cursor` is the position (0: the original) of the
-   * last version of the previous page; `next` carries on after the page's last.
+   * (their reactions are the message's now). `cursor` is the version serial of the last version
+   * of the previous page; `next` carries on after the page's last.
    */
   async versions(
     p: Principal,
@@ -153,22 +158,21 @@ export class ChatMessages {
     const room = checkRoomId(roomId)
     authorizeRoom(p, room, 'history')
     await this.limits.take(p.accountId, 'history')
-    const original = await this.original(p.appId, room, serial)
-    const after = q.cursor === undefined ? -1 : Number(q.cursor)
-    if (!Number.isInteger(after) || after < -1) throw new GatewayError(40003, 'Invalid cursor param')
-    const [edits, states] = await Promise.all([
-      this.store.versions(p.appId, room, serial),
+    const { found } = await this.find(p.appId, room, serial)
+    const [entries, states] = await Promise.all([
+      this.changes.versionsOf(p.appId, roomChannel(room), found, {
+        cursor: q.cursor,
+        limit: q.limit + 1,
+        direction: 'forwards',
+      }),
       this.store.states(p.appId, room, [serial]),
     ])
-    const reactions = states.get(serial)?.reactions ?? []
-    const all: Array<[number, ChatMessage]> = [[0, withState(original, { reactions })]]
-    for (const version of edits) all.push([version.n, withState(original, { version, reactions })])
-    const rest = all.filter(([n]) => n > after)
-    const page = rest.slice(0, q.limit)
-    return {
-      items: page.map(([, m]) => m),
-      next: rest.length > q.limit ? String(page[page.length - 1]![0]) : undefined,
-    }
+    const reactions = states.get(serial)
+    const all = entries.map((m) =>
+      withState(fromVersion(m.kind === 'mutation' ? fold(found.message, m) : m)!, reactions),
+    )
+    const page = all.slice(0, q.limit)
+    return { items: page, next: all.length > q.limit ? page[page.length - 1]!.version.serial : undefined }
   }
 
   /** The message as created; 404 (40160) when it is not a retained chat message of the room. */
@@ -179,9 +183,21 @@ export class ChatMessages {
     return m
   }
 
+  /** The message in its latest version, with what the version store holds of it; 404 (40160) when there is none. */
+  private async find(appId: string, room: string, serial: string): Promise<{ found: Found; message: ChatMessage }> {
+    const found = await this.changes.find(appId, roomChannel(room), serial, true)
+    const message = found && fromVersion(found.message)
+    if (!message) throw missing(`Message "${serial}" not found in room "${room}"`)
+    return { found: found!, message }
+  }
+
+  private async withReactions(appId: string, room: string, m: ChatMessage): Promise<ChatMessage> {
+    return withState(m, (await this.store.states(appId, room, [m.serial])).get(m.serial))
+  }
+
   /**
    * Updates a message: `merge` keeps what the input leaves out (PATCH), `replace` clears it
-   * (the hosted service's PUT). The serial stays; the version is bumped and names the editor.
+   * (the hosted service's PUT). The serial stays; the version is the change's and names the editor.
    */
   async update(
     p: Principal,
@@ -196,89 +212,64 @@ export class ChatMessages {
     const headers = mode === 'replace' || input.headers !== undefined ? checkHeaders(input.headers) : undefined
     if (text === undefined && metadata === undefined && headers === undefined)
       throw new GatewayError(40001, 'Invalid request body: nothing to update (text, metadata or headers)')
-    return this.edit(p, room, serial, 'message.update', input, (cur) => ({
-      text: text ?? cur.text,
-      messageMetadata: metadata ?? cur.metadata,
-      headers: headers ?? cur.headers,
-    }))
+    return this.edit(p, room, serial, Action.UPDATE, input, (cur) => {
+      if (cur.action === 'message.delete')
+        throw new GatewayError(40000, `Message "${serial}" has been deleted and cannot be updated`)
+      return { text: text ?? cur.text, metadata: metadata ?? cur.metadata, headers: headers ?? cur.headers }
+    })
   }
 
   /** Soft delete: the message stays in history with action message.delete and empty content. */
   async delete(p: Principal, roomId: string, serial: string, input: EditInput = {}): Promise<ChatMessage> {
     const room = checkRoomId(roomId)
-    return this.edit(p, room, serial, 'message.delete', input, () => ({ text: '', messageMetadata: {}, headers: {} }))
+    return this.edit(p, room, serial, Action.DELETE, input, (cur) =>
+      cur.action === 'message.delete' ? undefined : { text: '', metadata: {}, headers: {} },
+    )
   }
 
+  /**
+   * An update or delete, made through the channel's mutable-messages path (one version store for
+   * channels and rooms, see channels/mutable-messages.ts): the change entry on the room channel
+   * holds the message as a create event does (so subscribers get it as the hosted service sends
+   * it: the message's serial, action 1 or 2, its new content, and `version`), and the version
+   * store records it. `content` answers the new content from the current version (undefined:
+   * no change, as when deleting a deleted message).
+   */
   private async edit(
     p: Principal,
     room: string,
     serial: string,
-    action: ChatVersion['action'],
+    action: typeof Action.UPDATE | typeof Action.DELETE,
     input: EditInput,
-    content: (cur: ChatMessage) => Pick<ChatVersion, 'text' | 'messageMetadata' | 'headers'>,
+    content: (cur: ChatMessage) => SendInput | undefined,
   ): Promise<ChatMessage> {
     const description = checkDescription(input.description)
     const opMetadata =
       input.operationMetadata === undefined || input.operationMetadata === null
         ? undefined
         : checkMetadata(input.operationMetadata, 'metadata')
-    const operationBytes =
-      (description === undefined ? 0 : utf8Length(description)) +
-      (opMetadata === undefined ? 0 : utf8Length(JSON.stringify(opMetadata)))
-    const original = await this.original(p.appId, room, serial)
-    authorizeEdit(p, room, action === 'message.update' ? 'message-update' : 'message-delete', original.clientId)
-    await this.limits.take(p.accountId, 'messages')
     const clientId = callerClientId(p)
-    for (let attempt = 0; attempt < MAX_EDIT_ATTEMPTS; attempt++) {
-      const state = (await this.store.states(p.appId, room, [serial])).get(serial)
-      const cur = withState(original, state)
-      if (cur.action === 'message.delete') {
-        if (action === 'message.delete') return cur
-        throw new GatewayError(40000, `Message "${serial}" has been deleted and cannot be updated`)
-      }
-      const n = (state?.version?.n ?? 0) + 1
-      const version: ChatVersion = {
-        n,
-        serial: versionSerial(serial, n),
-        timestamp: this.clock.now(),
-        action,
-        ...content(cur),
-      }
-      this.checkSize(
-        createEvent(
-          { text: version.text, metadata: version.messageMetadata, headers: version.headers },
-          original.clientId,
-        ),
-        operationBytes,
-      )
-      if (clientId !== undefined) version.clientId = clientId
-      if (description !== undefined) version.description = description
-      if (opMetadata !== undefined) version.metadata = opMetadata
-      if (!(await this.store.putVersion(p.appId, room, serial, n - 1, version))) continue
-      const updated = withState(original, { version, reactions: state?.reactions ?? [] })
-      await this.events.publish(p, room, editEvent(updated))
-      return updated
-    }
-    throw new GatewayError(40900, `Message "${serial}" is being changed concurrently; try again`)
-  }
-}
-
-/**
- * An update or delete event: a change entry of the room channel (kind `mutation`), so that
- * subscribers get it as the hosted service sends it: the message's serial, creation time and
- * author, action 1 or 2, its new content as a create event holds it, and `version` (the version's
- * serial and time, the editor, description and metadata). Message history skips such entries.
- */
-function editEvent(m: ChatMessage): EventDraft {
-  const { serial, timestamp, clientId, description, metadata } = m.version
-  const mutation: Mutation = { serial: m.serial, timestamp: m.timestamp, version: { serial, timestamp } }
-  if (clientId !== undefined) mutation.clientId = clientId
-  if (description !== undefined) mutation.description = description
-  if (metadata !== undefined) mutation.metadata = metadata
-  return {
-    ...createEvent({ text: m.text, metadata: m.metadata, headers: m.headers }, m.clientId, m.userClaim),
-    kind: 'mutation',
-    action: m.action === 'message.delete' ? 2 : 1,
-    mutation,
+    const op: Operation = {}
+    if (clientId !== undefined) op.clientId = clientId
+    if (description !== undefined) op.description = description
+    if (opMetadata !== undefined) op.metadata = opMetadata
+    await this.find(p.appId, room, serial)
+    const { message } = await this.changes.changeWith(
+      p,
+      roomChannel(room),
+      serial,
+      action,
+      (m) => {
+        const cur = fromVersion(m)
+        if (!cur) throw missing(`Message "${serial}" not found in room "${room}"`)
+        const next = content(cur)
+        if (!next) return undefined
+        const { data, encoding, extras } = createEvent(next, cur.clientId, cur.userClaim)
+        return { fields: { data, encoding, extras }, op }
+      },
+      { where: `room "${room}"`, persisted: true },
+    )
+    await this.events.touch(p.appId, room)
+    return this.withReactions(p.appId, room, fromVersion(message)!)
   }
 }

@@ -1,29 +1,13 @@
 /**
  * The chat state port: what chat keeps beside the room channel's message log. Message contents
- * live in the broker (the create event on the room channel); the store holds each message's
- * latest version (updates, deletes), its reactions, the registry of active rooms and who is
- * typing. Every backend (memory + SQLite, Redis) implements it; test/chat holds both to these
+ * live in the broker (the create event on the room channel), their versions (updates, deletes) in
+ * the channels' version store (channels/ports.ts `VersionStore`, as for any mutable message);
+ * this store holds each message's reactions, the registry of active rooms and who is typing. Every backend (memory + SQLite, Redis) implements it; test/chat holds both to these
  * contracts. The store owns retention: state untouched for the message retention window may go.
  */
 
 export type ReactionKind = 'unique' | 'distinct' | 'multiple'
 export type ChatAction = 'message.create' | 'message.update' | 'message.delete'
-
-/** The latest edit of a message (update or delete), with the content it leaves. */
-export interface ChatVersion {
-  /** 1 for the first edit, bumped by one by every later one. */
-  n: number
-  serial: string
-  timestamp: number
-  action: 'message.update' | 'message.delete'
-  /** Who made the edit, and the edit's own description and metadata. */
-  clientId?: string
-  description?: string
-  metadata?: Record<string, unknown>
-  text: string
-  messageMetadata: Record<string, unknown>
-  headers: Record<string, unknown>
-}
 
 /** One client's reaction of one name (one record per client for `unique`). */
 export interface ReactionRecord {
@@ -46,7 +30,6 @@ export interface ReactionOp extends ReactionRecord {
 }
 
 export interface MessageState {
-  version?: ChatVersion
   reactions: ReactionRecord[]
 }
 
@@ -66,9 +49,6 @@ export interface TypingState {
   next?: number
 }
 
-/** Edits of a message kept for its list of versions (the newest; older ones are dropped). */
-export const MAX_KEPT_VERSIONS = 1000
-
 /** Thrown (as a GatewayError by the core) when a message holds this many reaction records. */
 export const MAX_REACTION_RECORDS = 1000
 
@@ -84,16 +64,6 @@ export function reactionField(kind: ReactionKind, name: string, clientId: string
 export interface ChatStore {
   /** State of each message that has any (a serial without state is absent from the map). */
   states(appId: string, room: string, serials: string[]): Promise<Map<string, MessageState>>
-  /**
-   * Stores `version` as the message's latest if its current version number is still
-   * `expected` (0: never edited), atomically; false when another edit came first.
-   */
-  putVersion(appId: string, room: string, serial: string, expected: number, version: ChatVersion): Promise<boolean>
-  /**
-   * Every edit `putVersion` stored for the message, oldest first (the newest MAX_KEPT_VERSIONS;
-   * they go with the message's state at the end of retention).
-   */
-  versions(appId: string, room: string, serial: string): Promise<ChatVersion[]>
   /**
    * Applies `op` atomically and returns every reaction record of the message after it.
    * `changed` is false when nothing changed (repeated distinct, removing what is not there).

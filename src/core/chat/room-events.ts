@@ -53,7 +53,8 @@ export class RoomEvents {
     return { serial: res.serials[0]!, fresh: res.appended > 0 }
   }
 
-  private async touch(appId: string, room: string) {
+  /** Marks the room active (at most every TOUCH_EVERY_MS per node). */
+  async touch(appId: string, room: string) {
     const now = this.clock.now()
     const k = appId + '\u0000' + room
     const last = this.touched.get(k)

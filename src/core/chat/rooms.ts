@@ -1,5 +1,4 @@
 import { GatewayError, denied } from '../../errors'
-import { authorizeChange } from '../auth/authorize'
 import type { Principal } from '../auth/principal'
 import { checkChannelName } from '../model/names'
 
@@ -39,14 +38,4 @@ export function authorizeRoom(p: Principal, room: string, ...ops: string[]): voi
   const channel = roomChannel(room)
   if (ops.some((op) => p.capability.allows(channel, op))) return
   throw denied(`Operation "${ops.join('" or "')}" not permitted on room "${room}" with the provided capability`)
-}
-
-/** Edits of a message: `<op>-any` on the room, or `<op>-own` for the caller's own messages. */
-export function authorizeEdit(
-  p: Principal,
-  room: string,
-  op: 'message-update' | 'message-delete',
-  author: string | undefined,
-): void {
-  authorizeChange(p, roomChannel(room), op, author, `room "${room}"`)
 }
