@@ -3,8 +3,8 @@
  * native publish route calls it: `bun bench/record-request-cost.ts > /dev/null` (lines go to stdout;
  * the figures to stderr). Also measures `server.requestIP` on a real loopback request.
  */
-import { clientAddress, recordRequest } from '../src/api/observability'
-import { sized } from '../src/api/response-bytes'
+import { clientAddress, recordRequest } from '../src/api/http/access-log'
+import { sized } from '../src/api/http/response-bytes'
 import { createLogger } from '../src/lib/logger'
 
 const N = 300_000

@@ -15,13 +15,14 @@ import { consoleRoutes } from './api/console'
 import { objectRoutes } from './api/objects'
 import { channelObjectRoutes } from './api/objects/channel-objects'
 import { pushRoutes } from './api/push'
-import { bodyParser, checkDeclaredLength, type BodyLimits } from './api/plugins/body'
-import { CorsPolicy, useCors } from './api/plugins/cors'
+import { bodyParser, checkDeclaredLength, type BodyLimits } from './api/http/body'
+import { CorsPolicy, useCors } from './api/http/cors'
 import { errorsPlugin } from './api/plugins/errors'
 import { bodyValidation, type RouteEntry } from './api/plugins/validation'
-import { decodeParams } from './api/plugins/params'
-import { observability, type AddressOf } from './api/observability'
-import { isLongLived } from './api/long-lived'
+import { decodeParams } from './api/http/params'
+import { observability } from './api/plugins/observability'
+import type { AddressOf } from './api/http/access-log'
+import { isLongLived } from './api/http/long-lived'
 import { sseRoutes, type SseSettings } from './api/sse'
 import { realtime, UPGRADED, type Realtime, type RealtimeLimits } from './api/realtime'
 import type { SocketData } from './api/realtime/socket'
@@ -56,7 +57,6 @@ export function buildApp(
   // the publish route reads its own body (the same handler serves Bun's router)
   const parse = bodyParser(s, (method, route) => method === 'POST' && route === PUBLISH_ROUTE)
   let routes: () => readonly RouteEntry[] = () => []
-  const validate = bodyValidation(() => routes())
   let root: AnyElysia | undefined // the document is built from the whole app, on first request
   const app = new Elysia({ name: 'gateway', normalize: false })
     .use(errorsPlugin(log))
@@ -72,7 +72,7 @@ export function buildApp(
     })
     .onParse({ as: 'global' }, ({ request, contentType, route }) => parse(request, contentType, route))
     .onTransform({ as: 'global' }, decodeParams)
-    .onTransform({ as: 'global' }, validate)
+    .use(bodyValidation(() => routes()))
     .use(openapiRoutes(() => root!))
     .use(consoleRoutes(s.webConsole))
     .use(healthRoutes(core, node.ready))

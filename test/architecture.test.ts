@@ -242,3 +242,30 @@ test("the realtime transports reach the core only through the connection's publi
   }
   expect(problems).toEqual([])
 })
+
+test('api/plugins holds only Elysia instances: each file imports elysia and constructs one', () => {
+  const problems: string[] = []
+  for (const s of sources) {
+    if (!s.rel.startsWith('api/plugins/')) continue
+    if (!s.packages.includes('elysia')) problems.push(`${s.rel} imports no elysia`)
+    if (!/\bnew Elysia\(/.test(s.text)) problems.push(`${s.rel} constructs no Elysia instance`)
+  }
+  expect(problems).toEqual([])
+})
+
+test('api/http (HTTP helpers) and api/wire (wire forms) import no Elysia and no plugin', () => {
+  const problems: string[] = []
+  for (const s of sources) {
+    if (!s.rel.startsWith('api/http/') && !s.rel.startsWith('api/wire/')) continue
+    for (const p of s.packages) if (p === 'elysia' || p.startsWith('elysia/')) problems.push(`${s.rel} imports ${p}`)
+    for (const t of s.imports) if (t.startsWith('api/plugins/')) problems.push(`${s.rel} imports ${t}`)
+  }
+  expect(problems).toEqual([])
+})
+
+test('src/api keeps no loose helpers: its own files are Elysia route modules or the route schemas', () => {
+  const problems = sources
+    .filter((s) => /^api\/[^/]+\.ts$/.test(s.rel) && s.rel !== 'api/schemas.ts' && !/\bnew Elysia\(/.test(s.text))
+    .map((s) => s.rel)
+  expect(problems).toEqual([])
+})

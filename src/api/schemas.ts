@@ -1,4 +1,5 @@
 import { t, type TSchema } from 'elysia'
+import { DEFAULT_PAGE_LIMIT } from './http/query'
 
 /**
  * Building blocks of the response schemas the routes declare (`response:`). They document the
@@ -46,3 +47,33 @@ const StatsEntry = Obj({
   entries: t.Record(t.String(), t.Number(), { description: 'flattened counters, e.g. messages.all.all.count' }),
 })
 export const StatsList = t.Array(StatsEntry)
+
+/**
+ * Query parameters: their schemas (Elysia checks queries against them; the OpenAPI document shows
+ * them). `http/query.ts` parses them.
+ */
+
+/** A string query parameter of at most `maxLength` characters. */
+export const param = (description: string, maxLength = 256) => t.String({ description, maxLength })
+
+/** Every field optional; unknown parameters (such as the browser client's `rnd`) are accepted and ignored. */
+export const optionalQuery = (fields: Record<string, ReturnType<typeof t.String>>) =>
+  t.Object(Object.fromEntries(Object.entries(fields).map(([k, v]) => [k, t.Optional(v)])), {
+    additionalProperties: true,
+  })
+
+export const LIMIT = param(`page size, default ${DEFAULT_PAGE_LIMIT}, max 1000`, 16)
+export const CURSOR = param('page position, from a Link header', 2048)
+
+export const HISTORY_FIELDS = {
+  start: param('ms since epoch, inclusive', 32),
+  end: param('ms since epoch, inclusive', 32),
+  limit: LIMIT,
+  direction: param('forwards | backwards (default)', 16),
+  cursor: CURSOR,
+}
+
+export const HistoryParams = optionalQuery(HISTORY_FIELDS)
+
+/** Any query (unknown parameters such as `rnd` are accepted and ignored). */
+export const AnyQuery = t.Object({}, { additionalProperties: true })

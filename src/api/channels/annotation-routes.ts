@@ -1,10 +1,10 @@
 import { Elysia, t } from 'elysia'
 import type { Core } from '../../core'
-import { paginated } from '../pagination'
+import { paginated } from '../http/pagination'
 import { authPlugin } from '../plugins/auth'
-import { respond } from '../plugins/responses'
-import { DEFAULT_PAGE_LIMIT, intParam } from '../query'
-import { annotationToWire } from './annotation-wire'
+import { respond } from '../http/responses'
+import { DEFAULT_PAGE_LIMIT, intParam } from '../http/query'
+import { annotationToWire } from '../wire/annotation'
 import * as M from './model'
 
 const annotationsPage = paginated('annotations', M.AnnotationsParams)

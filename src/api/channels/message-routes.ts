@@ -1,12 +1,12 @@
 import { Elysia, t } from 'elysia'
 import type { Core } from '../../core'
 import { GatewayError } from '../../errors'
-import { paginated, pageOf } from '../pagination'
+import { paginated, pageOf } from '../http/pagination'
 import { authPlugin } from '../plugins/auth'
-import { binaryAllowed, negotiate, respond } from '../plugins/responses'
-import { directionParam, intParam, type Q } from '../query'
+import { binaryAllowed, negotiate, respond } from '../http/responses'
+import { directionParam, intParam, type Q } from '../http/query'
 import * as M from './model'
-import { messageToWire } from './wire'
+import { messageToWire } from '../wire/message'
 
 const versionsPage = paginated('versions', M.VersionsParams)
 

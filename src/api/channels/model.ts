@@ -1,7 +1,7 @@
 import { t } from 'elysia'
 import { Dict, Int, Json, Ms, Obj, Opt, Str } from '../schemas'
 export { StatsList } from '../schemas'
-import { AnyQuery, CURSOR, HistoryParams, HISTORY_FIELDS, LIMIT, optionalQuery, param } from '../query'
+import { AnyQuery, CURSOR, HistoryParams, HISTORY_FIELDS, LIMIT, optionalQuery, param } from '../schemas'
 
 /** Schemas of the channel REST interface (validation + the OpenAPI document). */
 const OptStr = t.Optional(t.Union([t.String(), t.Null()]))

@@ -2,14 +2,14 @@ import type { Server } from 'bun'
 import type { Core } from '../../core'
 import type { Principal } from '../../core/auth/principal'
 import type { Logger } from '../../lib/logger'
-import { credentialsOf } from '../plugins/auth'
-import { checkDeclaredLength, decodeBody, structured, type BodyLimits } from '../plugins/body'
-import { useCors, type CorsPolicy } from '../plugins/cors'
-import { toGatewayError } from '../plugins/errors'
-import { checkQueryEncoding, pathParams } from '../plugins/params'
-import { respond, respondError } from '../plugins/responses'
-import { clientAddress, recordRequest } from '../observability'
-import { queryOf } from '../query'
+import { credentialsOf } from '../http/credentials'
+import { checkDeclaredLength, decodeBody, structured, type BodyLimits } from '../http/body'
+import { useCors, type CorsPolicy } from '../http/cors'
+import { toGatewayError } from '../http/errors'
+import { checkQueryEncoding, pathParams } from '../http/params'
+import { respond, respondError } from '../http/responses'
+import { clientAddress, recordRequest } from '../http/access-log'
+import { queryOf } from '../http/query'
 
 export const PUBLISH_ROUTE = '/channels/:channel/messages'
 
@@ -26,7 +26,7 @@ export type PublishHandler = (request: Request, party: PublishParty) => Promise<
  * declared or chunked, within the body limits), the core's publish (which validates every
  * message), and the answer in the negotiated format (`Accept`, `format=`, `envelope=`,
  * `callback=`). Every failure is answered here in the spec's error shape, never thrown. The
- * channel name is decoded from the URL by the rule of every route (plugins/params.ts), not taken
+ * channel name is decoded from the URL by the rule of every route (http/params.ts), not taken
  * from a router: Bun's puts U+FFFD in for bytes that are not UTF-8.
  *
  * Bun's native router calls it for every publish (`publishRoute`); the Elysia route calls it too

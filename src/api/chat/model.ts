@@ -1,6 +1,6 @@
 import { t } from 'elysia'
 import { Dict, Int, Ms, Obj, Opt, Str } from '../schemas'
-import { AnyQuery, CURSOR, HISTORY_FIELDS, LIMIT, optionalQuery, param } from '../query'
+import { AnyQuery, CURSOR, HISTORY_FIELDS, LIMIT, optionalQuery, param } from '../schemas'
 
 /**
  * Schemas of the chat interface (validation + the OpenAPI document). Types are checked here;

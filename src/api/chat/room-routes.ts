@@ -1,9 +1,9 @@
 import { Elysia, t } from 'elysia'
 import type { Core } from '../../core'
-import { paginated, pageOf } from '../pagination'
+import { paginated, pageOf } from '../http/pagination'
 import { authPlugin } from '../plugins/auth'
-import { intParam } from '../query'
-import { respond } from '../plugins/responses'
+import { intParam } from '../http/query'
+import { respond } from '../http/responses'
 import * as M from './model'
 
 const roomsPage = paginated('rooms', M.RoomListParams)

@@ -1,9 +1,9 @@
 import { Elysia, t } from 'elysia'
 import type { Core } from '../../core'
-import { paginated } from '../pagination'
-import { DEFAULT_PAGE_LIMIT, intParam } from '../query'
+import { paginated } from '../http/pagination'
+import { DEFAULT_PAGE_LIMIT, intParam } from '../http/query'
 import { authPlugin } from '../plugins/auth'
-import { respond } from '../plugins/responses'
+import { respond } from '../http/responses'
 import * as M from './model'
 import { chatHistoryQuery, reactionList, reactionToRemove, v4Reaction } from './wire'
 

@@ -6,7 +6,7 @@ import { parseCount, parseKind, parseName } from '../../core/chat/reactions'
 import type { HistoryQuery } from '../../core/types'
 import { formatSerial, parseSerial, serialAfter } from '../../core/model/serial'
 import { GatewayError } from '../../errors'
-import { historyQuery, type Q } from '../query'
+import { historyQuery, type Q } from '../http/query'
 
 /**
  * Wire forms of chat. The versioned routes (`/chat/v4`) answer exactly as the hosted Chat API

@@ -1,10 +1,10 @@
 import { Elysia, t } from 'elysia'
 import { Empty, NoContent } from '../schemas'
 import type { Core } from '../../core'
-import { noContent, respond } from '../plugins/responses'
+import { noContent, respond } from '../http/responses'
 import { managementAuth } from '../plugins/management-auth'
-import { paginated } from '../pagination'
-import { statsQuery, type Q } from '../query'
+import { paginated } from '../http/pagination'
+import { statsQuery, type Q } from '../http/query'
 import * as M from './model'
 import { appView, keyView, meView, namespaceView } from './wire'
 

@@ -2,7 +2,7 @@ import { Elysia, t } from 'elysia'
 import type { Core } from '../../core'
 import { GatewayError } from '../../errors'
 import { authPlugin } from '../plugins/auth'
-import { noContent, respond } from '../plugins/responses'
+import { noContent, respond } from '../http/responses'
 import { NoContent } from '../schemas'
 import * as M from './model'
 

@@ -4,8 +4,8 @@ import type { Principal } from '../../core/auth/principal'
 import { randomId } from '../../lib/crypto'
 import { toBase64 } from '../../lib/encoding'
 import { authPlugin } from '../plugins/auth'
-import { binaryAllowed, negotiate, respond } from '../plugins/responses'
-import { AnyQuery, optionalQuery, param } from '../query'
+import { binaryAllowed, negotiate, respond } from '../http/responses'
+import { AnyQuery, optionalQuery, param } from '../schemas'
 import { Obj, Str } from '../schemas'
 
 /** A value for a JSON answer: binary leaves as base64 (msgpack carries them as they are). */

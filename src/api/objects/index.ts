@@ -2,9 +2,9 @@ import { Elysia, t } from 'elysia'
 import type { Core } from '../../core'
 import { cursorOf } from '../../core/objects/names'
 import { authPlugin } from '../plugins/auth'
-import { respond } from '../plugins/responses'
-import { paginated, pageOf } from '../pagination'
-import { historyQuery, intParam } from '../query'
+import { respond } from '../http/responses'
+import { paginated, pageOf } from '../http/pagination'
+import { historyQuery, intParam } from '../http/query'
 import * as M from './model'
 
 const namespacesPage = paginated('liveobjects', M.NamespaceListParams)

@@ -1,6 +1,6 @@
 import { t } from 'elysia'
 import { Dict, Int, Ms, Obj, Opt, Str } from '../schemas'
-import { AnyQuery, CURSOR, HistoryParams, LIMIT, optionalQuery, param } from '../query'
+import { AnyQuery, CURSOR, HistoryParams, LIMIT, optionalQuery, param } from '../schemas'
 
 /** Schemas of the LiveObjects REST interface (validation + the OpenAPI document). */
 const Q = optionalQuery

@@ -1,6 +1,6 @@
 import { toOpenAPISchema } from '@elysiajs/openapi'
 import type { AnyElysia } from 'elysia'
-import { interfaceOf } from '../observability'
+import { interfaceOf } from '../http/access-log'
 import { ErrorBody } from '../schemas'
 
 /**

@@ -1,6 +1,6 @@
-import { getSchemaValidator } from 'elysia'
-import { validationError } from './errors'
-import { OWN_BODY } from './body'
+import { Elysia, getSchemaValidator } from 'elysia'
+import { validationError } from '../http/errors'
+import { OWN_BODY } from '../http/body'
 
 /** What this hook needs of an Elysia route (`app.routes`). */
 export interface RouteEntry {
@@ -30,13 +30,16 @@ const OPTIONAL = Symbol.for('TypeBox.Optional')
  */
 export function bodyValidation(routes: () => readonly RouteEntry[]) {
   const checks = new Map<string, Check | null>()
-  return ({ request, route, body }: { request: Request; route: string; body: unknown }) => {
-    if (body === OWN_BODY) return // read and checked by the route itself
-    const key = `${request.method} ${route}`
-    let check = checks.get(key)
-    if (check === undefined) checks.set(key, (check = compile(routes(), request.method, route)))
-    check?.(body)
-  }
+  return new Elysia({ name: 'body-validation', normalize: false }).onTransform(
+    { as: 'global' },
+    ({ request, route, body }: { request: Request; route: string; body: unknown }) => {
+      if (body === OWN_BODY) return // read and checked by the route itself
+      const key = `${request.method} ${route}`
+      let check = checks.get(key)
+      if (check === undefined) checks.set(key, (check = compile(routes(), request.method, route)))
+      check?.(body)
+    },
+  )
 }
 
 function compile(routes: readonly RouteEntry[], method: string, path: string): Check | null {

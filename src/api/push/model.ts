@@ -1,6 +1,6 @@
 import { t } from 'elysia'
 import { Dict, Int, Ms, Obj, Opt as O, Str as S } from '../schemas'
-import { AnyQuery, CURSOR, LIMIT, optionalQuery, param } from '../query'
+import { AnyQuery, CURSOR, LIMIT, optionalQuery, param } from '../schemas'
 
 /**
  * Schemas of the push admin interface (validation + the OpenAPI document). Fields whose values

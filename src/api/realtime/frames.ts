@@ -8,12 +8,13 @@ import {
   type ProtocolMessage,
 } from '../../core/connections'
 import { GatewayError } from '../../errors'
-import { messageToWire, presenceToWire } from '../channels/wire'
+import { messageToWire } from '../wire/message'
+import { presenceToWire } from '../wire/presence'
 import { delivered } from './metrics'
 import { jsonTooDeep } from '../../lib/nesting'
-import { plainMsgpack } from '../plugins/body'
-import { objectDelivery, syncForWire } from './object-frames'
-import { annotationsMessage, summariesMessage } from './annotation-frames'
+import { plainMsgpack } from '../wire/msgpack'
+import { objectDelivery, syncForWire } from '../wire/object-message'
+import { annotationsMessage, summariesMessage } from '../wire/annotation-messages'
 
 /**
  * Frames of the realtime protocol: one WebSocket frame is one protocol message, a JSON text
@@ -40,7 +41,7 @@ export function encodeFrame(pm: object, format: Format): Frame {
  * presence messages (the other messages a connection sends are in their wire form already).
  */
 export function encodeServerMessage(pm: object, format: Format): Frame {
-  // a LiveObjects sync: `bytes` values as the format carries them (object-frames.ts)
+  // a LiveObjects sync: `bytes` values as the format carries them (wire/object-message.ts)
   if ((pm as { action?: number }).action === Action.OBJECT_SYNC)
     return encodeFrame(syncForWire(pm, format === 'msgpack'), format)
   const sync = pm as { action?: number; presence?: PresenceMessage[] }
@@ -130,7 +131,7 @@ export function batchFrames(batch: Message[], channel: string, format: Format): 
 export function deliveryFrame(entries: Message[], channel: string, format: Format): DeliveryFrame {
   const binary = format === 'msgpack'
   const channelSerial = entries[entries.length - 1]!.serial
-  // LiveObjects operations (object-frames.ts)
+  // LiveObjects operations (wire/object-message.ts)
   if (entries[0]!.kind === 'object')
     return {
       kind: 'object',

@@ -9,7 +9,7 @@ import {
 } from '../../core/connections'
 import { asGatewayError, GatewayError } from '../../errors'
 import type { Logger } from '../../lib/logger'
-import type { CorsPolicy } from '../plugins/cors'
+import type { CorsPolicy } from '../http/cors'
 import { decodeFrame, type ClientFrame, type Format } from './frames'
 import { cometRoutes } from './comet'
 import { SocketTransport, type SocketData } from './socket'

@@ -1,12 +1,11 @@
-import { Elysia, t } from 'elysia'
-import type { Core } from '../core'
-import { droppedLogLines, isoNow, type Logger } from '../lib/logger'
-import { metrics, NO_LABELS, type HistogramSeries, type Series } from '../lib/metrics'
+import { droppedLogLines, isoNow, type Logger } from '../../lib/logger'
+import { metrics, NO_LABELS, type HistogramSeries, type Series } from '../../lib/metrics'
 import { bytesOf } from './response-bytes'
+import { requestId } from './request-id'
 
 /**
- * Request ids, access logs and request metrics, plus `GET /metrics` (Prometheus text). Logs carry
- * the method and the route template, never the query string or a header: credentials stay out.
+ * Access logs and request metrics. Logs carry the method and the route template, never the query
+ * string or a header: credentials stay out.
  */
 
 /** The client's address as the socket sees it (Bun's `server.requestIP`); absent in-process. */
@@ -16,25 +15,6 @@ export type AddressOf = (request: Request) => string | undefined
 export function clientAddress(server: { requestIP(r: Request): { address: string } | null }, r: Request) {
   const a = server.requestIP(r)?.address
   return a?.startsWith('::ffff:') ? a.slice(7) : a
-}
-
-const ID = Symbol('requestId')
-const PREFIX = Math.random().toString(36).slice(2, 8)
-let seq = 0
-const SAFE_ID = /^[\w.:@/+=-]{1,64}$/
-
-/**
- * The request's id: its X-Request-Id header (if a plain token), or one made up for it (unique per
- * process). Kept on the request as a symbol property (a WeakMap entry cost ~400 ns per request).
- */
-export function requestId(request: Request): string {
-  const r = request as Request & { [ID]?: string }
-  let id = r[ID]
-  if (id === undefined) {
-    const given = request.headers.get('x-request-id')
-    r[ID] = id = given && SAFE_ID.test(given) ? given : `${PREFIX}-${(++seq).toString(36)}`
-  }
-  return id
 }
 
 export function interfaceOf(route: string): string {
@@ -144,11 +124,11 @@ export function recordRequest(
 }
 
 const PARTY = Symbol('party')
-const STARTED = Symbol('started')
-const CLIENT = Symbol('client')
+export const STARTED = Symbol('started')
+export const CLIENT = Symbol('client')
 
 /** What the access log notes on a request while it is served (symbol properties: no context needed). */
-type Noted = Request & { [PARTY]?: RequestParty; [STARTED]?: number; [CLIENT]?: string }
+export type Noted = Request & { [PARTY]?: RequestParty; [STARTED]?: number; [CLIENT]?: string }
 
 /**
  * For routes that authenticate in their handler (the event stream): who the request acts for,
@@ -161,72 +141,15 @@ export function actingFor(request: Request, party: RequestParty): void {
 }
 
 /** What an Elysia request's auth macros resolved into its context (destructured by the hook). */
-interface Resolved {
+export interface Resolved {
   principal?: RequestParty
   actor?: RequestParty
   mp?: { account: { id: string } }
 }
 
 /** The party of an Elysia request: noted by its handler, or resolved by its auth macro. */
-function partyOf(request: Request, r: Resolved): RequestParty | undefined {
+export function partyOf(request: Request, r: Resolved): RequestParty | undefined {
   const p = (request as Noted)[PARTY] ?? r.principal ?? r.actor
   if (p) return p
   return r.mp ? { accountId: r.mp.account.id } : undefined
-}
-
-interface AfterResponse extends Resolved {
-  request: Request
-  route: string
-  set: { status?: number | string }
-  response: unknown
-}
-
-export const observability = (core: Core, log: Logger, addressOf: AddressOf) => {
-  metrics.gauge(
-    'gateway_channels_subscribed',
-    'Channels with local subscribers (event-stream and realtime) on this node.',
-    () => core.hub.size().channels,
-  )
-  metrics.gauge(
-    'gateway_subscriptions',
-    'Channel subscriptions of event-stream and realtime connections on this node.',
-    () => core.hub.size().subscriptions,
-  )
-  metrics.gauge('gateway_ring_channels', 'Channels held in memory by the broker.', () => core.memory().channels)
-  metrics.gauge('gateway_ring_messages', 'Messages held in the in-memory ring buffers.', () => core.memory().messages)
-  metrics.gauge(
-    'gateway_ring_bytes',
-    'Bytes of the encoded messages in the in-memory ring buffers.',
-    () => core.memory().bytes,
-  )
-  return new Elysia({ name: 'observability', normalize: false })
-    .onRequest(({ request }) => {
-      const r = request as Noted
-      r[STARTED] = performance.now()
-      // the socket's address is gone once the response is sent (when onAfterResponse runs)
-      if (log.enabled('warn')) r[CLIENT] = addressOf(request)
-    })
-    .onAfterResponse({ as: 'global' }, (({ request, route, set, response, principal, actor, mp }: AfterResponse) => {
-      const status = response instanceof Response ? response.status : typeof set.status === 'number' ? set.status : 200
-      const r = request as Noted
-      const client = r[CLIENT]
-      recordRequest(
-        log,
-        request,
-        route || 'unmatched',
-        status,
-        r[STARTED] ?? performance.now(),
-        response instanceof Response ? response : undefined,
-        partyOf(request, { principal, actor, mp }),
-        () => client,
-      )
-    }) as never)
-    .get(
-      '/metrics',
-      () => new Response(metrics.render(), { headers: { 'content-type': 'text/plain; version=0.0.4' } }),
-      {
-        response: { 200: t.String({ description: 'Prometheus text exposition format 0.0.4' }) },
-        detail: { summary: 'Prometheus metrics' },
-      },
-    )
 }

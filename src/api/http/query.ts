@@ -1,16 +1,15 @@
-import { t } from 'elysia'
-import { GatewayError } from '../errors'
-import { decimalInteger } from '../lib/decimal'
-import type { Direction, HistoryQuery } from '../core/types'
-import type { StatsUnit } from '../core/ports'
-import type { StatsQuery } from '../core/stats/stats-service'
-import { STATS_UNITS, parseTime } from '../core/stats/intervals'
-import { parseSerial, serialAfter } from '../core/model/serial'
+import { GatewayError } from '../../errors'
+import { decimalInteger } from '../../lib/decimal'
+import type { Direction, HistoryQuery } from '../../core/types'
+import type { StatsUnit } from '../../core/ports'
+import type { StatsQuery } from '../../core/stats/stats-service'
+import { STATS_UNITS, parseTime } from '../../core/stats/intervals'
+import { parseSerial, serialAfter } from '../../core/model/serial'
 
 /**
- * Query parameters of the REST interfaces: their schemas (validation + the OpenAPI document) and
- * their parsing. Values stay strings in the schemas (bounded in length); the routes parse them
- * here so that bad values get the spec's 40003 errors.
+ * Query parameters of the REST interfaces: their parsing (their schemas are in `api/schemas.ts`).
+ * Values stay strings in the schemas (bounded in length); the routes parse them here so that bad
+ * values get the spec's 40003 errors.
  */
 export type Q = Readonly<Record<string, string | undefined>>
 
@@ -25,32 +24,8 @@ export function queryOf(request: Request): Q {
   return Object.fromEntries(new URLSearchParams(hash === -1 ? url.slice(q + 1) : url.slice(q + 1, hash)))
 }
 
-/** A string query parameter of at most `maxLength` characters. */
-export const param = (description: string, maxLength = 256) => t.String({ description, maxLength })
-
-/** Every field optional; unknown parameters (such as the browser client's `rnd`) are accepted and ignored. */
-export const optionalQuery = (fields: Record<string, ReturnType<typeof t.String>>) =>
-  t.Object(Object.fromEntries(Object.entries(fields).map(([k, v]) => [k, t.Optional(v)])), {
-    additionalProperties: true,
-  })
-
 /** The page size of every paginated route when the query names none. */
 export const DEFAULT_PAGE_LIMIT = 100
-export const LIMIT = param(`page size, default ${DEFAULT_PAGE_LIMIT}, max 1000`, 16)
-export const CURSOR = param('page position, from a Link header', 2048)
-
-export const HISTORY_FIELDS = {
-  start: param('ms since epoch, inclusive', 32),
-  end: param('ms since epoch, inclusive', 32),
-  limit: LIMIT,
-  direction: param('forwards | backwards (default)', 16),
-  cursor: CURSOR,
-}
-
-export const HistoryParams = optionalQuery(HISTORY_FIELDS)
-
-/** Any query (unknown parameters such as `rnd` are accepted and ignored). */
-export const AnyQuery = t.Object({}, { additionalProperties: true })
 
 /** Integer query parameter within [min, max]; `def` when absent; 40003 otherwise. */
 export function intParam(q: Q, name: string, def: number, min: number, max: number): number {

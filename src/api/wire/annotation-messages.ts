@@ -1,5 +1,5 @@
 import { Action, annotationFromEntry, summaryFromEntry, type Message } from '../../core/connections'
-import { annotationToWire } from '../channels/annotation-wire'
+import { annotationToWire } from './annotation'
 
 /**
  * Protocol messages of annotation deliveries, as the hosted service frames them: ANNOTATION (21) with the

@@ -1,6 +1,6 @@
 import { pack } from 'msgpackr'
 import { GatewayError } from '../../errors'
-import { sized } from '../response-bytes'
+import { sized } from './response-bytes'
 import { cors } from './cors'
 
 /**

@@ -1,4 +1,4 @@
-import { respond } from './plugins/responses'
+import { respond } from './responses'
 import { DEFAULT_PAGE_LIMIT, type Q } from './query'
 
 /** One page of a collection: its items and, when there is a next page, the cursor of its position. */
