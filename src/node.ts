@@ -2,7 +2,8 @@ import { createBackend } from './backend'
 import type { Config } from './config'
 import { createCore, type Core } from './core'
 import { bootstrap, type BootstrapResult } from './core/control/bootstrap'
-import { systemClock, type Backend, type Clock } from './core/ports'
+import type { Backend } from './backend/backend'
+import { systemClock, systemTimers, type Clock } from './lib/clock'
 import { clientAddress } from './api/http/access-log'
 import { createLogger, type Logger } from './lib/logger'
 import { monitorEventLoop, monitorProcess } from './lib/metrics'
@@ -50,7 +51,7 @@ export async function createNode(config: Config, o: NodeOptions = {}): Promise<G
   const clock = o.clock ?? systemClock
   const log = o.log ?? createLogger(config.logLevel)
   const backend = await createBackend(config, clock, o.onBackendError ?? throttledWarn(log))
-  const core = createCore(backend, clock, config)
+  const core = createCore(backend, clock, systemTimers, config)
   monitorEventLoop()
   monitorProcess({ version: VERSION, backend: backend.kind })
   let bootstrapped = false

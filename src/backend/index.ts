@@ -1,4 +1,5 @@
-import type { Backend, Clock } from '../core/ports'
+import type { Clock } from '../core/ports'
+import type { Backend } from './backend'
 import { createAmqpQueueBroker, type AmqpSettings } from './amqp'
 import { createMemoryBackend } from './memory'
 import type { MemoryBrokerSettings } from './memory/broker'

@@ -3,7 +3,9 @@ import { TokenRequests, type TokenRequestSettings } from './auth/token-requests'
 import { ConnectionKeys } from './auth/connection-keys'
 import { EndedConnections, type EndedConnectionSettings } from './auth/ended-connections'
 import { TokenRevocations } from './auth/token-revocations'
-import { ChannelService, type ChannelSettings } from './channels/channel-service'
+import { Publisher, type ChannelSettings } from './channels/publisher'
+import { ChannelQueries } from './channels/channel-queries'
+import { Batches } from './channels/batches'
 import { OnBehalf } from './channels/on-behalf'
 import { AnnotationService } from './channels/annotation-service'
 import { MutableMessages, type MutableSettings } from './channels/mutable-messages'
@@ -28,7 +30,25 @@ import { ConnectionPresence, type ConnectionPresenceSettings } from './connectio
 import { PresenceService } from './presence/presence-service'
 import { OccupancyEvents } from './presence/occupancy-events'
 import { PushService, type PushSettings } from './push/push-service'
-import type { Backend, Clock } from './ports'
+import type {
+  Broker,
+  Clock,
+  ControlStore,
+  MarkStore,
+  NonceStore,
+  OccupancyStore,
+  PresenceStore,
+  QueueBroker,
+  QueueStore,
+  RateLimitStore,
+  RevocationStore,
+  StatsStore,
+  Timers,
+} from './ports'
+import type { AnnotationStore, VersionStore } from './channels/ports'
+import type { ChatStore } from './chat/ports'
+import type { LiveObjectStore, ObjectStore } from './objects/ports'
+import type { PushStore } from './push/ports'
 import { StatsService } from './stats/stats-service'
 
 export type CoreSettings = TokenRequestSettings &
@@ -46,16 +66,56 @@ export type CoreSettings = TokenRequestSettings &
     liveObjectsGcGraceMs: number
   }
 
-/** The domain services of one node, built on a backend's ports. */
+/**
+ * The ports the core is built on, each where its contract is stated (ports.ts and the folders'
+ * ports.ts). A backend gives them (backend/backend.ts); the core knows nothing of how.
+ */
+export interface CorePorts {
+  /** Which store gives them (readiness reports it). */
+  kind: 'memory' | 'redis'
+  broker: Broker
+  control: ControlStore
+  presence: PresenceStore
+  stats: StatsStore
+  /** Token-request nonces (never evicted while live). */
+  nonces: NonceStore
+  /** Marks about realtime connections (kept apart from the nonces). */
+  marks: MarkStore
+  /** Token revocations (keys with revocableTokens). */
+  revocations: RevocationStore
+  limits: RateLimitStore
+  /** Messages of the app queues fed by amqp rules. */
+  queues: QueueStore
+  /** App queues on an AMQP broker (AMQP_URL): when set, amqp rules and the queue API use it instead of `queues`. */
+  queueBroker?: QueueBroker
+  /** LiveObjects state and history (see objects/ports.ts). */
+  objects: ObjectStore
+  /** The plugin's LiveObjects: objects of channels changed by operations in the channel's log (objects/ports.ts). */
+  liveObjects: LiveObjectStore
+  /** Versions of the messages of mutable channels (see channels/ports.ts). */
+  versions: VersionStore
+  /** Annotations of messages and their summaries (see channels/ports.ts). */
+  annotations: AnnotationStore
+  /** Chat message versions, reactions, rooms and typing (see chat/ports.ts). */
+  chat: ChatStore
+  /** Push device registrations, channel subscriptions and delivery state (see push/ports.ts). */
+  push: PushStore
+  /** Occupancy across nodes (cluster backends only). */
+  occupancy?: OccupancyStore
+}
+
+/** The domain services of one node, built on its ports. */
 export interface Core {
   clock: Clock
+  /** The timers of the core's services (the connections' too). */
+  timers: Timers
   /** Which backend the node runs on. */
-  backendKind: Backend['kind']
+  backendKind: CorePorts['kind']
   /**
    * Readiness: every store this node needs answers (a failing check counts as not ready), and
    * still holds the data the node started on (`problem` says what is wrong when it does not).
    */
-  health(): Promise<{ ready: boolean; backend: Backend['kind']; problem?: string }>
+  health(): Promise<{ ready: boolean; backend: CorePorts['kind']; problem?: string }>
   /** Watches the store's epoch (set from bootstrap's result). */
   dataGuard: DataGuard
   /** What the node holds in memory for channel history (metrics), where the broker keeps rings. */
@@ -81,7 +141,12 @@ export interface Core {
   presence: PresenceService
   /** Presence entered over client connections (realtime): enter/update/leave, grace periods, dead nodes. */
   connectionPresence: ConnectionPresence
-  channels: ChannelService
+  /** Publishes on channels (REST and realtime: one entry). */
+  publisher: Publisher
+  /** History, channel details and enumeration, published ids looked up. */
+  channels: ChannelQueries
+  /** Batch publish and batch presence. */
+  batches: Batches
   /** Message updates, deletes and appends; one message and its versions. */
   messages: MutableMessages
   /** Annotations of messages and their summaries. */
@@ -99,7 +164,7 @@ export interface Core {
   push: PushService
 }
 
-export function createCore(backend: Backend, clock: Clock, s: CoreSettings): Core {
+export function createCore(backend: CorePorts, clock: Clock, timers: Timers, s: CoreSettings): Core {
   const auth = new Authenticator(backend.control, backend.revocations, clock, s)
   const namespaces = new Namespaces(backend.control)
   const hub = new Hub(backend.broker, clock)
@@ -123,7 +188,14 @@ export function createCore(backend: Backend, clock: Clock, s: CoreSettings): Cor
     backend.presence.node,
   )
   const endedConnections = new EndedConnections(backend.marks, s.connectionMarksPerApp)
-  const annotations = new AnnotationService(backend.broker, backend.annotations, namespaces, limits, s.maxMessageSize)
+  const annotations = new AnnotationService(
+    backend.broker,
+    backend.annotations,
+    namespaces,
+    limits,
+    clock,
+    s.maxMessageSize,
+  )
   const messages = new MutableMessages(backend.broker, backend.versions, namespaces, limits, stats, s)
   const push = new PushService(
     backend.push,
@@ -147,8 +219,20 @@ export function createCore(backend: Backend, clock: Clock, s: CoreSettings): Cor
     },
     limits,
   )
+  const publisher = new Publisher(
+    backend.broker,
+    namespaces,
+    stats,
+    limits,
+    rules,
+    s,
+    push,
+    messages,
+    new OnBehalf(connectionKeys, endedConnections, backend.presence),
+  )
   return {
     clock,
+    timers,
     backendKind: backend.kind,
     async health() {
       const [problem, ...checks] = await Promise.all([
@@ -167,7 +251,7 @@ export function createCore(backend: Backend, clock: Clock, s: CoreSettings): Cor
     namespaces,
     hub,
     occupancy,
-    occupancyEvents: new OccupancyEvents(occupancy, presence, hub, clock),
+    occupancyEvents: new OccupancyEvents(occupancy, presence, hub, clock, timers),
     streams: new Streams(
       hub,
       occupancy,
@@ -176,26 +260,17 @@ export function createCore(backend: Backend, clock: Clock, s: CoreSettings): Cor
       backend.control,
       backend.revocations,
       clock,
+      timers,
       stats,
       (appId, channel, entries) => messages.rewound(appId, channel, entries),
     ),
     limits,
     stats,
     presence,
-    connectionPresence: new ConnectionPresence(presence, backend.presence, limits, stats, s),
-    channels: new ChannelService(
-      backend.broker,
-      presence,
-      namespaces,
-      occupancy,
-      stats,
-      limits,
-      rules,
-      s,
-      push,
-      messages,
-      new OnBehalf(connectionKeys, endedConnections, backend.presence),
-    ),
+    connectionPresence: new ConnectionPresence(presence, backend.presence, limits, stats, s, () => {}, timers),
+    publisher,
+    channels: new ChannelQueries(backend.broker, presence, namespaces, occupancy, limits, messages),
+    batches: new Batches(publisher, presence, limits),
     messages,
     annotations,
     management,
@@ -216,6 +291,7 @@ export function createCore(backend: Backend, clock: Clock, s: CoreSettings): Cor
       stats,
       limits,
       clock,
+      timers,
       {
         maxMessageSize: s.maxMessageSize,
         typingTimeoutMs: DEFAULT_TYPING_TIMEOUT_MS,

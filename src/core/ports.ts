@@ -19,15 +19,9 @@ import type {
   Rule,
   TokenRevocation,
 } from './types'
-import type { LiveObjectStore, ObjectStore } from './objects/ports'
-import type { ChatStore } from './chat/ports'
-import type { AnnotationStore, VersionStore } from './channels/ports'
-import type { PushStore } from './push/ports'
 
-export interface Clock {
-  now(): number
-}
-export const systemClock: Clock = { now: () => Date.now() }
+/** The core's time: it reads the time and sets timers only through these (the node passes the runtime's). */
+export type { Clock, Timers } from '../lib/clock'
 
 export interface PublishOptions {
   /** Channel belongs to a `persisted` namespace: keep for the long retention, durably. */
@@ -81,8 +75,9 @@ export interface Broker {
   publish(appId: string, channel: string, messages: MessageDraft[], opts: PublishOptions): Promise<PublishResult>
   /**
    * The same append done at once, for a broker that needs no I/O to make it (the embedded one):
-   * its result, or what `publish` would reject with thrown. A realtime publish answered without
-   * a promise turn is ~10% cheaper for the node.
+   * its result, or what `publish` would reject with thrown. A capability of the broker, looked up
+   * once when the core is built (channels/publisher.ts), never per publish: a realtime publish
+   * answered without a promise turn is ~10% cheaper for the node.
    */
   publishNow?(appId: string, channel: string, messages: MessageDraft[], opts: PublishOptions): PublishResult
   /**
@@ -416,38 +411,4 @@ export interface OccupancyStore {
   /** This node's counts for the channel now (all zero when it has none left). Never throws. */
   report(appId: string, channel: string, counts: OccupancyCounts): void
   count(appId: string, channel: string): Promise<OccupancyCounts>
-}
-
-export interface Backend {
-  kind: 'memory' | 'redis'
-  broker: Broker
-  control: ControlStore
-  presence: PresenceStore
-  stats: StatsStore
-  /** Token-request nonces (never evicted while live). */
-  nonces: NonceStore
-  /** Marks about realtime connections (kept apart from the nonces). */
-  marks: MarkStore
-  /** Token revocations (keys with revocableTokens). */
-  revocations: RevocationStore
-  limits: RateLimitStore
-  /** Messages of the app queues fed by amqp rules. */
-  queues: QueueStore
-  /** App queues on an AMQP broker (AMQP_URL): when set, amqp rules and the queue API use it instead of `queues`. */
-  queueBroker?: QueueBroker
-  /** LiveObjects state and history (see objects/ports.ts). */
-  objects: ObjectStore
-  /** The plugin's LiveObjects: objects of channels changed by operations in the channel's log (objects/live-ports.ts). */
-  liveObjects: LiveObjectStore
-  /** Versions of the messages of mutable channels (see channels/ports.ts). */
-  versions: VersionStore
-  /** Annotations of messages and their summaries (see channels/ports.ts). */
-  annotations: AnnotationStore
-  /** Chat message versions, reactions, rooms and typing (see chat/ports.ts). */
-  chat: ChatStore
-  /** Push device registrations, channel subscriptions and delivery state (see push/ports.ts). */
-  push: PushStore
-  /** Occupancy across nodes (cluster backends only). */
-  occupancy?: OccupancyStore
-  close(): Promise<void>
 }

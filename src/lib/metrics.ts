@@ -215,6 +215,12 @@ export const deliveredBy = (transport: string, registry = metrics): Series =>
     )
     .series(Object.freeze({ transport }))
 
+/**
+ * The time of latency metrics: monotonic ms with sub-ms precision. For durations observed into a
+ * histogram only, never a time anything acts on (the core's time is its Clock, lib/clock.ts).
+ */
+export const latencyNow = (): number => performance.now()
+
 let loopMonitored = false
 /** Event-loop lag: how late a 500 ms timer fires, as a gauge in seconds. Once per process. */
 export function monitorEventLoop(registry = metrics): void {

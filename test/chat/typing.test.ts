@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import { ChatService, DEFAULT_TYPING_TIMEOUT_MS } from '../../src/core/chat/chat-service'
-import { systemClock } from '../../src/core/ports'
+import { systemClock, systemTimers } from '../../src/lib/clock'
 import { TestClock, basic, createTestGateway, type TestGateway } from '../helpers/gateway'
 import { as, expectError, json, keyWith, room, roomChannel } from './chat-fixture'
 
@@ -102,6 +102,7 @@ describe('typing indicators', () => {
       c.stats,
       c.limits,
       systemClock,
+      systemTimers,
       { maxMessageSize: 65536, typingTimeoutMs: 50 },
     )
     try {

@@ -102,14 +102,14 @@ describe.each(FORMATS)('ably-js Realtime over %s', (_format, binary) => {
     const pub = await client()
     const id = pub.connection.id!
     const ch = pub.channels.get(name)
-    // the broker has the publish, but answers only after the client resumed and resent it (the
-    // realtime transport publishes through publishNow)
-    const channels = rt.gw.core.channels
-    const publish = channels.publishNow.bind(channels)
+    // the broker has the publish, but answers only after the client resumed and resent it (every
+    // publish, the realtime transport's included, goes through the publisher's one entry)
+    const { publisher } = rt.gw.core
+    const publish = publisher.publish.bind(publisher)
     let resent!: () => void
     const resentArrived = new Promise<void>((r) => (resent = r))
     let calls = 0
-    channels.publishNow = async (...args: Parameters<typeof publish>) => {
+    publisher.publish = async (...args: Parameters<typeof publish>) => {
       if (args[1] !== name || calls++ > 0) return publish(...args)
       const result = publish(...args)
       pub.connection.once('connected', () => {
@@ -129,7 +129,7 @@ describe.each(FORMATS)('ably-js Realtime over %s', (_format, binary) => {
     try {
       await ch.publish('n', 'slow')
     } finally {
-      channels.publishNow = publish
+      publisher.publish = publish
     }
     const items = await history(name)
     expect(items.map((m) => [m.data, m.id])).toEqual([['slow', `${id}:0:0`]])
@@ -261,7 +261,7 @@ describe('resume on the wire (raw WebSocket)', () => {
     const id = newConnectionId()
     const channel = fresh('raw-foreign-resend')
     const principal = await rt.gw.core.auth.authenticate({ key: rt.gw.key, secure: () => false })
-    const first = await rt.gw.core.channels.publish(principal, channel, [{ data: 'stored' }], {
+    const first = await rt.gw.core.publisher.publish(principal, channel, [{ data: 'stored' }], {
       connectionId: id,
       msgSerial: 7,
     })

@@ -65,13 +65,13 @@ test('DISCONNECTED waits for the publishes the broker is still taking: their ACK
     const base = gw.listen()
     const { raw } = await rawConnected(base, { key: gw.key })
     // the broker answers this publish only when the test says so
-    const channels = gw.core.channels
-    const publish = channels.publishNow.bind(channels)
+    const { publisher } = gw.core
+    const publish = publisher.publish.bind(publisher)
     let release!: () => void
     const held = new Promise<void>((r) => (release = r))
     let started!: () => void
     const inBroker = new Promise<void>((r) => (started = r))
-    channels.publishNow = async (...args: Parameters<typeof publish>) => {
+    publisher.publish = async (...args: Parameters<typeof publish>) => {
       const result = publish(...args)
       started()
       await held
@@ -92,7 +92,7 @@ test('DISCONNECTED waits for the publishes the broker is still taking: their ACK
       [1, 0],
       [6, undefined],
     ])
-    channels.publishNow = publish
+    publisher.publish = publish
     const history = await gw.request('/channels/leaving/messages')
     expect(((await history.json()) as Array<{ data: string }>).map((m) => m.data)).toEqual(['in flight'])
   } finally {

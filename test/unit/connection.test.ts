@@ -96,6 +96,7 @@ beforeAll(async () => {
   timers = new ClockTimers(clock)
   const services = {
     ...gw.core,
+    timers,
     connectionPresence: new ConnectionPresence(
       gw.core.presence,
       gw.backend.presence,
@@ -107,7 +108,7 @@ beforeAll(async () => {
     ),
   }
   const s = { ...gw.config, connectionStateTtlMs: TTL, presenceGraceMs: GRACE }
-  registry = new ConnectionRegistry(services, s, 'unit', createLogger('silent'), timers)
+  registry = new ConnectionRegistry(services, s, 'unit', createLogger('silent'))
 })
 afterAll(async () => {
   registry.close()

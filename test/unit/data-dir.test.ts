@@ -3,7 +3,7 @@ import { chmodSync, mkdirSync, mkdtempSync, readdirSync, rmSync, statSync } from
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { createMemoryBackend } from '../../src/backend/memory'
-import { systemClock } from '../../src/core/ports'
+import { systemClock } from '../../src/lib/clock'
 import { GatewayNode } from '../helpers/node-process'
 
 /** The embedded store's data dir holds key secrets: private to the gateway's user, or refused. */

@@ -7,6 +7,7 @@ import { StreamSession, type SessionSink } from '../../src/core/fanout/session'
 import type { Broker, BrokerListener } from '../../src/core/ports'
 import type { Message } from '../../src/core/types'
 import { GatewayError } from '../../src/errors'
+import { systemClock, systemTimers } from '../../src/lib/clock'
 
 const msg = (n: number): Message => ({
   id: `m${n}`,
@@ -72,9 +73,9 @@ function sink() {
 test('resume: live messages racing the replay are delivered once, in order, after it', async () => {
   const all = Array.from({ length: 10 }, (_, i) => msg(i))
   const rb = racingBroker(all.slice(0, 8))
-  const hub = new Hub(rb.broker)
+  const hub = new Hub(rb.broker, systemClock)
   const out = sink()
-  const session = new StreamSession(hub, rb.broker, { now: () => 0 }, principal, 'c1', ['ch'], out.s)
+  const session = new StreamSession(hub, rb.broker, { now: () => 0 }, systemTimers, principal, 'c1', ['ch'], out.s)
   const started = session.start({ resumeFrom: [msg(2).serial] })
   await rb.readStarted
   // while the replay read is in flight: messages 6..9 arrive live (6 and 7 are also in the replay)
@@ -92,7 +93,16 @@ test('resume: live messages racing the replay are delivered once, in order, afte
 test('resume across a gap reports it before continuing', async () => {
   const rb = racingBroker([msg(5), msg(6)], msg(4).serial)
   const out = sink()
-  const session = new StreamSession(new Hub(rb.broker), rb.broker, { now: () => 0 }, principal, 'c2', ['ch'], out.s)
+  const session = new StreamSession(
+    new Hub(rb.broker, systemClock),
+    rb.broker,
+    { now: () => 0 },
+    systemTimers,
+    principal,
+    'c2',
+    ['ch'],
+    out.s,
+  )
   const started = session.start({ resumeFrom: [msg(1).serial] })
   await rb.readStarted
   rb.release()
@@ -158,9 +168,9 @@ const turn = () => new Promise((r) => setImmediate(r))
 
 test('a full sink pauses the session at its position; once drained it catches up from the log, each entry once', async () => {
   const lb = logBroker()
-  const hub = new Hub(lb.broker)
+  const hub = new Hub(lb.broker, systemClock)
   const out = fullingSink(2)
-  const session = new StreamSession(hub, lb.broker, { now: () => 0 }, principal, 'c3', ['ch'], out.s)
+  const session = new StreamSession(hub, lb.broker, { now: () => 0 }, systemTimers, principal, 'c3', ['ch'], out.s)
   await session.start({})
   lb.publish(msg(1))
   await turn()
@@ -181,7 +191,16 @@ test('a full sink pauses the session at its position; once drained it catches up
 test('a paused session whose position left retention is cut (80020) when it drains, never silently skipped', async () => {
   const lb = logBroker()
   const out = fullingSink(1)
-  const session = new StreamSession(new Hub(lb.broker), lb.broker, { now: () => 0 }, principal, 'c4', ['ch'], out.s)
+  const session = new StreamSession(
+    new Hub(lb.broker, systemClock),
+    lb.broker,
+    { now: () => 0 },
+    systemTimers,
+    principal,
+    'c4',
+    ['ch'],
+    out.s,
+  )
   await session.start({})
   lb.publish(msg(1))
   await turn()

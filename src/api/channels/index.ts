@@ -155,7 +155,7 @@ export const channelRoutes = (core: Core, publish: PublishHandler) =>
     .post(
       '/messages',
       async ({ request, query, body, principal }) => {
-        const results = await core.channels.batchPublish(principal, body)
+        const results = await core.batches.publish(principal, body)
         const version = protocolVersion(request, query)
         return respond(request, query, batchPublishToWire(results, version), { status: 201 })
       },
@@ -179,7 +179,7 @@ export const channelRoutes = (core: Core, publish: PublishHandler) =>
       '/presence',
       async ({ request, query, principal }) => {
         if (!query.channels) throw new GatewayError(40003, 'Missing channels param')
-        const result = await core.presence.batch(principal, query.channels.split(query.separator || ','))
+        const result = await core.batches.presence(principal, query.channels.split(query.separator || ','))
         const bin = binaryAllowed(negotiate(request, query))
         for (const r of result.results)
           if ('presence' in r) (r as { presence: unknown[] }).presence = r.presence.map((m) => presenceToWire(m, bin))

@@ -45,7 +45,7 @@ export function publishHandler(core: Core, limits: BodyLimits, log: Logger): Pub
       party.principal = principal
       core.stats.apiRequest(principal.appId, principal.accountId)
       const body = structured(await decodeBody(request, request.headers.get('content-type') ?? '', limits))
-      return respond(request, query, await core.channels.publish(principal, channel!, body), { status: 201 })
+      return respond(request, query, await core.publisher.publish(principal, channel!, body), { status: 201 })
     } catch (e) {
       return respondError(request, query, toGatewayError('UNKNOWN', e, log, request))
     }

@@ -2,7 +2,6 @@ import type { Server, ServerWebSocket, WebSocketHandler } from 'bun'
 import { hostname } from 'node:os'
 import {
   ConnectionRegistry,
-  systemTimers,
   type ConnectionServices,
   type ConnectParams,
   type ProtocolMessage,
@@ -97,7 +96,7 @@ export function formatRefusal(url: URL): GatewayError | undefined {
  * instead of failing).
  */
 export function realtime(core: ConnectionServices, s: RealtimeLimits, log: Logger) {
-  const registry = new ConnectionRegistry(core, s, `${hostname()}-${process.pid}`, log, systemTimers)
+  const registry = new ConnectionRegistry(core, s, `${hostname()}-${process.pid}`, log)
   const comet = cometRoutes(
     registry,
     {

@@ -1,4 +1,4 @@
-import type { PublishResponse } from '../../core/channels/channel-service'
+import type { PublishResponse } from '../../core/channels/publisher'
 import type { BatchResult } from '../../core/types'
 
 /**

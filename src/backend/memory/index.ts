@@ -1,4 +1,5 @@
-import type { Backend, Clock } from '../../core/ports'
+import type { Clock } from '../../core/ports'
+import type { Backend } from '../backend'
 import { MemoryBroker, type MemoryBrokerSettings } from './broker'
 import { SqliteChatStore } from './chat-store'
 import { SqliteAnnotationStore } from './annotation-store'

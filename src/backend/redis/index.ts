@@ -1,4 +1,4 @@
-import type { Backend } from '../../core/ports'
+import type { Backend } from '../backend'
 import { RedisBroker, type RedisBrokerSettings } from './broker'
 import { RedisChatStore } from './chat-store'
 import { RedisAnnotationStore } from './annotation-store'

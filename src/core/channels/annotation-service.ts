@@ -6,7 +6,7 @@ import { IdGenerator } from '../model/ids'
 import { checkChannelName } from '../model/names'
 import { parseSerial } from '../model/serial'
 import { qualifierOf } from '../model/sub-channels'
-import type { Broker } from '../ports'
+import type { Broker, Clock } from '../ports'
 import type { Message } from '../types'
 import type { Namespaces } from '../control/namespaces'
 import { annotationEntry, summaryEntry } from './annotation-entries'
@@ -35,6 +35,7 @@ export class AnnotationService {
     private readonly store: AnnotationStore,
     private readonly namespaces: Namespaces,
     private readonly limits: Limits,
+    private readonly clock: Clock,
     private readonly maxMessageSize: number,
   ) {}
 
@@ -74,7 +75,7 @@ export class AnnotationService {
       if (!a.id) a.id = `${this.ids.next()}:0`
       const { serials: s } = await this.broker.publish(p.appId, channel, [annotationEntry(a, connectionId)], EPHEMERAL)
       const serial = s[0]!
-      const record: Annotation = { ...a, serial, timestamp: parseSerial(serial)?.ms ?? Date.now() }
+      const record: Annotation = { ...a, serial, timestamp: parseSerial(serial)?.ms ?? this.clock.now() }
       try {
         await this.store.apply(p.appId, channel, record, ops[i]!, MAX_ANNOTATION_FIELDS, MAX_ANNOTATION_LOG)
       } catch (e) {

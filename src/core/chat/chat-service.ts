@@ -3,7 +3,7 @@ import type { Limits } from '../limits/limits'
 import type { Occupancy as ChannelOccupancy } from '../fanout/occupancy'
 import type { AnnotationService } from '../channels/annotation-service'
 import type { MutableMessages } from '../channels/mutable-messages'
-import type { Broker, Clock, PresenceStore } from '../ports'
+import type { Broker, Clock, PresenceStore, Timers } from '../ports'
 import type { StatsService } from '../stats/stats-service'
 import { MessageReactions } from './message-reactions'
 import { ChatMessages } from './messages'
@@ -50,12 +50,13 @@ export class ChatService {
     stats: StatsService,
     limits: Limits,
     private readonly clock: Clock,
+    timers: Timers,
     s: ChatSettings,
   ) {
     const events = new RoomEvents(broker, store, stats, clock)
     this.messages = new ChatMessages(events, store, changes, limits, clock, s.maxMessageSize)
     this.reactions = new MessageReactions(events, store, this.messages, annotations, limits, clock)
-    this.typing = new ChatTyping(events, store, limits, clock, s.typingTimeoutMs)
+    this.typing = new ChatTyping(events, store, limits, clock, timers, s.typingTimeoutMs)
   }
 
   /**

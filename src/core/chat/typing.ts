@@ -1,6 +1,6 @@
 import { GatewayError } from '../../errors'
 import type { Principal } from '../auth/principal'
-import type { Clock } from '../ports'
+import type { Clock, Timers } from '../ports'
 import type { Limits } from '../limits/limits'
 import { callerClientId } from './messages'
 import type { ChatStore, TypingState } from './ports'
@@ -16,7 +16,8 @@ interface Pending {
   scope: Scope
   room: string
   at: number
-  timer: ReturnType<typeof setTimeout>
+  /** Cancels the timer. */
+  cancel: () => void
 }
 
 /** Slack after an expiry before the timer looks, so the clock has surely passed it. */
@@ -37,6 +38,7 @@ export class ChatTyping {
     private readonly store: ChatStore,
     private readonly limits: Limits,
     private readonly clock: Clock,
+    private readonly timers: Timers,
     private readonly timeoutMs: number,
     private readonly onError: (e: unknown) => void = () => {},
   ) {}
@@ -88,7 +90,7 @@ export class ChatTyping {
     const k = key(scope.appId, room)
     const x = this.pending.get(k)
     if (x) {
-      clearTimeout(x.timer)
+      x.cancel()
       this.pending.delete(k)
     }
     const st = await this.store.expireTyping(scope.appId, room, this.clock.now())
@@ -120,21 +122,18 @@ export class ChatTyping {
     const k = key(scope.appId, room)
     const cur = this.pending.get(k)
     if (cur && cur.at <= at) return
-    if (cur) clearTimeout(cur.timer)
-    const timer = setTimeout(
-      () => {
-        if (this.pending.get(k)?.timer !== timer) return
-        this.expire(scope, room).catch((e) => this.onError(e))
-      },
-      Math.max(0, at - this.clock.now()) + TIMER_SLACK_MS,
-    )
-    timer.unref?.()
-    this.pending.set(k, { scope: { appId: scope.appId, accountId: scope.accountId }, room, at, timer })
+    if (cur) cur.cancel()
+    const entry = { scope: { appId: scope.appId, accountId: scope.accountId }, room, at, cancel: () => {} }
+    entry.cancel = this.timers.after(Math.max(0, at - this.clock.now()) + TIMER_SLACK_MS, () => {
+      if (this.pending.get(k) !== entry) return
+      this.expire(scope, room).catch((e) => this.onError(e))
+    })
+    this.pending.set(k, entry)
   }
 
   /** Stops every timer (shutdown). */
   close() {
-    for (const x of this.pending.values()) clearTimeout(x.timer)
+    for (const x of this.pending.values()) x.cancel()
     this.pending.clear()
   }
 }

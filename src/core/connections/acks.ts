@@ -1,4 +1,5 @@
 import type { ErrorBody } from '../../errors'
+import { latencyNow } from '../../lib/metrics'
 import { ackLatency, ackSeries, arrival } from './metrics'
 import { Action } from './protocol'
 
@@ -12,7 +13,7 @@ export interface AckSlot {
   error?: ErrorBody
   /** Called once it is settled (set when a newer transport of the connection waits for its outcome). */
   onSettled?: () => void
-  /** When it arrived (ms, `performance.now()`, read once per turn): for the ACK latency. */
+  /** When it arrived (ms, `latencyNow()`, read once per turn): for the ACK latency. */
   at: number
 }
 
@@ -169,7 +170,7 @@ export class AckQueue {
       )
         run.push(this.slots.shift()!)
       const { answered } = this.memory
-      now ||= performance.now()
+      now ||= latencyNow()
       for (const s of run) {
         answered.set(s.msgSerial, s.serials!)
         ackLatency.observeIn(ackSeries, (now - s.at) / 1000)

@@ -5,12 +5,11 @@ import type { Principal } from '../auth/principal'
 import { stampUserClaim } from '../auth/user-claims'
 import { draftFromWire, messageSize } from '../model/message'
 import { checkChannelName } from '../model/names'
-import type { OrphanMember, PresenceStore } from '../ports'
+import type { OrphanMember, PresenceStore, Timers } from '../ports'
 import { PresenceAction, type PresenceMessage } from '../types'
 import type { Limits } from '../limits/limits'
 import type { StatsService } from '../stats/stats-service'
 import type { PresenceService } from '../presence/presence-service'
-import { systemTimers, type Timers } from './timers'
 
 export interface ConnectionPresenceSettings {
   maxMessageSize: number
@@ -53,7 +52,7 @@ export class ConnectionPresence {
     private readonly stats: StatsService,
     private readonly s: ConnectionPresenceSettings,
     private readonly onError: (e: unknown) => void = () => {},
-    private readonly timers: Timers = systemTimers,
+    private readonly timers: Timers,
   ) {
     this.stopReaper = timers.every(Math.max(250, Math.floor(s.presenceLeaseMs / 2)), () => void this.reap())
   }

@@ -14,7 +14,6 @@ import { objectDetails, publishObjects, type ObjectHost } from './object-ops'
 import { publishAnnotations } from './annotation-ops'
 import { Action, wireError, type ProtocolMessage } from './protocol'
 import type { ConnectionServices } from './services'
-import type { Timers } from './timers'
 import type { RealtimeSettings } from './settings'
 import type { DeliveryFilter, Transport } from './transport'
 
@@ -81,7 +80,6 @@ export class Connection implements AttachmentHost, PublishHost, ObjectHost {
     private readonly onGone: (conn: Connection, abrupt: boolean) => void,
     /** Lifecycle at debug, refusals at info; never a key, token or connection key. */
     readonly log: Logger,
-    private readonly timers: Timers,
   ) {
     const p = params
     this.echo = p.echo
@@ -280,12 +278,12 @@ export class Connection implements AttachmentHost, PublishHost, ObjectHost {
     const left = expires - this.core.clock.now()
     if (this.renewalAskedFor !== expires) {
       const lead = Math.min(this.s.tokenRenewLeadMs, left / 4)
-      this.renewTimer = this.timers.after(Math.max(0, left - lead), () => {
+      this.renewTimer = this.core.timers.after(Math.max(0, left - lead), () => {
         this.renewalAskedFor = expires
         this.send({ action: Action.AUTH })
       })
     }
-    this.expiryTimer = this.timers.after(
+    this.expiryTimer = this.core.timers.after(
       Math.max(0, left),
       () => void this.disconnect(new GatewayError(40142, 'Token expired')),
     )

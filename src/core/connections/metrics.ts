@@ -1,4 +1,4 @@
-import { metrics, NO_LABELS } from '../../lib/metrics'
+import { latencyNow, metrics, NO_LABELS } from '../../lib/metrics'
 
 /**
  * The realtime transport's metrics, resolved once: the publish and delivery paths add to these
@@ -22,12 +22,12 @@ const nextTurn = () => {
   turn = 0
 }
 /**
- * Now (ms, `performance.now()`), read once per event-loop turn for the whole process: the protocol
+ * Now (ms, `latencyNow()`), read once per event-loop turn for the whole process: the protocol
  * messages of one turn share it (an ACK latency is at most one turn longer than it was).
  */
 export function arrival(): number {
   if (turn === 0) {
-    turn = performance.now()
+    turn = latencyNow()
     setImmediate(nextTurn)
   }
   return turn

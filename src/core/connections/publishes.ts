@@ -1,6 +1,6 @@
 import type { ConnectionServices } from './services'
 import type { Principal } from '../auth/principal'
-import type { Answer, PublishResponse } from '../channels/channel-service'
+import type { Answer, PublishResponse } from '../channels/publisher'
 import { asGatewayError, GatewayError } from '../../errors'
 import type { Logger } from '../../lib/logger'
 import type { AckQueue, AckSlot } from './acks'
@@ -95,7 +95,7 @@ export class Publishes {
     let answer: Answer<PublishResponse>
     try {
       this.checkMode(channel)
-      answer = this.host.core.channels.publishNow(this.host.principalOf, channel, pm.messages, {
+      answer = this.host.core.publisher.publish(this.host.principalOf, channel, pm.messages, {
         connectionId: this.host.id,
         msgSerial: slot.msgSerial,
       })
@@ -143,7 +143,7 @@ export class Publishes {
       const before = this.pastUnknown
         ? await this.inLog(channel, slot.msgSerial, Array.isArray(messages) ? messages.length : 1)
         : undefined
-      acks.ack(slot, before ?? (await core.channels.publish(principalOf, channel, messages, ctx)).serials)
+      acks.ack(slot, before ?? (await core.publisher.publish(principalOf, channel, messages, ctx)).serials)
     } catch (e) {
       this.refused(slot, channel, e)
     }

@@ -6,7 +6,6 @@ import type { PublishMemory } from './acks'
 import { Connection, type ConnectParams } from './connection'
 import { Action } from './protocol'
 import type { ConnectionServices } from './services'
-import type { Timers } from './timers'
 import type { RealtimeLimits } from './settings'
 import type { Transport } from './transport'
 
@@ -42,7 +41,6 @@ export class ConnectionRegistry {
     /** This node, as `connectionDetails.serverId` tells the client. */
     private readonly serverId: string,
     private readonly log: Logger,
-    private readonly timers: Timers,
   ) {
     this.untrack = [
       trackConnections('realtime', () => this.live.size),
@@ -61,7 +59,7 @@ export class ConnectionRegistry {
         },
       ),
     ]
-    this.stopTimer = timers.every(Math.max(100, Math.floor(s.realtimeMaxIdleIntervalMs / 4)), () => this.tick())
+    this.stopTimer = core.timers.every(Math.max(100, Math.floor(s.realtimeMaxIdleIntervalMs / 4)), () => this.tick())
   }
 
   /** Heartbeats where nothing went out lately; what dropped connections left is over once their TTL passed. */
@@ -156,19 +154,7 @@ export class ConnectionRegistry {
       resumed = id !== undefined
       id ??= newConnectionId()
       const key = await core.connectionKeys.issue(id, principal)
-      conn = new Connection(
-        core,
-        this.s,
-        this.serverId,
-        transport,
-        params,
-        id,
-        key,
-        principal,
-        this.gone,
-        this.log,
-        this.timers,
-      )
+      conn = new Connection(core, this.s, this.serverId, transport, params, id, key, principal, this.gone, this.log)
       const before = live.get(id)
       const left = remains.get(id)
       if (before) {

@@ -1,12 +1,13 @@
 import type { Authenticator } from '../auth/authenticator'
 import type { ConnectionKeys } from '../auth/connection-keys'
 import type { EndedConnections } from '../auth/ended-connections'
-import type { ChannelService } from '../channels/channel-service'
+import type { ChannelQueries } from '../channels/channel-queries'
+import type { Publisher } from '../channels/publisher'
 import type { AnnotationService } from '../channels/annotation-service'
 import type { OccupancyEvents } from '../presence/occupancy-events'
 import type { Occupancy } from '../fanout/occupancy'
 import type { Streams } from '../fanout/streams'
-import type { Clock } from '../ports'
+import type { Clock, Timers } from '../ports'
 import type { PresenceService } from '../presence/presence-service'
 import type { StatsService } from '../stats/stats-service'
 import type { LiveObjectService } from '../objects/live-service'
@@ -15,6 +16,8 @@ import type { ConnectionPresence } from './connection-presence'
 /** The core services a realtime connection uses (the node's `Core` is one; unit tests pass their own). */
 export interface ConnectionServices {
   clock: Clock
+  /** The timers of the connections (heartbeat ticks, token renewal and expiry). */
+  timers: Timers
   auth: Authenticator
   connectionKeys: ConnectionKeys
   endedConnections: EndedConnections
@@ -25,7 +28,9 @@ export interface ConnectionServices {
   /** `[meta]occupancy` events of `occupancy=metrics` attachments. */
   occupancyEvents: OccupancyEvents
   stats: StatsService
-  channels: ChannelService
+  publisher: Publisher
+  /** Publishes of a resumed connection looked up in the channel's log. */
+  channels: ChannelQueries
   /** The plugin's LiveObjects (object-ops.ts). */
   liveObjects: LiveObjectService
   /** ANNOTATION publishes. */

@@ -1,5 +1,5 @@
 import { metrics, NO_LABELS } from '../../lib/metrics'
-import { systemClock, type Broker, type Clock } from '../ports'
+import type { Broker, Clock } from '../ports'
 import type { Message } from '../types'
 
 const deliveryLatency = metrics.histogram(
@@ -45,7 +45,7 @@ export class Hub {
   constructor(
     private readonly broker: Broker,
     /** The broker's clock: message timestamps are its (delivery latency). */
-    private readonly clock: Clock = systemClock,
+    private readonly clock: Clock,
   ) {}
 
   private static key(appId: string, channel: string) {

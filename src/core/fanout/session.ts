@@ -1,6 +1,6 @@
 import { GatewayError } from '../../errors'
 import type { Principal } from '../auth/principal'
-import type { Broker, Clock } from '../ports'
+import type { Broker, Clock, Timers } from '../ports'
 import type { Message } from '../types'
 import { formatSerial, parseSerial } from '../model/serial'
 import type { Hub, Subscriber } from './hub'
@@ -70,7 +70,8 @@ export class StreamSession implements Subscriber {
   private closed = false
   /** Counted in the app's open connections (stats). */
   private counted = false
-  private expiry?: ReturnType<typeof setTimeout>
+  /** Cancels the token's expiry timer. */
+  private expiry?: () => void
   /** Where the session starts (set by the streams service that created it). */
   startAt?: SessionStart
   /** A filtered channel's filter: messages it refuses are skipped (live, rewind, resume alike), presence passes. */
@@ -82,6 +83,7 @@ export class StreamSession implements Subscriber {
     private readonly hub: Hub,
     private readonly broker: Broker,
     private readonly clock: Clock,
+    private readonly timers: Timers,
     private principal: Principal,
     readonly connectionId: string,
     readonly channels: string[],
@@ -103,9 +105,8 @@ export class StreamSession implements Subscriber {
   async prepare(opts: SessionStart): Promise<void> {
     const { appId, expires } = this.principal
     if (expires !== undefined && !this.managed) {
-      this.expiry = setTimeout(
-        () => this.end(new GatewayError(40142, 'Token expired')),
-        Math.max(0, expires - this.clock.now()),
+      this.expiry = this.timers.after(Math.max(0, expires - this.clock.now()), () =>
+        this.end(new GatewayError(40142, 'Token expired')),
       )
     }
     for (const ch of this.channels) this.hub.add(appId, ch, this)
@@ -285,7 +286,7 @@ export class StreamSession implements Subscriber {
   close(): void {
     if (this.closed) return
     this.closed = true
-    if (this.expiry) clearTimeout(this.expiry)
+    this.expiry?.()
     for (const ch of this.channels) this.hub.remove(this.principal.appId, ch, this)
     if (this.counted) this.stats?.connectionClosed(this.principal.appId)
     this.owner?.closed(this)

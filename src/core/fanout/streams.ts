@@ -4,7 +4,7 @@ import type { Authenticator } from '../auth/authenticator'
 import type { Principal } from '../auth/principal'
 import { IdGenerator } from '../model/ids'
 import { parseSerial } from '../model/serial'
-import type { Broker, Clock, ControlStore, RevocationStore } from '../ports'
+import type { Broker, Clock, ControlStore, RevocationStore, Timers } from '../ports'
 import type { Message, TokenRevocation } from '../types'
 import type { StatsService } from '../stats/stats-service'
 import type { Hub } from './hub'
@@ -61,6 +61,7 @@ export class Streams {
     control: ControlStore,
     revocations: RevocationStore,
     private readonly clock: Clock,
+    private readonly timers: Timers,
     private readonly stats: StatsService,
     private readonly rewindView?: RewindView,
   ) {
@@ -88,6 +89,7 @@ export class Streams {
       this.hub,
       this.broker,
       this.clock,
+      this.timers,
       req.principal,
       this.ids.next(),
       req.channels,
@@ -182,7 +184,7 @@ export class Streams {
     const check = () => this.revalidate((p) => p.revocable !== undefined && keys.has(p.keyName))
     check()
     const now = this.clock.now()
-    for (const at of new Set(rs.map((r) => r.appliesAt))) if (at > now) setTimeout(check, at - now).unref?.()
+    for (const at of new Set(rs.map((r) => r.appliesAt))) if (at > now) this.timers.after(at - now, check)
   }
 
   /** Closes every stream (shutdown): clients resume elsewhere or after the restart. */

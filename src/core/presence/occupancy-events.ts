@@ -1,7 +1,7 @@
 import type { Hub, Subscriber } from '../fanout/hub'
 import type { Occupancy } from '../fanout/occupancy'
 import { IdGenerator } from '../model/ids'
-import type { Clock } from '../ports'
+import type { Clock, Timers } from '../ports'
 import type { Message } from '../types'
 import type { PresenceService } from './presence-service'
 
@@ -51,9 +51,10 @@ interface Watched {
   channel: string
   /** Each watcher and the metrics (as JSON) it was last sent. */
   watchers: Map<OccupancyWatcher, string | undefined>
-  timer?: ReturnType<typeof setTimeout>
-  /** The read that sends counts held back by the debounce. */
-  held?: ReturnType<typeof setTimeout>
+  /** Cancels the read planned. */
+  timer?: () => void
+  /** Cancels the read that sends counts held back by the debounce. */
+  held?: () => void
   reading: boolean
   again: boolean
   lastRead: number
@@ -78,13 +79,15 @@ const modeChange = (a: OccupancyMetrics, b: OccupancyMetrics) =>
 export class OccupancyEvents {
   private readonly channels = new Map<string, Watched>()
   private readonly ids = new IdGenerator()
-  private poll?: ReturnType<typeof setInterval>
+  /** Stops the poll of every watched channel. */
+  private poll?: () => void
 
   constructor(
     private readonly occupancy: Occupancy,
     private readonly presence: PresenceService,
     private readonly hub: Hub,
     private readonly clock: Clock,
+    private readonly timers: Timers,
   ) {
     occupancy.listen((appId, channel) => this.changed(appId, channel))
   }
@@ -113,10 +116,9 @@ export class OccupancyEvents {
       c = entry
       this.channels.set(k, c)
       this.hub.add(appId, channel, c.sub)
-      this.poll ??= setInterval(() => {
+      this.poll ??= this.timers.every(OCCUPANCY_POLL_MS, () => {
         for (const w of this.channels.values()) this.schedule(w)
-      }, OCCUPANCY_POLL_MS)
-      this.poll.unref?.()
+      })
     }
     c.watchers.set(w, undefined)
     this.schedule(c)
@@ -125,10 +127,10 @@ export class OccupancyEvents {
       if (!watched.watchers.delete(w) || watched.watchers.size) return
       this.channels.delete(k)
       this.hub.remove(appId, channel, watched.sub)
-      clearTimeout(watched.timer)
-      clearTimeout(watched.held)
+      watched.timer?.()
+      watched.held?.()
       if (!this.channels.size && this.poll) {
-        clearInterval(this.poll)
+        this.poll()
         this.poll = undefined
       }
     }
@@ -147,10 +149,10 @@ export class OccupancyEvents {
     }
     if (c.timer) return
     const wait = Math.max(0, c.lastRead + MIN_GAP_MS - this.clock.now())
-    c.timer = setTimeout(() => {
+    c.timer = this.timers.after(wait, () => {
       c.timer = undefined
       void this.read(c)
-    }, wait)
+    })
   }
 
   private async read(c: Watched) {
@@ -195,13 +197,10 @@ export class OccupancyEvents {
         c.lastSentAt = now
       }
       if (held && !c.held)
-        c.held = setTimeout(
-          () => {
-            c.held = undefined
-            this.schedule(c)
-          },
-          c.lastSentAt + OCCUPANCY_DEBOUNCE_MS - now,
-        )
+        c.held = this.timers.after(c.lastSentAt + OCCUPANCY_DEBOUNCE_MS - now, () => {
+          c.held = undefined
+          this.schedule(c)
+        })
     } catch {
       // the store did not answer: the next poll reads again
     } finally {
@@ -211,11 +210,11 @@ export class OccupancyEvents {
   }
 
   close(): void {
-    if (this.poll) clearInterval(this.poll)
+    this.poll?.()
     this.poll = undefined
     for (const c of this.channels.values()) {
-      clearTimeout(c.timer)
-      clearTimeout(c.held)
+      c.timer?.()
+      c.held?.()
       this.hub.remove(c.appId, c.channel, c.sub)
     }
     this.channels.clear()

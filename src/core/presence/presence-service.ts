@@ -3,14 +3,11 @@ import { authorize } from '../auth/authorize'
 import type { Principal } from '../auth/principal'
 import type { Namespaces } from '../control/namespaces'
 import type { Limits } from '../limits/limits'
-import { batchEntryError, summarize } from '../model/batch'
 import { checkChannelName } from '../model/names'
 import { parseSerial } from '../model/serial'
 import type { Broker, PresenceStore } from '../ports'
 import type { RulesEngine } from '../rules/rules-engine'
-import type { BatchResult, HistoryQuery, MessageDraft, PresenceMessage } from '../types'
-
-export const MAX_BATCH_PRESENCE_CHANNELS = 100
+import type { HistoryQuery, MessageDraft, PresenceMessage } from '../types'
 
 export interface MemberFilter {
   clientId?: string
@@ -64,25 +61,6 @@ export class PresenceService {
     authorize(p, channel, 'history')
     await this.limits.take(p.accountId, 'history')
     return this.store.history(p.appId, channel, q)
-  }
-
-  /** Members of several channels; one channel's failure never fails the others. */
-  async batch(
-    p: Principal,
-    channels: string[],
-  ): Promise<BatchResult<{ channel: string; presence: PresenceMessage[] }>> {
-    if (channels.length > MAX_BATCH_PRESENCE_CHANNELS)
-      throw new GatewayError(40003, `More than ${MAX_BATCH_PRESENCE_CHANNELS} channels`)
-    type Item = { channel: string; presence: PresenceMessage[] }
-    const results = await Promise.all(
-      channels.map((channel) =>
-        this.members(p, channel, { limit: 1000 }).then(
-          (presence): Item => ({ channel, presence }),
-          (e) => ({ channel, error: batchEntryError(e) }),
-        ),
-      ),
-    )
-    return summarize<Item>(results)
   }
 
   /**

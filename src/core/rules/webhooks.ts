@@ -247,8 +247,8 @@ export class WebhookDispatcher {
 
   /** Waits (at most `ms`) for the lanes to empty, then stops retrying; resolves with what is left. */
   async settle(ms: number): Promise<number> {
-    const until = Date.now() + ms
-    while (this.backlog() > 0 && Date.now() < until) await sleep(20)
+    const until = this.clock.now() + ms
+    while (this.backlog() > 0 && this.clock.now() < until) await this.wait(20)
     this.stopped = true
     return this.backlog()
   }
