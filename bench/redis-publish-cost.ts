@@ -18,7 +18,7 @@ import { join, resolve } from 'node:path'
 import { cpuSeconds } from './lib/cpu'
 import { startRedis } from './lib/redis-server'
 import { installCleanup } from './lib/processes'
-import type { Backend } from '../src/core/ports'
+import type { Backend } from '../src/backend/backend'
 
 const argv = process.argv.slice(2)
 const arg = (name: string, def: number) => {
