@@ -105,14 +105,22 @@ export async function accountsScenario(o: RunOptions): Promise<ScenarioResult> {
       }
       const off = result.acked.map((n, i) => n - expected[i]!)
       const worst = off.reduce((w, d, i) => (Math.abs(d) > Math.abs(w.d) ? { d, i } : w), { d: 0, i: 0 })
-      const within = off.every((d, i) => Math.abs(d) <= Math.max(TOLERANCE * expected[i]!, 2 * batch))
+      // A stall of the machine while a bucket is nearly full wastes what it would have refilled
+      // beyond the burst (a publisher held back by unanswered publishes falls behind its schedule
+      // by as long): fewer may be admitted, by at most the limit × the publisher's largest lag.
+      const stalled = limit * (phase.maxLagMs / 1000)
+      const within = off.every((d, i) => {
+        const tol = Math.max(TOLERANCE * expected[i]!, 2 * batch)
+        return d <= tol && d >= -(tol + stalled)
+      })
       checks.push({
-        name: `${label}: admitted = burst + limit × window per account (±${TOLERANCE * 100}%)`,
+        name: `${label}: admitted = burst + limit × window per account (±${TOLERANCE * 100}%, less what stalls wasted)`,
         ok: within,
         detail:
           `admitted ${fmt(result.messages)} = ${fmt(result.messages / k)} per account on average; expected ${fmt(sum(expected))} ` +
           `(per account ${fmt(burst)} + ${fmt(limit)} × ${windowText(windows)} s); worst account ${worst.i}: ${worst.d >= 0 ? '+' : ''}${fmt(worst.d)} ` +
-          `(${((worst.d / expected[worst.i]!) * 100).toFixed(2)}%)`,
+          `(${((worst.d / expected[worst.i]!) * 100).toFixed(2)}%); the publisher's largest lag ${phase.maxLagMs.toFixed(1)} ms ` +
+          `allows ${fmt(Math.round(stalled))} fewer`,
       })
       const refusedMsgs = sum(result.refusedByLane)
       // a bucket starts full: refusals begin only once the excess over the limit has used up the burst
