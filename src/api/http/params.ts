@@ -51,13 +51,10 @@ export function rawPathOf(url: string): string {
  */
 export function pathParams(route: string, url: string): Record<string, string> {
   const params: Record<string, string> = {}
-  if (!route.includes(':')) return params
-  const pattern = route.split('/')
+  const named = namedSegments(route)
+  if (!named.length) return params
   const segments = rawPathOf(url).split('/')
-  for (let i = 0; i < pattern.length; i++) {
-    const p = pattern[i]!
-    if (p[0] !== ':') continue
-    const name = p.endsWith('?') ? p.slice(1, -1) : p.slice(1)
+  for (const [i, name] of named) {
     const raw = segments[i]
     if (raw === undefined) continue
     const value = strictDecode(raw)
@@ -65,6 +62,20 @@ export function pathParams(route: string, url: string): Record<string, string> {
     params[name] = value
   }
   return params
+}
+
+/** Each route's parameters as [segment index, name], read once per route (the routes are a fixed set). */
+const patterns = new Map<string, ReadonlyArray<readonly [number, string]>>()
+
+function namedSegments(route: string): ReadonlyArray<readonly [number, string]> {
+  let named = patterns.get(route)
+  if (named) return named
+  named = route
+    .split('/')
+    .flatMap((p, i) => (p[0] === ':' ? [[i, p.endsWith('?') ? p.slice(1, -1) : p.slice(1)] as const] : []))
+  // bounded however routes are named
+  if (patterns.size < 1000) patterns.set(route, named)
+  return named
 }
 
 /** Refuses a query string a name or value of which breaks the rule above (`+` is a space, as in forms). */

@@ -73,10 +73,8 @@ export class RedisBroker implements Broker {
   private readonly batcher: PublishBatcher
   private readonly chargeScript: ScriptRunner
   private readonly ephemeralScript: ScriptRunner
-  /** When this node last wrote each channel's entry in its app's index (ms). */
-  private indexed = new Map<string, number>()
-  /** When this node last set each channel's stream expiry (ms). */
-  private expired = new Map<string, number>()
+  /** Per channel, when this node last wrote its entry in its app's index and set its stream's expiry. */
+  private marks = new Map<string, Marks>()
   private readonly send: Sender
 
   constructor(
@@ -143,37 +141,36 @@ export class RedisBroker implements Broker {
       return { serials: ids.map((id) => serialFromId(String(id))), appended: ids.length, charged }
     }
     const cluster = !!this.s.redisCluster
-    const k = `${app}\u0000${channel}`
+    const m = this.marksOf(app, channel)
     // one redis-server: the charge and the channel index are in the publish's step; a cluster: separate steps
-    const index = cluster ? this.index(app, channel) : undefined
-    const due = cluster ? undefined : this.indexDue(k)
+    const index = cluster ? this.index(app, channel, m) : undefined
+    const due = cluster ? undefined : markDue(m, 'indexed')
     // with REDIS_WAIT_REPLICAS every publish writes, so that its WAIT covers what it stored
-    const expireNow = (this.s.redisWaitReplicas ?? 0) > 0 || this.due(this.expired, k) !== undefined
+    const expireNow = (this.s.redisWaitReplicas ?? 0) > 0 || markDue(m, 'expired') !== undefined
     let reply: Array<number | string>
     try {
-      reply = await this.t(
-        this.batcher.publish({
-          stream: this.keys.stream(app, channel),
-          lastId: this.keys.lastId(app, channel),
-          notify: this.keys.notify(app, channel),
-          ttlMs: this.ttl(opts),
-          idemPrefix: this.keys.idemPrefix(app, channel),
-          channel,
-          messages: drafts.map((d) => [opts.clientIds ? d.id : '', packDraft(d)]),
-          charge: c && !cluster ? { bucket: this.keys.bucket(c.key), charge: c } : undefined,
-          index: due === undefined ? undefined : { key: this.keys.channels(app), score: due },
-          expireMs: this.ttl(opts) + INDEX_REFRESH_MS,
-          expireNow,
-        }),
-      )
+      // bounded by the batcher: answered within REDIS_TIMEOUT_MS, its errors 503 unless a GatewayError
+      reply = await this.batcher.publish({
+        stream: this.keys.stream(app, channel),
+        lastId: this.keys.lastId(app, channel),
+        notify: this.keys.notify(app, channel),
+        ttlMs: this.ttl(opts),
+        idemPrefix: this.keys.idemPrefix(app, channel),
+        channel,
+        messages: drafts.map((d) => [opts.clientIds ? d.id : '', packDraft(d)]),
+        charge: c && !cluster ? { bucket: this.keys.bucket(c.key), charge: c } : undefined,
+        index: due === undefined ? undefined : { key: this.keys.channels(app), score: due },
+        expireMs: this.ttl(opts) + INDEX_REFRESH_MS,
+        expireNow,
+      })
     } catch (e) {
-      if (due !== undefined) this.indexed.delete(k)
-      if (expireNow) this.expired.delete(k)
+      if (due !== undefined) m.indexed = 0
+      if (expireNow) m.expired = 0
       throw e
     }
     if (Number(reply[0]) === -1) {
       // refused: nothing appended, the index not refreshed
-      if (due !== undefined) this.indexed.delete(k)
+      if (due !== undefined) m.indexed = 0
       return {
         serials: [],
         appended: 0,
@@ -188,33 +185,28 @@ export class RedisBroker implements Broker {
     return { serials: ids.map(serialFromId), appended: fresh, charged }
   }
 
-  /** The index score (now, ms) when this node has not refreshed the channel's index entry within INDEX_REFRESH_MS. */
-  private indexDue(k: string): number | undefined {
-    return this.due(this.indexed, k)
-  }
-
-  /** Now (ms), marked in `marks`, unless `k` was marked within INDEX_REFRESH_MS. */
-  private due(marks: Map<string, number>, k: string): number | undefined {
-    const now = Date.now()
-    const last = marks.get(k)
-    if (last !== undefined && now - last < INDEX_REFRESH_MS) return undefined
-    if (marks.size >= 100_000) marks.clear()
-    marks.set(k, now)
-    return now
+  /** The channel's marks (one lookup per publish; at most 100,000 channels remembered, then forgotten at once). */
+  private marksOf(app: string, channel: string): Marks {
+    const k = `${app}\u0000${channel}`
+    let m = this.marks.get(k)
+    if (!m) {
+      if (this.marks.size >= 100_000) this.marks.clear()
+      this.marks.set(k, (m = { indexed: 0, expired: 0 }))
+    }
+    return m
   }
 
   /**
    * Refreshes the channel's entry in its app's index unless this node did within INDEX_REFRESH_MS;
    * resolves with the error, if any (it is awaited after the publish).
    */
-  private index(app: string, channel: string): Promise<unknown> | undefined {
-    const k = `${app}\u0000${channel}`
-    const now = this.indexDue(k)
+  private index(app: string, channel: string, m: Marks): Promise<unknown> | undefined {
+    const now = markDue(m, 'indexed')
     if (now === undefined) return undefined
     return this.send(['ZADD', this.keys.channels(app), String(now), channel]).then(
       () => undefined,
       (e) => {
-        this.indexed.delete(k)
+        m.indexed = 0
         return e
       },
     )
@@ -451,6 +443,20 @@ export class RedisBroker implements Broker {
     for (const s of this.subs.values()) s.listeners.clear()
     this.subs.clear()
   }
+}
+
+/** When this node last wrote a channel's index entry and set its stream's expiry (ms; 0: not yet, or it failed). */
+interface Marks {
+  indexed: number
+  expired: number
+}
+
+/** Now (ms), marked as `m[what]`, unless it was marked within INDEX_REFRESH_MS. */
+function markDue(m: Marks, what: keyof Marks): number | undefined {
+  const now = Date.now()
+  if (now - m[what] < INDEX_REFRESH_MS) return undefined
+  m[what] = now
+  return now
 }
 
 const isEphemeral = (m: Message): boolean => (m.extras as { ephemeral?: unknown } | undefined)?.ephemeral === true

@@ -311,6 +311,23 @@ function sweep() {
   }
 }
 
+/** A command that did not answer within REDIS_TIMEOUT_MS: 503 / 50003, the outcome unknown (counted as a failure). */
+export function commandTimedOut(): GatewayError {
+  failures.inc()
+  return timedOut()
+}
+
+/** A command's failure as the client is told it: a GatewayError as it is, anything else 503 / 50003 (counted). */
+export function commandFailed(e: unknown): GatewayError {
+  failures.inc()
+  return e instanceof GatewayError ? e : unavailable()
+}
+
+/** Records a command's latency, `t0` being `performance.now()` when it was sent. */
+export function commandAnswered(t0: number): void {
+  latency.observe({}, (performance.now() - t0) / 1000)
+}
+
 /** Rejects with 503 / 50003 when `p` takes longer than `ms` or fails: the backend is unavailable, the outcome unknown. */
 export function withTimeout<T>(p: Promise<T>, ms: number): Promise<T> {
   const t0 = performance.now()
@@ -321,8 +338,7 @@ export function withTimeout<T>(p: Promise<T>, ms: number): Promise<T> {
       fail: () => {
         if (settled) return
         settled = true
-        failures.inc()
-        reject(timedOut())
+        reject(commandTimedOut())
       },
     }
     inFlight.add(entry)
@@ -335,15 +351,14 @@ export function withTimeout<T>(p: Promise<T>, ms: number): Promise<T> {
         inFlight.delete(entry)
         if (settled) return
         settled = true
-        latency.observe({}, (performance.now() - t0) / 1000)
+        commandAnswered(t0)
         resolve(v)
       },
       (e) => {
         inFlight.delete(entry)
         if (settled) return
         settled = true
-        failures.inc()
-        reject(e instanceof GatewayError ? e : unavailable())
+        reject(commandFailed(e))
       },
     )
   })

@@ -1,7 +1,7 @@
 import type { Charge } from '../../core/ports'
 import { chargeArgs } from './scripts'
 import { BATCH_PUBLISH_SCRIPT, CLUSTER_BATCH_PUBLISH_SCRIPT } from './batch-publish-script'
-import type { Sender } from './connection'
+import { commandAnswered, commandFailed, commandTimedOut, type Sender } from './connection'
 import { ScriptRunner } from './script-runner'
 import { settleWithin } from '../../lib/sleep'
 
@@ -34,6 +34,8 @@ const MAX_BYTES = 4 << 20
 
 interface Pending {
   p: BatchedPublish
+  /** When it was made (`performance.now()`): it is answered within REDIS_TIMEOUT_MS of this. */
+  at: number
   resolve(r: BatchReply): void
   reject(e: unknown): void
 }
@@ -45,8 +47,8 @@ interface Shard {
   scheduled: boolean
 }
 
-/** A batch call not answered within REDIS_TIMEOUT_MS (its errors pass unchanged: a cluster's redirections are read). */
-const batchTimedOut = () => new Error('the batch publish call timed out')
+/** What a batch's deadline rejects with (told apart from the call's own errors: a cluster's redirections are read). */
+const TIMED_OUT = Symbol('batch deadline')
 
 /** Script calls in flight per shard: publishes made meanwhile wait and go together in the next. */
 const MAX_IN_FLIGHT = 1
@@ -63,7 +65,9 @@ const MOVED = /CROSSSLOT|MOVED|ASK|TRYAGAIN|CLUSTERDOWN|hash to the same slot|sl
  * settles with its own reply or error (the script runs each under pcall), so one bad publish
  * never fails its batch-mates; an error of the whole call (a timeout, a lost connection) is every
  * member's, as it would be for each alone. With `afterWrite` (WAIT, REDIS_WAIT_REPLICAS), one
- * WAIT after the batch covers all of its writes.
+ * WAIT after the batch covers all of its writes. Each publish is answered within REDIS_TIMEOUT_MS
+ * of being made, queueing included (a batch's deadline is its oldest member's), with its errors as
+ * the client is told them (503 / 50003 unless a GatewayError): one timer per batch, none per publish.
  */
 export class PublishBatcher {
   private shards = new Map<string, Shard>()
@@ -73,7 +77,7 @@ export class PublishBatcher {
     send: Sender,
     private readonly o: {
       idempotencyWindowMs: number
-      /** A call not answered within it fails its publishes (503, outcome unknown) and frees its shard. */
+      /** A publish not answered within it of being made fails (503, outcome unknown); its call's shard is freed. */
       redisTimeoutMs: number
       cluster: boolean
       /** The shard (master) owning a key; one shard when absent. */
@@ -91,7 +95,7 @@ export class PublishBatcher {
       const key = this.o.shardOf?.(p.stream) ?? ''
       let s = this.shards.get(key)
       if (!s) this.shards.set(key, (s = { items: [], inFlight: 0, scheduled: false }))
-      s.items.push({ p, resolve, reject })
+      s.items.push({ p, at: performance.now(), resolve, reject })
       this.schedule(key, s)
     })
   }
@@ -128,31 +132,45 @@ export class PublishBatcher {
   }
 
   private async run(items: Pending[]) {
-    let replies: BatchReply[]
+    // the oldest member (the first: a batch is taken from the front of its queue) sets the deadline
+    const ms = Math.max(0, items[0]!.at + this.o.redisTimeoutMs - performance.now())
+    let written: { replies: BatchReply[]; waitError: unknown }
     try {
-      replies = await settleWithin(this.call(items), this.o.redisTimeoutMs, batchTimedOut)
+      written = await settleWithin(this.write(items), ms, () => TIMED_OUT)
     } catch (e) {
+      if (e === TIMED_OUT) {
+        for (const it of items) it.reject(commandTimedOut())
+        return
+      }
       // on a cluster a batch whose slots moved did not run: each publish goes again on its own
       if (items.length > 1 && this.o.cluster && MOVED.test(String((e as Error)?.message))) {
         for (const it of items) void this.run([it])
         return
       }
-      for (const it of items) it.reject(e)
+      for (const it of items) it.reject(commandFailed(e))
       return
     }
-    // the WAIT covers every write of the batch; a shortfall is the error of each publish that wrote
+    const { replies, waitError } = written
+    items.forEach((it, i) => {
+      const r = replies[i]
+      if (!Array.isArray(r)) it.reject(commandFailed(new Error('Unexpected reply from the batch publish script')))
+      else if (Number(r[0]) === -2) it.reject(commandFailed(new Error(String(r[1]))))
+      else if (Number(r[0]) === -1 || waitError === undefined) it.resolve(r)
+      else it.reject(commandFailed(waitError))
+    })
+  }
+
+  /** The batch's script call, then its WAIT: the WAIT covers every write of the batch; a shortfall is the error of each publish that wrote. */
+  private async write(items: Pending[]): Promise<{ replies: BatchReply[]; waitError: unknown }> {
+    const t0 = performance.now()
+    const replies = await this.call(items)
+    commandAnswered(t0)
     let waitError: unknown
     if (this.o.afterWrite)
       await this.o.afterWrite(items[0]!.p.stream).catch((e) => {
         waitError = e ?? new Error('WAIT failed')
       })
-    items.forEach((it, i) => {
-      const r = replies[i]
-      if (!Array.isArray(r)) it.reject(new Error('Unexpected reply from the batch publish script'))
-      else if (Number(r[0]) === -2) it.reject(new Error(String(r[1])))
-      else if (Number(r[0]) === -1 || waitError === undefined) it.resolve(r)
-      else it.reject(waitError)
-    })
+    return { replies, waitError }
   }
 
   /** The script's arguments (batch-publish-script.ts): each channel described once, then each publish. */
