@@ -65,9 +65,10 @@ const MOVED = /CROSSSLOT|MOVED|ASK|TRYAGAIN|CLUSTERDOWN|hash to the same slot|sl
  * settles with its own reply or error (the script runs each under pcall), so one bad publish
  * never fails its batch-mates; an error of the whole call (a timeout, a lost connection) is every
  * member's, as it would be for each alone. With `afterWrite` (WAIT, REDIS_WAIT_REPLICAS), one
- * WAIT after the batch covers all of its writes. Each publish is answered within REDIS_TIMEOUT_MS
- * of being made, queueing included (a batch's deadline is its oldest member's), with its errors as
- * the client is told them (503 / 50003 unless a GatewayError): one timer per batch, none per publish.
+ * WAIT after the batch covers all of its writes. Each publish's write is answered within
+ * REDIS_TIMEOUT_MS of the publish being made, queueing included (a batch's deadline is its oldest
+ * member's), with its errors as the client is told them (503 / 50003 unless a GatewayError): one
+ * timer per batch, none per publish; a WAIT then has its own deadline.
  */
 export class PublishBatcher {
   private shards = new Map<string, Shard>()
@@ -134,9 +135,9 @@ export class PublishBatcher {
   private async run(items: Pending[]) {
     // the oldest member (the first: a batch is taken from the front of its queue) sets the deadline
     const ms = Math.max(0, items[0]!.at + this.o.redisTimeoutMs - performance.now())
-    let written: { replies: BatchReply[]; waitError: unknown }
+    let replies: BatchReply[]
     try {
-      written = await settleWithin(this.write(items), ms, () => TIMED_OUT)
+      replies = await settleWithin(this.write(items), ms, () => TIMED_OUT)
     } catch (e) {
       if (e === TIMED_OUT) {
         for (const it of items) it.reject(commandTimedOut())
@@ -150,7 +151,15 @@ export class PublishBatcher {
       for (const it of items) it.reject(commandFailed(e))
       return
     }
-    const { replies, waitError } = written
+    // the WAIT covers every write of the batch; a shortfall is the error of each publish that wrote.
+    // It has a deadline of its own (REDIS_TIMEOUT_MS, the WAIT's timeout below it), outside the
+    // write's: a write answered in time and then unconfirmed is told so (stored, replicas short),
+    // not as a store that did not answer
+    let waitError: unknown
+    if (this.o.afterWrite)
+      await this.o.afterWrite(items[0]!.p.stream).catch((e) => {
+        waitError = e ?? new Error('WAIT failed')
+      })
     items.forEach((it, i) => {
       const r = replies[i]
       if (!Array.isArray(r)) it.reject(commandFailed(new Error('Unexpected reply from the batch publish script')))
@@ -160,17 +169,12 @@ export class PublishBatcher {
     })
   }
 
-  /** The batch's script call, then its WAIT: the WAIT covers every write of the batch; a shortfall is the error of each publish that wrote. */
-  private async write(items: Pending[]): Promise<{ replies: BatchReply[]; waitError: unknown }> {
+  /** The batch's script call. */
+  private async write(items: Pending[]): Promise<BatchReply[]> {
     const t0 = performance.now()
     const replies = await this.call(items)
     commandAnswered(t0)
-    let waitError: unknown
-    if (this.o.afterWrite)
-      await this.o.afterWrite(items[0]!.p.stream).catch((e) => {
-        waitError = e ?? new Error('WAIT failed')
-      })
-    return { replies, waitError }
+    return replies
   }
 
   /** The script's arguments (batch-publish-script.ts): each channel described once, then each publish. */
