@@ -5,21 +5,13 @@
  * what is published, and publishes.
  */
 import { afterAll, beforeAll, expect, test } from 'bun:test'
-import { mkdtempSync, rmSync } from 'node:fs'
-import { tmpdir } from 'node:os'
-import { join } from 'node:path'
-import { chromiumAvailable, launchChromium, waitFor } from '../helpers/browser'
-import { APP_ID, createTestGateway, listen, type TestGateway } from '../helpers/gateway'
+import { chromiumAvailable, startBrowserPage, waitFor, type BrowserPage } from '../helpers/browser'
+import { APP_ID, type TestGateway } from '../helpers/gateway'
 
 const available = chromiumAvailable()
-const BUNDLE = join(import.meta.dir, '..', '..', 'node_modules', 'ably', 'build', 'ably.js')
 
+let rig: BrowserPage | undefined
 let gw: TestGateway
-let port: number
-let pageServer: ReturnType<typeof Bun.serve> | undefined
-let browser: Awaited<ReturnType<typeof launchChromium>> | undefined
-const profile = mkdtempSync(join(tmpdir(), 'chromium-profile-'))
-const offMachine: string[] = []
 
 const page = (gatewayPort: number, key: string) => `<!DOCTYPE html><html><body>
 <script src="/ably.js"></script>
@@ -41,30 +33,12 @@ const page = (gatewayPort: number, key: string) => `<!DOCTYPE html><html><body>
 
 beforeAll(async () => {
   if (!available) return
-  gw = await createTestGateway()
-  port = Number(new URL(listen(gw)).port)
-  pageServer = Bun.serve({
-    port: 0,
-    hostname: '127.0.0.1',
-    fetch: (req) =>
-      new URL(req.url).pathname === '/ably.js'
-        ? new Response(Bun.file(BUNDLE), { headers: { 'content-type': 'text/javascript' } })
-        : new Response(page(port, gw.key), { headers: { 'content-type': 'text/html' } }),
-  })
-  browser = await launchChromium(profile)
-  await browser.route('**/*', (route) => {
-    const host = new URL(route.request().url()).hostname
-    if (host === '127.0.0.1' || host === 'localhost') return route.continue()
-    offMachine.push(route.request().url())
-    return route.abort()
-  })
+  rig = await startBrowserPage(page)
+  gw = rig.gw
 }, 60_000)
 
 afterAll(async () => {
-  await browser?.close()
-  pageServer?.stop(true)
-  await gw?.close()
-  rmSync(profile, { recursive: true, force: true })
+  await rig?.close()
 })
 
 type Client = { states: string[]; received: unknown[]; id: string | null; transport: string | null }
@@ -72,8 +46,8 @@ type Client = { states: string[]; received: unknown[]; id: string | null; transp
 test.skipIf(!available)(
   'the browser bundle connects over xhr_polling, receives what is published and publishes',
   async () => {
-    const tab = await browser!.newPage()
-    await tab.goto(`http://127.0.0.1:${pageServer!.port}/`)
+    const tab = await rig!.browser.newPage()
+    await tab.goto(rig!.url)
     const client = () => tab.evaluate(() => (window as any).client as Client)
     let seen = await waitFor(client, (c) => c.states.includes('connected'))
     expect(seen.transport).toBe('xhr_polling')
@@ -90,7 +64,7 @@ test.skipIf(!available)(
     seen = await waitFor(client, (c) => c.received.length === 4)
     expect(seen.received).toEqual(['rest-0', 'rest-1', 'rest-2', 'hello from chromium'])
     expect(seen.states.filter((s) => s === 'connected').length).toBe(1)
-    expect(offMachine).toEqual([])
+    expect(rig!.offMachine).toEqual([])
     await tab.close()
   },
   60_000,

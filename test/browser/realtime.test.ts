@@ -4,22 +4,14 @@
  * msgpack when asked), receives what is published, publishes, and resumes after its socket is cut.
  */
 import { afterAll, beforeAll, expect, test } from 'bun:test'
-import { mkdtempSync, rmSync } from 'node:fs'
-import { tmpdir } from 'node:os'
-import { join } from 'node:path'
-import { chromiumAvailable, launchChromium, waitFor } from '../helpers/browser'
-import { APP_ID, createTestGateway, listen, type TestGateway } from '../helpers/gateway'
+import { chromiumAvailable, startBrowserPage, waitFor, type BrowserPage } from '../helpers/browser'
+import { APP_ID, type TestGateway } from '../helpers/gateway'
 import { cutSocket } from '../helpers/realtime'
 
 const available = chromiumAvailable()
-const BUNDLE = join(import.meta.dir, '..', '..', 'node_modules', 'ably', 'build', 'ably.js')
 
+let rig: BrowserPage | undefined
 let gw: TestGateway
-let port: number
-let pageServer: ReturnType<typeof Bun.serve> | undefined
-let browser: Awaited<ReturnType<typeof launchChromium>> | undefined
-const profile = mkdtempSync(join(tmpdir(), 'chromium-profile-'))
-const offMachine: string[] = []
 
 /** The page: one client per format, each recording its state, its messages and its transport. */
 const page = (gatewayPort: number, key: string) => `<!DOCTYPE html><html><body>
@@ -45,32 +37,12 @@ const page = (gatewayPort: number, key: string) => `<!DOCTYPE html><html><body>
 
 beforeAll(async () => {
   if (!available) return
-  gw = await createTestGateway()
-  port = Number(new URL(listen(gw)).port)
-  // the page lives on another origin, as a customer's web app would
-  pageServer = Bun.serve({
-    port: 0,
-    hostname: '127.0.0.1',
-    fetch: (req) =>
-      new URL(req.url).pathname === '/ably.js'
-        ? new Response(Bun.file(BUNDLE), { headers: { 'content-type': 'text/javascript' } })
-        : new Response(page(port, gw.key), { headers: { 'content-type': 'text/html' } }),
-  })
-  browser = await launchChromium(profile)
-  // no network: anything not on this machine is refused (and remembered, to be reported)
-  await browser.route('**/*', (route) => {
-    const host = new URL(route.request().url()).hostname
-    if (host === '127.0.0.1' || host === 'localhost') return route.continue()
-    offMachine.push(route.request().url())
-    return route.abort()
-  })
+  rig = await startBrowserPage(page)
+  gw = rig.gw
 }, 60_000)
 
 afterAll(async () => {
-  await browser?.close()
-  pageServer?.stop(true)
-  await gw?.close()
-  rmSync(profile, { recursive: true, force: true })
+  await rig?.close()
 })
 
 type Client = { states: string[]; received: unknown[]; id: string | null; transport: string | null }
@@ -78,8 +50,8 @@ type Client = { states: string[]; received: unknown[]; id: string | null; transp
 test.skipIf(!available)(
   'the browser bundle connects over WebSocket in both formats, receives, publishes and resumes',
   async () => {
-    const tab = await browser!.newPage()
-    await tab.goto(`http://127.0.0.1:${pageServer!.port}/`)
+    const tab = await rig!.browser.newPage()
+    await tab.goto(rig!.url)
     const clients = () => tab.evaluate(() => (window as any).clients as Record<'json' | 'msgpack', Client>)
     const publish = async (data: string) => {
       const r = await gw.request('/channels/browser-rt/messages', { method: 'POST', json: { data } })
@@ -114,7 +86,7 @@ test.skipIf(!available)(
     expect(seen.json.received.at(-1)).toBe('while cut')
     expect(seen.json.id).toBe(id)
     expect(seen.json.states.filter((s) => s === 'connected').length).toBe(2)
-    expect(offMachine).toEqual([])
+    expect(rig!.offMachine).toEqual([])
     await tab.close()
   },
   60_000,
