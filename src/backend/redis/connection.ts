@@ -2,6 +2,7 @@ import { RedisClient as BunRedisClient } from 'bun'
 import { RESP_TYPES, createClient, createCluster } from 'redis'
 import { GatewayError } from '../../errors'
 import { metrics } from '../../lib/metrics'
+import { settleWithin } from '../../lib/sleep'
 
 type NativeClient = ReturnType<typeof createClient>
 type NativeCluster = ReturnType<typeof createCluster>
@@ -66,16 +67,35 @@ const CRC16 = (() => {
   return t
 })()
 
-/** The hash slot of a key: CRC16 of its hash tag (between the first `{` and the next `}`, if not empty) mod 16384. */
+/**
+ * The hash slot of a key: CRC16 of its hash tag (between the first `{` and the next `}`, if not
+ * empty) mod 16384, over the key's UTF-8 bytes. Read from the string itself (no Buffer per key:
+ * it runs for every publish); a key with a character beyond ASCII is encoded first.
+ */
 export function keySlot(key: string): number {
-  let bytes = Buffer.from(key)
-  const open = bytes.indexOf(0x7b)
+  let from = 0
+  let to = key.length
+  const open = key.indexOf('{')
   if (open >= 0) {
-    const close = bytes.indexOf(0x7d, open + 1)
-    if (close > open + 1) bytes = bytes.subarray(open + 1, close)
+    const close = key.indexOf('}', open + 1)
+    if (close > open + 1) {
+      from = open + 1
+      to = close
+    }
   }
   let crc = 0
-  for (const b of bytes) crc = ((crc << 8) & 0xffff) ^ CRC16[((crc >> 8) ^ b) & 0xff]!
+  for (let i = from; i < to; i++) {
+    const c = key.charCodeAt(i)
+    if (c > 0x7f) return slotOfBytes(Buffer.from(key.slice(from, to)))
+    crc = ((crc << 8) & 0xffff) ^ CRC16[((crc >> 8) ^ c) & 0xff]!
+  }
+  return crc & 16383
+}
+
+/** CRC16 mod 16384 of bytes (a hash tag or key beyond ASCII; its braces are ASCII, so found the same). */
+function slotOfBytes(bytes: Uint8Array): number {
+  let crc = 0
+  for (let i = 0; i < bytes.length; i++) crc = ((crc << 8) & 0xffff) ^ CRC16[((crc >> 8) ^ bytes[i]!) & 0xff]!
   return crc & 16383
 }
 
@@ -291,26 +311,6 @@ const unavailable = () =>
     { status: 503 },
   )
 
-/**
- * Commands in flight with their deadlines. One sweeper timer (every 25 ms, while any are pending)
- * fails the late ones: no timer per command on the hot path.
- */
-const inFlight = new Set<{ deadline: number; fail: () => void }>()
-let sweeper: ReturnType<typeof setInterval> | undefined
-
-function sweep() {
-  const now = performance.now()
-  for (const e of inFlight)
-    if (e.deadline <= now) {
-      inFlight.delete(e)
-      e.fail()
-    }
-  if (inFlight.size === 0 && sweeper) {
-    clearInterval(sweeper)
-    sweeper = undefined
-  }
-}
-
 /** A command that did not answer within REDIS_TIMEOUT_MS: 503 / 50003, the outcome unknown (counted as a failure). */
 export function commandTimedOut(): GatewayError {
   failures.inc()
@@ -328,40 +328,21 @@ export function commandAnswered(t0: number): void {
   latency.observe({}, (performance.now() - t0) / 1000)
 }
 
+/** What a command's deadline rejects with (told apart from its own errors). */
+const TIMED_OUT = Symbol('command deadline')
+
 /** Rejects with 503 / 50003 when `p` takes longer than `ms` or fails: the backend is unavailable, the outcome unknown. */
 export function withTimeout<T>(p: Promise<T>, ms: number): Promise<T> {
   const t0 = performance.now()
-  return new Promise<T>((resolve, reject) => {
-    let settled = false
-    const entry = {
-      deadline: t0 + ms,
-      fail: () => {
-        if (settled) return
-        settled = true
-        reject(commandTimedOut())
-      },
-    }
-    inFlight.add(entry)
-    if (!sweeper) {
-      sweeper = setInterval(sweep, 25)
-      sweeper.unref?.()
-    }
-    p.then(
-      (v) => {
-        inFlight.delete(entry)
-        if (settled) return
-        settled = true
-        commandAnswered(t0)
-        resolve(v)
-      },
-      (e) => {
-        inFlight.delete(entry)
-        if (settled) return
-        settled = true
-        reject(commandFailed(e))
-      },
-    )
-  })
+  return settleWithin(p, ms, () => TIMED_OUT).then(
+    (v) => {
+      commandAnswered(t0)
+      return v
+    },
+    (e) => {
+      throw e === TIMED_OUT ? commandTimedOut() : commandFailed(e)
+    },
+  )
 }
 
 /**
