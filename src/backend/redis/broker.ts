@@ -6,7 +6,7 @@ import { metrics } from '../../lib/metrics'
 import type { Broker, BrokerListener, PublishOptions, PublishResult } from '../../core/ports'
 import type { HistoryQuery, Message, MessageDraft } from '../../core/types'
 import { idFromSerial, messageFromEntry, packDraft, parseNotification, serialFromId } from './codec'
-import { BUFFERS, withTimeout, type RedisCommander, type RedisSubscriber, type Sender } from './connection'
+import { BUFFERS, commandFailed, withTimeout, type RedisCommander, type RedisSubscriber, type Sender } from './connection'
 import type { RedisKeys } from './keys'
 import { ScriptRunner } from './script-runner'
 import { chargeArgs, EPHEMERAL_PUBLISH_SCRIPT, TAKE_TOKENS_SCRIPT } from './scripts'
@@ -179,7 +179,7 @@ export class RedisBroker implements Broker {
     }
     if (c && !cluster) charged = { ok: true, remaining: Number(reply.pop()) / 1000, retryAfterMs: 0 }
     const failed = index && (await this.t(index))
-    if (failed) await this.t(Promise.reject(failed))
+    if (failed) throw commandFailed(failed)
     const fresh = Number(reply[0])
     const ids = reply.slice(1).map(String)
     return { serials: ids.map(serialFromId), appended: fresh, charged }
