@@ -9,7 +9,9 @@
  * each publish one 100-byte message at a time, the next as soon as the last is answered, over C
  * channels; the figure is the redis-server's CPU time (/proc) over the round ÷ the publishes
  * made. `--publishers 1` measures a publish alone (a batch of one). `--ids` gives every message a
- * client id (the idempotency lookup and marker). Prints min, median and every round per tree;
+ * client id (the idempotency lookup and marker). Prints min, median and every round per tree, for
+ * redis-server and for this process (the broker's side: its batching, arguments and replies, with
+ * the publishers' loop; the trees share the process, so compare them only with each other);
  * asserts nothing.
  */
 import { mkdtempSync } from 'node:fs'
@@ -35,7 +37,7 @@ const dirs = argv.length ? argv.map((d) => resolve(d)) : [resolve(import.meta.di
 
 installCleanup()
 const redis = await startRedis(mkdtempSync(join(tmpdir(), 'redis-publish-cost-')))
-const trees: Array<{ dir: string; backend: Backend; rounds: number[] }> = []
+const trees: Array<{ dir: string; backend: Backend; rounds: number[]; own: number[] }> = []
 for (const [i, dir] of dirs.entries()) {
   const { createRedisBackend } = (await import(`${dir}/src/backend/redis/index.ts`)) as {
     createRedisBackend(s: unknown, onError: (e: unknown) => void): Promise<Backend>
@@ -54,16 +56,17 @@ for (const [i, dir] of dirs.entries()) {
     },
     (e) => console.error(`${dir}:`, e),
   )
-  trees.push({ dir, backend, rounds: [] })
+  trees.push({ dir, backend, rounds: [], own: [] })
 }
 
 const data = 'x'.repeat(100)
 let seq = 0
-/** One round on one tree: redis-server CPU µs per publish. */
-async function round(backend: Backend, seconds: number): Promise<number> {
+/** One round on one tree: redis-server CPU µs per publish, and this process's (the broker's side). */
+async function round(backend: Backend, seconds: number): Promise<{ redis: number; own: number }> {
   let count = 0
   let stop = false
   const cpu0 = cpuSeconds(redis.pid)!
+  const own0 = process.cpuUsage()
   const publishers = Array.from({ length: PUBLISHERS }, async (_, w) => {
     while (!stop) {
       const s = seq++
@@ -78,19 +81,27 @@ async function round(backend: Backend, seconds: number): Promise<number> {
   await Bun.sleep(seconds * 1000)
   stop = true
   await Promise.all(publishers)
-  return ((cpuSeconds(redis.pid)! - cpu0) / count) * 1e6
+  const own = process.cpuUsage(own0)
+  return { redis: ((cpuSeconds(redis.pid)! - cpu0) / count) * 1e6, own: (own.user + own.system) / count }
 }
 
 for (const t of trees) await round(t.backend, 0.5)
-for (let r = 0; r < ROUNDS; r++) for (const t of trees) t.rounds.push(await round(t.backend, SECONDS))
+for (let r = 0; r < ROUNDS; r++)
+  for (const t of trees) {
+    const { redis, own } = await round(t.backend, SECONDS)
+    t.rounds.push(redis)
+    t.own.push(own)
+  }
+const summary = (xs: number[]) => {
+  const sorted = [...xs].sort((a, b) => a - b)
+  return `min ${sorted[0]!.toFixed(1)}, median ${sorted[Math.floor(sorted.length / 2)]!.toFixed(1)} [${xs.map((x) => x.toFixed(1)).join(' ')}]`
+}
 console.log(
-  `redis-server CPU µs per publish: ${CHANNELS} channels, ${PUBLISHERS} publishers, ${IDS ? 'client ids' : 'no client ids'}, ${ROUNDS} alternated rounds of ${SECONDS} s`,
+  `CPU µs per publish: ${CHANNELS} channels, ${PUBLISHERS} publishers, ${IDS ? 'client ids' : 'no client ids'}, ${ROUNDS} alternated rounds of ${SECONDS} s`,
 )
 for (const t of trees) {
-  const sorted = [...t.rounds].sort((a, b) => a - b)
-  console.log(
-    `  ${t.dir}: min ${sorted[0]!.toFixed(1)}, median ${sorted[Math.floor(sorted.length / 2)]!.toFixed(1)} [${t.rounds.map((x) => x.toFixed(1)).join(' ')}]`,
-  )
+  console.log(`  ${t.dir}: redis-server ${summary(t.rounds)}`)
+  console.log(`  ${' '.repeat(t.dir.length)}  this process (the broker and the publishers) ${summary(t.own)}`)
 }
 for (const t of trees) await t.backend.close()
 await redis.stop()

@@ -6,7 +6,14 @@ import { metrics } from '../../lib/metrics'
 import type { Broker, BrokerListener, PublishOptions, PublishResult } from '../../core/ports'
 import type { HistoryQuery, Message, MessageDraft } from '../../core/types'
 import { idFromSerial, messageFromEntry, packDraft, parseNotification, serialFromId } from './codec'
-import { BUFFERS, commandFailed, withTimeout, type RedisCommander, type RedisSubscriber, type Sender } from './connection'
+import {
+  BUFFERS,
+  commandFailed,
+  withTimeout,
+  type RedisCommander,
+  type RedisSubscriber,
+  type Sender,
+} from './connection'
 import type { RedisKeys } from './keys'
 import { ScriptRunner } from './script-runner'
 import { chargeArgs, EPHEMERAL_PUBLISH_SCRIPT, TAKE_TOKENS_SCRIPT } from './scripts'
@@ -74,7 +81,9 @@ export class RedisBroker implements Broker {
   private readonly chargeScript: ScriptRunner
   private readonly ephemeralScript: ScriptRunner
   /** Per channel, when this node last wrote its entry in its app's index and set its stream's expiry. */
-  private marks = new Map<string, Marks>()
+  private marks = new Map<string, Map<string, Marks>>()
+  /** Channels in `marks`, over every app. */
+  private marked = 0
   private readonly send: Sender
 
   constructor(
@@ -185,14 +194,22 @@ export class RedisBroker implements Broker {
     return { serials: ids.map(serialFromId), appended: fresh, charged }
   }
 
-  /** The channel's marks (one lookup per publish; at most 100,000 channels remembered, then forgotten at once). */
+  /**
+   * The channel's marks: a lookup by app, then by channel (no key built per publish); at most
+   * 100,000 channels remembered, then forgotten at once.
+   */
   private marksOf(app: string, channel: string): Marks {
-    const k = `${app}\u0000${channel}`
-    let m = this.marks.get(k)
-    if (!m) {
-      if (this.marks.size >= 100_000) this.marks.clear()
-      this.marks.set(k, (m = { indexed: 0, expired: 0 }))
+    let byChannel = this.marks.get(app)
+    let m = byChannel?.get(channel)
+    if (m) return m
+    if (this.marked >= 100_000) {
+      this.marks.clear()
+      this.marked = 0
+      byChannel = undefined
     }
+    if (!byChannel) this.marks.set(app, (byChannel = new Map()))
+    byChannel.set(channel, (m = { indexed: 0, expired: 0 }))
+    this.marked++
     return m
   }
 

@@ -7,6 +7,8 @@ const packr = new Packr({ useRecords: false })
 
 /** The stored body: everything but serial and timestamp, which the stream id carries. */
 export function packDraft(d: MessageDraft): Buffer {
+  // a draft rarely carries a timestamp (none from a client): packed as it is, no copy
+  if (!('timestamp' in d)) return packr.pack(d)
   const { timestamp: _t, ...rest } = d
   return packr.pack(rest)
 }
