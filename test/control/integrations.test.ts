@@ -1,4 +1,5 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
+import { waitFor } from '../helpers/wait'
 import { ACCESS_TOKEN, APP_ID, TestClock, createTestGateway, type TestGateway } from '../helpers/gateway'
 
 const clock = new TestClock()
@@ -15,15 +16,6 @@ const v1 = (path: string, method = 'GET', json?: unknown) =>
 const body = async (r: Response) => (await r.json()) as any
 const publish = (channel: string, data: unknown) =>
   gw.request(`/channels/${channel}/messages`, { method: 'POST', json: data })
-async function waitFor<T>(fn: () => T | Promise<T>, ok: (v: T) => boolean, ms = 10_000): Promise<T> {
-  const until = Date.now() + ms
-  for (;;) {
-    const v = await fn()
-    if (ok(v)) return v
-    if (Date.now() > until) throw new Error(`timed out; last ${JSON.stringify(v)}`)
-    await Bun.sleep(20)
-  }
-}
 
 describe('rules', () => {
   test('create, get, update, delete; invalid input is 400', async () => {

@@ -25,16 +25,8 @@ export async function launchChromium(profile: string) {
   })
 }
 
-/** Polls `fn` (e.g. a page.evaluate) until `ok` holds for its value; rejects after `ms`. */
-export async function waitFor<T>(fn: () => Promise<T>, ok: (v: T) => boolean, ms = 20_000): Promise<T> {
-  const until = Date.now() + ms
-  for (;;) {
-    const v = await fn()
-    if (ok(v)) return v
-    if (Date.now() > until) throw new Error(`condition not met in ${ms} ms; last value ${JSON.stringify(v)}`)
-    await Bun.sleep(50)
-  }
-}
+/** Polls `fn` (e.g. a page.evaluate) until `ok` holds for its value. */
+export { waitFor } from './wait'
 
 /** The official client's browser bundle, as the pages of `startBrowserPage` load it (`/ably.js`). */
 const ABLY_BUNDLE = join(import.meta.dir, '..', '..', 'node_modules', 'ably', 'build', 'ably.js')

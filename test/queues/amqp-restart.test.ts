@@ -1,6 +1,8 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
-import { connect, type ChannelModel, type ConsumeMessage } from 'amqplib'
+import type { ChannelModel, ConsumeMessage } from 'amqplib'
 import { join } from 'node:path'
+import { waitFor } from '../helpers/wait'
+import { consume } from './consumer'
 import { ACCESS_TOKEN, createTestGateway, type TestGateway } from '../helpers/gateway'
 import { RABBITMQ_BIN, RabbitNode } from '../helpers/rabbitmq-node'
 import { requireSystem } from '../helpers/system'
@@ -13,6 +15,8 @@ import { requireSystem } from '../helpers/system'
 const HAVE = requireSystem(join(RABBITMQ_BIN, 'rabbitmq-server'), 'rabbitmq-server')
 /** Starting a node takes up to a minute on a busy machine. */
 const SLOW = 300_000
+/** How long a delivery may take, the broker just started included. */
+const WAIT = 60_000
 
 let node: RabbitNode
 let gw: TestGateway
@@ -23,28 +27,6 @@ const v1 = (path: string, method = 'GET', json?: unknown) =>
   gw.request(`/v1${path}`, { method, json, key: null, headers: { authorization: `Bearer ${ACCESS_TOKEN}` } })
 const publish = (key: string, channel: string, message: unknown) =>
   gw.request(`/channels/${encodeURIComponent(channel)}/messages`, { method: 'POST', json: message, key })
-
-async function waitFor<T>(fn: () => T | Promise<T>, ok: (v: T) => boolean, ms = 60_000): Promise<T> {
-  const until = Date.now() + ms
-  for (;;) {
-    const v = await fn()
-    if (ok(v)) return v
-    if (Date.now() > until) throw new Error(`timed out; last ${JSON.stringify(v)}`)
-    await Bun.sleep(50)
-  }
-}
-
-/** A consumer (manual acks) of the queue; what it receives is in `got` as it arrives. */
-async function consume(uri: string, queueName: string) {
-  const conn = await connect(uri)
-  consumers.push(conn)
-  conn.on('error', () => {})
-  const ch = await conn.createChannel()
-  ch.on('error', () => {})
-  const got: ConsumeMessage[] = []
-  await ch.consume(queueName, (m) => m && got.push(m), { noAck: false })
-  return { ch, got }
-}
 
 const data = (m: ConsumeMessage) => JSON.parse(m.content.toString()).messages[0].data as string
 
@@ -73,12 +55,13 @@ describe.skipIf(!HAVE)('RabbitMQ stopped and started again', () => {
       const rule = { ruleType: 'amqp', source: { channelFilter: '^orders$' }, target: { queueId: q.id } }
       expect((await v1(`/apps/${app.id}/rules`, 'POST', rule)).status).toBe(201)
 
-      const first = await consume(q.amqp.uri, q.amqp.queueName)
+      const first = await consume(q.amqp.uri, q.amqp.queueName, consumers)
       expect((await publish(key, 'orders', { name: 'n', data: 'acked' })).status).toBe(201)
       expect((await publish(key, 'orders', { name: 'n', data: 'held' })).status).toBe(201)
       await waitFor(
         () => first.got.length,
         (n) => n === 2,
+        WAIT,
       )
       expect(first.got.map(data)).toEqual(['acked', 'held'])
       first.ch.ack(first.got[0]!)
@@ -93,7 +76,7 @@ describe.skipIf(!HAVE)('RabbitMQ stopped and started again', () => {
 
       await node.start()
       // the same credentials, the same durable queue: 'held' (never acked) comes again, 'acked' does not
-      const second = await consume(q.amqp.uri, q.amqp.queueName)
+      const second = await consume(q.amqp.uri, q.amqp.queueName, consumers)
       const seen: string[] = []
       const take = (n: number) =>
         waitFor(
@@ -105,6 +88,7 @@ describe.skipIf(!HAVE)('RabbitMQ stopped and started again', () => {
             return seen.length
           },
           (len) => len >= n,
+          WAIT,
         )
       await take(6)
       expect((await publish(key, 'orders', { name: 'n', data: 'after' })).status).toBe(201)

@@ -2,6 +2,8 @@ import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import { connect, type Channel, type ChannelModel, type ConsumeMessage } from 'amqplib'
 import { createServer } from 'node:net'
 import { metrics } from '../../src/lib/metrics'
+import { waitFor } from '../helpers/wait'
+import { consume } from './consumer'
 import { ACCESS_TOKEN, APP_ID, createTestGateway, type TestGateway } from '../helpers/gateway'
 import { closeClients, connectedClient, FORMATS } from '../helpers/realtime'
 import { requireSystem } from '../helpers/system'
@@ -27,16 +29,6 @@ const consumers: ChannelModel[] = []
 const body = async (r: Response) => (await r.json()) as any
 const v1 = (path: string, method = 'GET', json?: unknown) =>
   gw.request(`/v1${path}`, { method, json, key: null, headers: { authorization: `Bearer ${ACCESS_TOKEN}` } })
-
-async function waitFor<T>(fn: () => T | Promise<T>, ok: (v: T) => boolean, ms = 20_000): Promise<T> {
-  const until = Date.now() + ms
-  for (;;) {
-    const v = await fn()
-    if (ok(v)) return v
-    if (Date.now() > until) throw new Error(`timed out; last ${JSON.stringify(v)}`)
-    await Bun.sleep(50)
-  }
-}
 
 /** A new app with a key that may publish anywhere. */
 async function newApp(): Promise<{ appId: string; key: string }> {
@@ -65,18 +57,6 @@ async function routeInto(appId: string, queueId: string, channelFilter: string) 
 
 const publish = (key: string, channel: string, message: unknown) =>
   gw.request(`/channels/${encodeURIComponent(channel)}/messages`, { method: 'POST', json: message, key })
-
-/** Messages of one queue read by a consumer (manual acks), as they arrive. */
-async function consume(uri: string, queueName: string) {
-  const conn = await connect(uri)
-  consumers.push(conn)
-  conn.on('error', () => {})
-  const ch = await conn.createChannel()
-  ch.on('error', () => {})
-  const got: ConsumeMessage[] = []
-  await ch.consume(queueName, (m) => m && got.push(m), { noAck: false })
-  return { ch, got, conn }
-}
 
 /** Ready messages of a queue (undefined: there is no such queue). */
 async function readyCount(queueName: string): Promise<number | undefined> {
@@ -187,7 +167,7 @@ describe.skipIf(!HAVE)('queues on RabbitMQ (AMQP_URL)', () => {
     expect((await publish(key, 'orders:1', { name: 'created', data: { n: 1 } })).status).toBe(201)
     expect((await publish(key, 'elsewhere', { name: 'ignored', data: 'x' })).status).toBe(201)
 
-    const { ch, got } = await consume(q.amqp.uri, q.amqp.queueName)
+    const { ch, got } = await consume(q.amqp.uri, q.amqp.queueName, consumers)
     const [m] = await waitFor(
       () => got,
       (g) => g.length >= 1,
@@ -245,7 +225,7 @@ describe.skipIf(!HAVE)('queues on RabbitMQ (AMQP_URL)', () => {
     const rule = await body(r)
     expect(rule.source).toEqual({ channelFilter: '^room:', type: 'channel.presence' })
     const port = Number(new URL(gw.listen()).port)
-    const { ch, got } = await consume(q.amqp.uri, q.amqp.queueName)
+    const { ch, got } = await consume(q.amqp.uri, q.amqp.queueName, consumers)
 
     for (const [format, binary] of FORMATS) {
       const clientId = `member-${format}`
@@ -328,7 +308,7 @@ describe.skipIf(!HAVE)('queues on RabbitMQ (AMQP_URL)', () => {
     )
     await Bun.sleep(300)
     expect(await readyCount(q.amqp.queueName)).toBe(3)
-    const { ch, got } = await consume(q.amqp.uri, q.amqp.queueName)
+    const { ch, got } = await consume(q.amqp.uri, q.amqp.queueName, consumers)
     await waitFor(
       () => got,
       (g) => g.length === 3,
@@ -456,7 +436,7 @@ describe.skipIf(!HAVE)('queues on RabbitMQ (AMQP_URL)', () => {
     const { appId, key } = await newApp()
     const q = await newQueue(appId, 'resilient', 10, 1000)
     await routeInto(appId, q.id, '^resilient$')
-    const { ch, got } = await consume(q.amqp.uri, q.amqp.queueName)
+    const { ch, got } = await consume(q.amqp.uri, q.amqp.queueName, consumers)
     const acked = (n: number) =>
       waitFor(
         () => {
