@@ -41,13 +41,13 @@ measure() { # label url script servers-root-pids...
   local rps=$(echo "$out" | awk '/Requests\/sec/ {print int($2)}'); local non=$(echo "$out" | awk '/Non-2xx/ {print $NF}')
   local se=$(echo "$out" | grep -o 'Socket errors.*')
   awk -v l="$label" -v rps=${rps:-0} -v non=${non:-0} -v r=$((r1-r0)) -v g=$((g1-g0)) -v hz=$HZ -v t0=$t0 -v t1=$t1 -v se="$se" 'BEGIN { el=t1-t0; n=rps*el; if (n<1) n=1;
-    printf "RESULT %s rps=%d non2xx=%s redis_cpu=%.0f%% server_cpu=%.0f%% redis_us_per_pub=%.1f server_us_per_pub=%.1f %s\n", l, rps, non, r/hz/el*100, g/hz/el*100, r/hz/n*1e6, g/hz/n*1e6, se }'
+    printf "RESULT %s rps=%d non2xx=%s redis_cpu=%.0f%% server_cpu=%.0f%% redis_us_per_pub=%.1f server_us_per_pub=%.1f %s\n", l, rps, non, r/hz/el*100, g/hz/el*100, r/hz/n*1e6, g/hz/n*1e6, se }' | tee -a "${OUT:-/dev/null}${OUT:+/results.txt}"
 }
 cluster() { # M masters on ports 17001..
   local m=$1 i p k ok base=17000
   for i in $(seq 1 $m); do p=$((base+i)); mkdir -p $W/rc-$m-$i
     $B/bin/redis-server --port $p --bind 127.0.0.1 --cluster-enabled yes --cluster-announce-ip 127.0.0.1 --cluster-config-file $W/rc-$m-$i/nodes.conf \
-      --save '' --appendonly no --protected-mode no --dir $W/rc-$m-$i > $W/redis-$m-$i.log 2>&1 & RPIDS+=($!)
+      --save '' --appendonly no --protected-mode no --dir $W/rc-$m-$i > $W/redis-$m-$i.log 2>&1 & RPIDS+=($!); disown $!
   done
   for i in $(seq 1 $m); do p=$((base+i)); for k in $(seq 1 50); do [ "$($B/bin/redis-cli -p $p PING 2>/dev/null)" = PONG ] && break; sleep 0.1; done; done
   for i in $(seq 1 $m); do p=$((base+i)); $B/bin/redis-cli -p $p CLUSTER ADDSLOTSRANGE $(( (i-1)*16384/m )) $(( i*16384/m - 1 )) > /dev/null; done
