@@ -20,6 +20,7 @@ import { join, resolve } from 'node:path'
 import { cpuSeconds } from './lib/cpu'
 import { startRedis } from './lib/redis-server'
 import { installCleanup } from './lib/processes'
+import { redisBackendOf } from './lib/redis-backend-of'
 import type { Backend } from '../src/backend/backend'
 
 const argv = process.argv.slice(2)
@@ -39,23 +40,7 @@ installCleanup()
 const redis = await startRedis(mkdtempSync(join(tmpdir(), 'redis-publish-cost-')))
 const trees: Array<{ dir: string; backend: Backend; rounds: number[]; own: number[] }> = []
 for (const [i, dir] of dirs.entries()) {
-  const { createRedisBackend } = (await import(`${dir}/src/backend/redis/index.ts`)) as {
-    createRedisBackend(s: unknown, onError: (e: unknown) => void): Promise<Backend>
-  }
-  const backend = await createRedisBackend(
-    {
-      redisUrl: redis.url,
-      redisTimeoutMs: 10_000,
-      redisPrefix: `cost${i}:`,
-      ringSize: 100,
-      ringMaxBytes: 1 << 20,
-      historyTtlMs: 120_000,
-      persistedHistoryTtlMs: 86_400_000,
-      idempotencyWindowMs: 120_000,
-      presenceLeaseMs: 15_000,
-    },
-    (e) => console.error(`${dir}:`, e),
-  )
+  const backend = await redisBackendOf(dir, redis.url, `cost${i}:`)
   trees.push({ dir, backend, rounds: [], own: [] })
 }
 

@@ -150,12 +150,23 @@ describe('concurrent publishes (batched on Redis)', () => {
     const streamKey = new RedisKeys(gw.config.redisPrefix).stream(APP, bad)
     await raw.send(['SET', streamKey, 'not a stream'])
     try {
+      // a plain publish (one message, no client id) and one with client ids take different paths in the script
       const settled = await Promise.allSettled([
         ...good.slice(0, 5).map((ch) => broker.publish(APP, ch, [{ id: `g-${ch}`, data: 'ok' }], plain)),
         broker.publish(APP, bad, [{ id: 'b', data: 'bad' }], plain),
-        ...good.slice(5).map((ch) => broker.publish(APP, ch, [{ id: `g-${ch}`, data: 'ok' }], plain)),
+        broker.publish(
+          APP,
+          bad,
+          [
+            { id: 'b0', data: 'bad' },
+            { id: 'b1', data: 'bad' },
+          ],
+          ids,
+        ),
+        ...good.slice(5).map((ch) => broker.publish(APP, ch, [{ id: `g-${ch}`, data: 'ok' }], ids)),
       ])
       expect(settled[5]!.status).toBe('rejected')
+      expect(settled[6]!.status).toBe('rejected')
       expect(settled.filter((s) => s.status === 'fulfilled')).toHaveLength(10)
       for (const ch of good) expect((await allHistory(ch)).map((m) => m.data)).toEqual(['ok'])
       // the channel works again once its key is a stream's
@@ -194,6 +205,22 @@ describe('concurrent publishes (batched on Redis)', () => {
           expect((await sub.until(3)).map((m) => m.data)).toEqual(['a', 'b', 'c'])
           sub.unsubscribe()
         }
+      }),
+  )
+
+  test.skipIf(!onRedis())(
+    "a channel's last id key expires with its stream, also when it was gone and is written again between two expiry refreshes",
+    () =>
+      withRaw(async (raw, k) => {
+        const ch = fresh()
+        await broker.publish(APP, ch, [{ id: 'a', data: 'a' }], plain)
+        const ttl = (key: string) => raw.send(['PTTL', key]).then(Number)
+        expect(await ttl(k.lastId(APP, ch))).toBeGreaterThan(0)
+        // the next publish comes within the node's second: the stream's expiry is not set again, the key's is kept
+        await raw.send(['DEL', k.lastId(APP, ch)])
+        await broker.publish(APP, ch, [{ id: 'b', data: 'b' }], plain)
+        expect(await raw.send(['GET', k.lastId(APP, ch)])).toBeTruthy()
+        expect(await ttl(k.lastId(APP, ch))).toBeGreaterThan(0)
       }),
   )
 

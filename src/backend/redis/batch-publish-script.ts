@@ -1,49 +1,118 @@
 /**
  * Many publishes in one script call (PublishBatcher): the publishes of one shard made while its
  * previous call was in flight. Each publish keeps the single-publish script's semantics (dedupe by client id,
- * append to the channel's stream trimming what is past retention, notify the subscribed nodes),
- * and what can be shared is done once per batch: the clock is read once; each channel is
- * described once (its keys, retention, expiry, index entry), its previous id swapped in its last
- * id key (one SET ... GET instead of reading the stream's last entry), its stream
- * trimmed, its index entry written and its expiry set (when the node asks: each at most once a
- * second) and its notification sent once (one SPUBLISH carrying every message the batch appended
+ * append to the channel's stream, notify the subscribed nodes), and what can be shared is done
+ * once per batch: each channel is described once (its keys and notification channel), its
+ * previous id swapped in its last id key (one SET ... GET instead of reading the stream's last
+ * entry) and its notification sent once (one SPUBLISH carrying every message the batch appended
  * to it, in order); a rate bucket is read and written once (its charges applied one after the
- * other, as take_tokens would). Each publish runs under pcall: one that fails is answered its
- * error alone, its batch-mates are not affected. A publish costs the script its header (3
- * arguments), its bodies and its appends: redis-server's time per argument and per redis.call
- * is most of a publish's cost (docs/performance.md).
+ * other, as take_tokens would). What the node asks at most once a second per channel is listed
+ * apart, for the channels it concerns: the trim of what is past retention (XADD MINID at the
+ * channel's first append; the clock is read only then), the stream's expiry (and the last id
+ * key's: between two, SET ... KEEPTTL keeps it), the index entry. So a stream holds entries up
+ * to about a second past its retention, as it did between two publishes anyway: readers bound
+ * what they read by time (history, idempotency lookups), and a resume from an entry still there
+ * is served. Each publish runs under pcall (a plain one, under redis.pcall): one that fails is
+ * answered its error alone, its batch-mates are not affected. redis-server's time per argument
+ * and per redis.call is most of a publish's cost (docs/performance.md): a plain publish (one
+ * message, no client id, no charge) takes two arguments, its channel number and its body.
  *
  * Keys K (KEYS; on a cluster at the end of ARGV): per channel (S of them) its stream and its
  *   last id key (K[2s-1], K[2s]), then the batch's rate buckets and channel indexes.
- * ARGV[1] idempotency window ms, ARGV[2] channel count S, ARGV[3] publish count P, then
- *   per channel: notify channel, idempotency key prefix, retention ms, the stream's expiry ms,
- *     whether to set it now ('1' or '0'), index key index (0: none)[, index score, channel name];
- *   per publish: channel number (1..S), message count n (-n: each message with its client id),
- *     bucket key index (0: no charge)[, cost, rate per second, burst, now ms], then n bodies or
- *     n × (client id or '', body).
- * Returns per publish { fresh, id per message[, remaining*1000 when charged] },
- * { -1, remaining*1000, retryAfterMs } when its charge was refused (nothing appended),
- * or { -2, error text } when it failed.
+ * ARGV[1] idempotency window ms, ARGV[2] channel count S, ARGV[3] publish count P,
+ *   ARGV[3+s] channel s's notification channel, then three lists, each its length first:
+ *   the channels due for a trim and expiry (channel number, retention ms, expiry ms), the
+ *   channels whose index entry to write (channel number, index key index, score, channel name),
+ *   the channels with client ids (channel number, idempotency key prefix);
+ *   then per publish: the channel number s alone when plain, followed by its body; otherwise -s,
+ *     its message count n (-n: each message with its client id), bucket key index (0: no
+ *     charge)[, cost, rate per second, burst, now ms], then n bodies or n × (client id or '', body).
+ * Returns per publish its id alone when plain and appended; else { fresh, id per message[,
+ * remaining*1000 when charged] }, { -1, remaining*1000, retryAfterMs } when its charge was
+ * refused (nothing appended), or { -2, error text } when it failed.
  *
  * On Redis Cluster the keys of one batch are in several slots of one master: the call declares
  * only the first stream and passes the keys in ARGV (CLUSTER_BATCH_PUBLISH_SCRIPT); a batch that
  * the cluster refuses (a slot moved meanwhile) is sent again one publish per call.
  */
 const BODY = `
-local t = redis.call('TIME')
-local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-local window = ARGV[1]
-local nchan, count = tonumber(ARGV[2]), tonumber(ARGV[3])
-local chans, buckets = {}, {}
+local window, nchan, count = ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[3])
+local pos = 4 + nchan
 
--- the batch's channels, each described once
-local pos = 4
-for s = 1, nchan do
-  local ik = tonumber(ARGV[pos + 5])
-  local c = { key = K[2 * s - 1], last = K[2 * s], notify = ARGV[pos], idem = ARGV[pos + 1], minid = tostring(now - tonumber(ARGV[pos + 2])),
-    expire = ARGV[pos + 3], due = ARGV[pos + 4] == '1', fresh = 0 }
-  if ik > 0 then c.index, c.score, c.name = K[ik], ARGV[pos + 6], ARGV[pos + 7]; pos = pos + 8 else pos = pos + 6 end
-  chans[s] = c
+-- the channels due for a trim and an expiry: their trim's MINID and their expiry (ms)
+local minid, expire = {}, {}
+local nd = tonumber(ARGV[pos])
+pos = pos + 1
+if nd > 0 then
+  local t = redis.call('TIME')
+  local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+  for _ = 1, nd do
+    local s = tonumber(ARGV[pos])
+    minid[s], expire[s] = tostring(now - tonumber(ARGV[pos + 1])), ARGV[pos + 2]
+    pos = pos + 3
+  end
+end
+-- the channels whose index entry to write: where their (key index, score, name) are
+local index = {}
+local ni = tonumber(ARGV[pos])
+pos = pos + 1
+for _ = 1, ni do
+  index[tonumber(ARGV[pos])] = pos + 1
+  pos = pos + 4
+end
+-- the channels with client ids: their idempotency key prefix
+local idem = {}
+local nq = tonumber(ARGV[pos])
+pos = pos + 1
+for _ = 1, nq do
+  idem[tonumber(ARGV[pos])] = ARGV[pos + 1]
+  pos = pos + 2
+end
+
+-- per channel number: the first and last id the batch appended, the first's body, the
+-- notification's parts once it has more than one message; stored: a publish to it ran
+local first, last, body1, parts, stored = {}, {}, {}, {}, {}
+local buckets = {}
+
+-- appends a body to channel s: its id, or redis.pcall's error; trimmed at the channel's first
+-- append when it is due (the clock stands still in a script: later appends would trim nothing)
+local function append(s, body)
+  local m = minid[s]
+  if m then
+    minid[s] = nil
+    return redis.pcall('XADD', K[2 * s - 1], 'MINID', m, '*', 'm', body)
+  end
+  return redis.pcall('XADD', K[2 * s - 1], '*', 'm', body)
+end
+
+-- ' <length> ' of a body, formatted once per batch and length (a number's formatting is a
+-- sprintf in Lua)
+local lens = {}
+local function len(body)
+  local n = #body
+  local l = lens[n]
+  if not l then
+    l = ' ' .. n .. ' '
+    lens[n] = l
+  end
+  return l
+end
+
+-- what the channel's notification carries of an appended message
+local function note(s, id, body)
+  if not first[s] then
+    first[s], body1[s] = id, body
+  else
+    local p = parts[s]
+    if not p then
+      -- p[1]: the previous id, known once the batch's appends are done
+      p = { '', ' ', first[s], len(body1[s]), body1[s] }
+      parts[s] = p
+    end
+    local k = #p
+    p[k + 1], p[k + 2], p[k + 3] = id, len(body), body
+  end
+  last[s] = id
 end
 
 local function take(key, cost, rate, burst, at0)
@@ -62,11 +131,8 @@ local function take(key, cost, rate, burst, at0)
   return ok, math.floor(tokens * 1000), retry
 end
 
--- n messages from ARGV[m]: bodies alone, or (client id, body) pairs when ids
-local function publish(c, n, ids, m)
-  local sk = c.key
-  -- parts[1]: the previous id, known once the batch's appends are done
-  if not c.parts then c.parts = { '', ' ' } end
+-- n messages of channel s from ARGV[m]: bodies alone, or (client id, body) pairs when ids
+local function publish(s, n, ids, m)
   local out = { 0 }
   local fresh = 0
   local step = ids and 2 or 1
@@ -74,32 +140,23 @@ local function publish(c, n, ids, m)
     local at = m + step * i
     local cid, body = '', ARGV[at]
     if ids then cid, body = body, ARGV[at + 1] end
-    local seen = false
-    if cid ~= '' then seen = redis.call('GET', c.idem .. cid) end
+    local seen, marker = false, nil
+    if cid ~= '' then
+      marker = idem[s] .. cid
+      seen = redis.call('GET', marker)
+    end
     if seen then
       out[#out + 1] = seen
     else
-      -- trimmed at the channel's first append of the batch: the clock stands still in a script,
-      -- so later appends would trim nothing more
-      local id
-      if c.trimmed then
-        id = redis.call('XADD', sk, '*', 'm', body)
-      else
-        id = redis.call('XADD', sk, 'MINID', c.minid, '*', 'm', body)
-        c.trimmed = true
-      end
+      local id = append(s, body)
+      if type(id) == 'table' then error(id) end
       out[#out + 1] = id
-      if not c.first then c.first = id end
-      c.lastid = id
       fresh = fresh + 1
-      if cid ~= '' then redis.call('SET', c.idem .. cid, id, 'PX', window) end
-      local parts = c.parts
-      parts[#parts + 1] = id .. ' ' .. #body .. ' '
-      parts[#parts + 1] = body
+      if marker then redis.call('SET', marker, id, 'PX', window) end
+      note(s, id, body)
     end
   end
-  c.fresh = c.fresh + fresh
-  c.stored = true
+  stored[s] = true
   out[1] = fresh
   return out
 end
@@ -111,56 +168,89 @@ end
 
 local out = {}
 for p = 1, count do
-  local c = chans[tonumber(ARGV[pos])]
-  local n, bk = tonumber(ARGV[pos + 1]), tonumber(ARGV[pos + 2])
-  local ids = n < 0
-  if ids then n = -n end
-  local m = pos + 3
-  local charged, remaining, retry = true, nil, 0
-  if bk > 0 then
-    local okc, a, b, r = pcall(take, K[bk], tonumber(ARGV[m]), tonumber(ARGV[m + 1]), tonumber(ARGV[m + 2]), tonumber(ARGV[m + 3]))
-    if not okc then charged, remaining = nil, message(a) else charged, remaining, retry = a, b, r end
-    m = m + 4
-  end
-  pos = m + (ids and 2 * n or n)
-  if charged == nil then
-    out[p] = { -2, remaining }
-  elseif not charged then
-    out[p] = { -1, remaining, retry }
-  else
-    local ok, r = pcall(publish, c, n, ids, m)
-    if not ok then
-      out[p] = { -2, message(r) }
+  local s = tonumber(ARGV[pos])
+  if s > 0 then
+    -- plain: nothing to look up or charge, nothing that fails but the append
+    local body = ARGV[pos + 1]
+    pos = pos + 2
+    local id = append(s, body)
+    if type(id) == 'table' then
+      out[p] = { -2, message(id) }
     else
-      if remaining then r[#r + 1] = remaining end
-      out[p] = r
+      out[p] = id
+      note(s, id, body)
+      stored[s] = true
+    end
+  else
+    s = -s
+    local n, bk = tonumber(ARGV[pos + 1]), tonumber(ARGV[pos + 2])
+    local ids = n < 0
+    if ids then n = -n end
+    local m = pos + 3
+    local charged, remaining, retry = true, nil, 0
+    if bk > 0 then
+      local okc, a, b, r = pcall(take, K[bk], tonumber(ARGV[m]), tonumber(ARGV[m + 1]), tonumber(ARGV[m + 2]), tonumber(ARGV[m + 3]))
+      if not okc then charged, remaining = nil, message(a) else charged, remaining, retry = a, b, r end
+      m = m + 4
+    end
+    pos = m + (ids and 2 * n or n)
+    if charged == nil then
+      out[p] = { -2, remaining }
+    elseif not charged then
+      out[p] = { -1, remaining, retry }
+    else
+      local ok, r = pcall(publish, s, n, ids, m)
+      if not ok then
+        out[p] = { -2, message(r) }
+      else
+        if remaining then r[#r + 1] = remaining end
+        out[p] = r
+      end
     end
   end
 end
 
--- per channel: its index entry when asked and a publish of it was stored; the expiry when the
--- node asks for it (at most once a second per channel and node), and always a write when every
--- message was a duplicate: a WAIT after it (REDIS_WAIT_REPLICAS) then also covers the earlier
--- publish that stored them, whose answer may have been lost; one notification with every
--- message appended
+-- per channel: its index entry and expiry when due and a publish of it was stored (with
+-- REDIS_WAIT_REPLICAS the node asks on every publish: a batch whose messages were all
+-- duplicates then still writes, and the WAIT after it also covers the earlier publish that
+-- stored them, whose answer may have been lost); one notification with every message appended
 for s = 1, nchan do
-  local c = chans[s]
-  if c.stored then
-    if c.index then redis.call('ZADD', c.index, c.score, c.name) end
-    if c.due or c.fresh == 0 then redis.call('PEXPIRE', c.key, c.expire) end
+  local key, exp = K[2 * s - 1], expire[s]
+  if stored[s] then
+    local ix = index[s]
+    if ix then redis.call('ZADD', K[tonumber(ARGV[ix])], ARGV[ix + 1], ARGV[ix + 2]) end
+    if exp then redis.call('PEXPIRE', key, exp) end
   end
-  if c.lastid then
+  local id = last[s]
+  if id then
     -- the previous id: the last id key, swapped for the batch's last (every script that appends
-    -- keeps it); gone (expired, or a stream written before it existed): read from the stream
-    -- (a key of another type fails alone: the appends are made, their publishes must be answered)
-    local ok, prev = pcall(redis.call, 'SET', c.last, c.lastid, 'PX', c.expire, 'GET')
-    if not ok or not prev then
-      local before = redis.call('XREVRANGE', c.key, '(' .. c.first, '-', 'COUNT', 1)
+    -- keeps it; its expiry set with the stream's, kept in between); gone (expired, or a stream
+    -- written before it existed): read from the stream (a key of another type fails alone: the
+    -- appends are made, their publishes must be answered)
+    local prev
+    if exp then
+      prev = redis.pcall('SET', K[2 * s], id, 'PX', exp, 'GET')
+    else
+      prev = redis.pcall('SET', K[2 * s], id, 'KEEPTTL', 'GET')
+      if prev == false then
+        -- created now: it expires with the stream
+        local ttl = redis.call('PTTL', key)
+        if ttl > 0 then redis.call('PEXPIRE', K[2 * s], ttl) end
+      end
+    end
+    if type(prev) ~= 'string' then
+      local before = redis.call('XREVRANGE', key, '(' .. first[s], '-', 'COUNT', 1)
       prev = '0-0'
       if #before > 0 then prev = before[1][1] end
     end
-    c.parts[1] = prev
-    redis.call('SPUBLISH', c.notify, table.concat(c.parts))
+    local p = parts[s]
+    if p then
+      p[1] = prev
+      redis.call('SPUBLISH', ARGV[3 + s], table.concat(p))
+    else
+      local b = body1[s]
+      redis.call('SPUBLISH', ARGV[3 + s], prev .. ' ' .. id .. len(b) .. b)
+    end
   end
 end
 for key, b in pairs(buckets) do

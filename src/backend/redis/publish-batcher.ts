@@ -25,6 +25,15 @@ export interface BatchedPublish {
   expireNow: boolean
 }
 
+/** A channel of a batch as its call describes it: its number (1..S), its first publish, what any of its publishes asks. */
+interface Described {
+  n: string
+  p: BatchedPublish
+  due: boolean
+  index?: BatchedPublish['index']
+  ids: boolean
+}
+
 /** The script's answer to one publish: `{ fresh, ...ids[, remaining] }`, `{ -1, remaining, retryAfterMs }`. */
 export type BatchReply = Array<number | string>
 
@@ -179,46 +188,69 @@ export class PublishBatcher {
 
   /** The script's arguments (batch-publish-script.ts): each channel described once, then each publish. */
   private async call(items: Pending[]): Promise<BatchReply[]> {
-    // per channel its stream and last id key first (KEYS[1..2S]; the first routes the call on a cluster)
-    const channels = new Map<string, { n: number; p: BatchedPublish; due: boolean; index?: BatchedPublish['index'] }>()
+    const channels = new Map<string, Described>()
+    // per publish: 1 its messages have client ids, -1 plain (one message, no client id, no charge), 0 neither
+    const kinds: number[] = []
     for (const { p } of items) {
       let c = channels.get(p.stream)
-      if (!c) channels.set(p.stream, (c = { n: channels.size + 1, p, due: false }))
+      if (!c) channels.set(p.stream, (c = { n: String(channels.size + 1), p, due: false, ids: false }))
       // asked by any of the batch's publishes to it (the node asks once a second per channel)
       c.due ||= p.expireNow
       c.index ??= p.index
+      const ids = p.messages.length === 1 ? p.messages[0]![0] !== '' : p.messages.some(([cid]) => cid !== '')
+      c.ids ||= ids
+      kinds.push(ids ? 1 : p.messages.length === 1 && !p.charge ? -1 : 0)
     }
-    const keys = [...channels.values()].flatMap(({ p }) => [p.stream, p.lastId])
-    // then the rate buckets and channel indexes, each named once
+    // per channel its stream and last id key first (KEYS[1..2S]; the first routes the call on a
+    // cluster), then the rate buckets and channel indexes, each named once
+    const keys: string[] = []
+    const args: Array<string | Buffer> = [
+      String(this.o.idempotencyWindowMs),
+      String(channels.size),
+      String(items.length),
+    ]
+    for (const { p } of channels.values()) {
+      keys.push(p.stream, p.lastId)
+      args.push(p.notify)
+    }
     const named = new Map<string, string>()
     const keyIndex = (k: string) => {
       let i = named.get(k)
       if (i === undefined) named.set(k, (i = String(keys.push(k))))
       return i
     }
-    const args: Array<string | Buffer> = [
-      String(this.o.idempotencyWindowMs),
-      String(channels.size),
-      String(items.length),
-    ]
-    for (const { p, due, index } of channels.values()) {
-      args.push(p.notify, p.idemPrefix, String(p.ttlMs), String(p.expireMs), due ? '1' : '0')
-      if (index) args.push(keyIndex(index.key), String(index.score), p.channel)
-      else args.push('0')
+    // what only some channels need: a trim and expiry, an index entry, an idempotency key prefix
+    const due: string[] = []
+    const index: string[] = []
+    const idem: string[] = []
+    for (const { n, p, due: d, index: ix, ids } of channels.values()) {
+      if (d) due.push(n, String(p.ttlMs), String(p.expireMs))
+      if (ix) index.push(n, keyIndex(ix.key), String(ix.score), p.channel)
+      if (ids) idem.push(n, p.idemPrefix)
     }
-    for (const { p } of items) {
-      const ids = p.messages.some(([cid]) => cid !== '')
+    args.push(String(due.length / 3), ...due, String(index.length / 4), ...index, String(idem.length / 2), ...idem)
+    items.forEach(({ p }, i) => {
+      const n = channels.get(p.stream)!.n
+      if (kinds[i] === -1) {
+        args.push(n, p.messages[0]![1])
+        return
+      }
+      const ids = kinds[i] === 1
       const bucket = p.charge ? keyIndex(p.charge.bucket) : '0'
-      args.push(String(channels.get(p.stream)!.n), String(ids ? -p.messages.length : p.messages.length), bucket)
+      args.push(`-${n}`, String(ids ? -p.messages.length : p.messages.length), bucket)
       if (p.charge) args.push(...chargeArgs(p.charge.charge))
       for (const [cid, body] of p.messages) {
         if (ids) args.push(cid)
         args.push(body)
       }
-    }
+    })
     // a cluster checks that declared keys share one slot: there the first stream alone is declared
-    if (this.o.cluster)
-      return (await this.script.run(keys.slice(0, 1), [...args, ...keys, String(keys.length)])) as BatchReply[]
-    return (await this.script.run(keys, args)) as BatchReply[]
+    const replies = (
+      this.o.cluster
+        ? await this.script.run(keys.slice(0, 1), [...args, ...keys, String(keys.length)])
+        : await this.script.run(keys, args)
+    ) as Array<BatchReply | string>
+    // a plain publish appended is answered its id alone
+    return replies.map((r) => (typeof r === 'string' ? [1, r] : r))
   }
 }
