@@ -55,15 +55,17 @@ export class CorsPolicy {
 /**
  * The policy of each request that has an Origin, set where the request enters (the Elysia app's
  * first hook, the native publish route): responses are written far from the settings, by `respond`
- * and the event stream, with only the request at hand.
+ * and the event stream, with only the request at hand. Kept on the request as a symbol property:
+ * a WeakMap (set, and looked up for every response) cost more, as for the request id.
  */
-const policies = new WeakMap<Request, CorsPolicy>()
+const POLICY = Symbol('corsPolicy')
+type WithPolicy = Request & { [POLICY]?: CorsPolicy }
 
 export function useCors(request: Request, policy: CorsPolicy): void {
-  if (request.headers.has('origin')) policies.set(request, policy)
+  if (request.headers.has('origin')) (request as WithPolicy)[POLICY] = policy
 }
 
 /** Adds the CORS headers of `request`'s policy; none when no policy was set for it. */
 export function cors(request: Request, headers: Record<string, string>): void {
-  policies.get(request)?.apply(request, headers)
+  ;(request as WithPolicy)[POLICY]?.apply(request, headers)
 }

@@ -61,7 +61,8 @@ export function respond(
   format = negotiate(request, query),
 ): Response {
   let status = r.status ?? 200
-  const headers: Record<string, string> = { ...r.headers }
+  // a spread of nothing still copies through the runtime's generic path
+  const headers: Record<string, string> = r.headers ? { ...r.headers } : {}
   cors(request, headers)
   const link = r.links
     ? Object.entries(r.links)

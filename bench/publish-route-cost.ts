@@ -1,0 +1,82 @@
+/**
+ * In-process CPU per REST publish of the native publish route (`publishRoute`: the HTTP layer and
+ * the core's publish on the embedded backend), of this checkout against another one's in the same
+ * process, alternated block by block: `BENCH_GATEWAY_DIR=<checkout before> bun
+ * bench/publish-route-cost.ts [--blocks 40] [--per-block 4000]`. Without BENCH_GATEWAY_DIR both
+ * sides are this checkout (the harness's own bias: expect a ratio near 1). Each side has its own
+ * node (its own modules, loaded from its own path); the requests, the same for both, are made
+ * outside the measured blocks, 50 in flight as the server sees them. Figures: process CPU
+ * (user + system) per publish, median of the blocks, and the median of the paired ratios.
+ */
+import { mkdtempSync, rmSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join, resolve } from 'node:path'
+import { parseFlags } from './lib/args'
+
+const f = parseFlags(process.argv.slice(2), { blocks: 'number', 'per-block': 'number' })
+const blocks = f.blocks ?? 40
+const perBlock = f['per-block'] ?? 4000
+const INFLIGHT = 50
+const KEY = 'bench.benchkey:bench-secret-not-for-production'
+const here = resolve(import.meta.dir, '..')
+const sides = { before: resolve(process.env.BENCH_GATEWAY_DIR || here), after: here }
+
+type Route = (req: Request, server: unknown) => Promise<Response>
+const routes: Record<string, Route> = {}
+const dirs: string[] = []
+for (const [name, root] of Object.entries(sides)) {
+  const { loadConfig } = await import(join(root, 'src/config/index.ts'))
+  const { createNode } = await import(join(root, 'src/node.ts'))
+  const { publishHandler, publishRoute } = await import(join(root, 'src/api/channels/publish-endpoint.ts'))
+  const { CorsPolicy } = await import(join(root, 'src/api/http/cors.ts'))
+  const dataDir = mkdtempSync(join(tmpdir(), 'publish-route-cost-'))
+  dirs.push(dataDir)
+  const env = { DATA_DIR: dataDir, BOOTSTRAP_KEY: KEY, LOG_LEVEL: 'warn', RATE_LIMITS: 'off', PORT: '0' }
+  const config = loadConfig(env)
+  const node = await createNode(config)
+  await node.bootstrap()
+  routes[name] = publishRoute(publishHandler(node.core, config, node.log), new CorsPolicy([]), node.log)
+}
+
+// what wrk sends in `bench/run.ts publish`: Basic auth, a 100-byte JSON message, 100 channels
+const body = JSON.stringify({ name: 'bench', data: 'x'.repeat(74) })
+const headers = {
+  authorization: 'Basic ' + Buffer.from(KEY).toString('base64'),
+  'content-type': 'application/json',
+  accept: 'application/json',
+  'x-ably-version': '6',
+  'ably-agent': 'ably-js/2.28.0 bench',
+  'content-length': String(body.length),
+}
+let n = 0
+const request = () =>
+  new Request(`http://127.0.0.1:8080/channels/bench-${n++ % 100}/messages`, { method: 'POST', headers, body })
+const server = { requestIP: () => null }
+
+async function block(route: Route): Promise<number> {
+  const requests = Array.from({ length: perBlock }, request)
+  const cpu = process.cpuUsage()
+  for (let i = 0; i < perBlock; i += INFLIGHT) {
+    const answers = await Promise.all(requests.slice(i, i + INFLIGHT).map((r) => route(r, server)))
+    if (answers[0]!.status !== 201) throw new Error(`status ${answers[0]!.status}: ${await answers[0]!.text()}`)
+  }
+  const used = process.cpuUsage(cpu)
+  return (used.user + used.system) / perBlock
+}
+
+for (const route of Object.values(routes)) for (let i = 0; i < 5; i++) await block(route) // warm-up
+const us: Record<string, number[]> = { before: [], after: [] }
+for (let b = 0; b < blocks; b++)
+  for (const side of b % 2 ? ['after', 'before'] : ['before', 'after']) us[side]!.push(await block(routes[side]!))
+
+const median = (a: number[]) => [...a].sort((x, y) => x - y)[Math.floor(a.length / 2)]!
+const ratios = us.after!.map((a, i) => a / us.before![i]!)
+console.log(`before: ${sides.before}\nafter:  ${sides.after}`)
+console.log(
+  `CPU µs per publish, median of ${blocks} blocks of ${perBlock}: before ${median(us.before!).toFixed(2)} ` +
+    `(min ${Math.min(...us.before!).toFixed(2)}), after ${median(us.after!).toFixed(2)} ` +
+    `(min ${Math.min(...us.after!).toFixed(2)}); after ÷ before, paired by block: median ${median(ratios).toFixed(3)} ` +
+    `(${Math.min(...ratios).toFixed(2)}-${Math.max(...ratios).toFixed(2)})`,
+)
+for (const d of dirs) rmSync(d, { recursive: true, force: true })
+process.exit(0)
