@@ -75,6 +75,17 @@ for round in $(seq 1 ${ROUNDS:-2}); do
     measure "r$round $g-${K}proc-${m}shard" http://127.0.0.1:$P/ gw "${PIDS[@]}"; stopall; stopredis
   done; done
 done
+# the Redis layer alone (broker-load.js: P processes of in-process publishers, no HTTP) on each M
+broker() { # round M
+  local r0 t0 out r1 t1; r0=$(ticks "${RPIDS[@]}"); t0=$(date +%s.%N)
+  out=$(env BUN_BE_BUN=1 $W/${GWS##* } $B/broker-load.js $CURL $BROKER_PROCS ${BROKER_PUBLISHERS:-64} $DUR 2>&1 | tail -1)
+  r1=$(ticks "${RPIDS[@]}"); t1=$(date +%s.%N)
+  local rps=${out#LOAD publishes/s=}
+  awk -v l="r$1 broker-${BROKER_PROCS}proc-$2shard" -v rps=${rps:-0} -v r=$((r1-r0)) -v hz=$HZ -v t0=$t0 -v t1=$t1 -v out="$out" 'BEGIN { el=t1-t0;
+    printf "RESULT %s rps=%d redis_cpu=%.0f%% (over the run, its warm-up second included) %s\n", l, rps, r/hz/el*100, (out ~ /^LOAD/ ? "" : out) }' | tee -a "${OUT:-/dev/null}${OUT:+/results.txt}"
+}
+if [ -n "${BROKER_PROCS:-}" ]; then for round in $(seq 1 ${BROKER_ROUNDS:-${ROUNDS:-2}}); do for m in ${SHARDS-1 2 4}; do
+  cluster $m; broker $round $m; stopredis; done; done; fi
 if [ -n "${EXTRA:-}" ]; then for spec in $EXTRA; do k=${spec%x*}; m=${spec#*x}
   g=${GWS##* }; P=$((P+1)); cluster $m; gwcluster $P $k $g; measure "$g-${k}proc-${m}shard" http://127.0.0.1:$P/ gw "${PIDS[@]}"; stopall; stopredis; done; fi
 grep -il "error\|fatal" $W/gw-*.log | head -3 | while read f; do echo "--- $f"; tail -5 $f; done
