@@ -10,18 +10,20 @@ export async function redisBackendOf(dir: string, url: string, prefix: string, t
   const { createRedisBackend } = (await import(`${dir}/src/backend/redis/index.ts`)) as {
     createRedisBackend(s: unknown, onError: (e: unknown) => void): Promise<Backend>
   }
-  return createRedisBackend(
-    {
-      redisUrl: url,
-      redisTimeoutMs: timeoutMs,
-      redisPrefix: prefix,
-      ringSize: 100,
-      ringMaxBytes: 1 << 20,
-      historyTtlMs: 120_000,
-      persistedHistoryTtlMs: 86_400_000,
-      idempotencyWindowMs: 120_000,
-      presenceLeaseMs: 15_000,
-    },
-    (e) => console.error(`${dir}:`, e),
-  )
+  return createRedisBackend(redisBenchSettings(url, prefix, timeoutMs), (e) => console.error(`${dir}:`, e))
+}
+
+/** The Redis backend settings of the in-process measures (short history, no persistence). */
+export function redisBenchSettings(url: string, prefix: string, timeoutMs = 10_000) {
+  return {
+    redisUrl: url,
+    redisTimeoutMs: timeoutMs,
+    redisPrefix: prefix,
+    ringSize: 100,
+    ringMaxBytes: 1 << 20,
+    historyTtlMs: 120_000,
+    persistedHistoryTtlMs: 86_400_000,
+    idempotencyWindowMs: 120_000,
+    presenceLeaseMs: 15_000,
+  }
 }

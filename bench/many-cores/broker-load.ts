@@ -10,6 +10,7 @@
  * (scale.sh runs it with BROKER_PROCS=P).
  */
 import { createRedisBackend } from '../../src/backend/redis/index'
+import { redisBenchSettings } from '../lib/redis-backend-of'
 
 const [url, procs = '4', publishers = '64', seconds = '6', role] = process.argv.slice(2)
 if (!url) throw new Error('usage: broker-load.js <redis urls> [processes] [publishers] [seconds]')
@@ -27,20 +28,8 @@ if (role !== 'child') {
   process.exit(0)
 }
 
-const backend = await createRedisBackend(
-  {
-    redisUrl: url,
-    redisCluster: true,
-    redisTimeoutMs: 10_000,
-    redisPrefix: 'load:',
-    ringSize: 100,
-    ringMaxBytes: 1 << 20,
-    historyTtlMs: 120_000,
-    persistedHistoryTtlMs: 86_400_000,
-    idempotencyWindowMs: 120_000,
-    presenceLeaseMs: 15_000,
-  },
-  (e) => console.error(e),
+const backend = await createRedisBackend({ ...redisBenchSettings(url, 'load:'), redisCluster: true }, (e) =>
+  console.error(e),
 )
 const data = 'x'.repeat(100)
 let counting = false
