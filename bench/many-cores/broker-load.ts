@@ -6,13 +6,13 @@
  * for a second, then counts for S seconds. Prints `LOAD publishes/s=<sum over the processes>`.
  *
  * Bundled by pack.sh (`broker-load.js`) and run by the compiled gateway as Bun (BUN_BE_BUN=1), so
- * the machine needs no node_modules: `broker-load.js <redis urls, comma-separated> [P 4] [C 64] [S 6]`
+ * the machine needs no node_modules: `broker-load.js <redis urls, comma-separated> [P 4] [C 256] [S 6]`
  * (scale.sh runs it with BROKER_PROCS=P).
  */
 import { createRedisBackend } from '../../src/backend/redis/index'
 import { redisBenchSettings } from '../lib/redis-backend-of'
 
-const [url, procs = '4', publishers = '64', seconds = '6', role] = process.argv.slice(2)
+const [url, procs = '4', publishers = '256', seconds = '6', role] = process.argv.slice(2)
 if (!url) throw new Error('usage: broker-load.js <redis urls> [processes] [publishers] [seconds]')
 
 if (role !== 'child') {

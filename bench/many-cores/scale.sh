@@ -78,7 +78,7 @@ done
 # the Redis layer alone (broker-load.js: P processes of in-process publishers, no HTTP) on each M
 broker() { # round M
   local r0 t0 out r1 t1; r0=$(ticks "${RPIDS[@]}"); t0=$(date +%s.%N)
-  out=$(env BUN_BE_BUN=1 $W/${GWS##* } $B/broker-load.js $CURL $BROKER_PROCS ${BROKER_PUBLISHERS:-64} $DUR 2>&1 | tail -1)
+  out=$(env BUN_BE_BUN=1 $W/${GWS##* } $B/broker-load.js $CURL $BROKER_PROCS ${BROKER_PUBLISHERS:-256} $DUR 2>&1 | tail -1)
   r1=$(ticks "${RPIDS[@]}"); t1=$(date +%s.%N)
   local rps=${out#LOAD publishes/s=}
   awk -v l="r$1 broker-${BROKER_PROCS}proc-$2shard" -v rps=${rps:-0} -v r=$((r1-r0)) -v hz=$HZ -v t0=$t0 -v t1=$t1 -v out="$out" 'BEGIN { el=t1-t0;
