@@ -8,7 +8,7 @@ import { useCors, type CorsPolicy } from '../http/cors'
 import { toGatewayError } from '../http/errors'
 import { checkQueryEncoding, pathParam } from '../http/params'
 import { respond, respondError, type Reply } from '../http/responses'
-import { clientAddress, recordRequest, type AddressOf } from '../http/access-log'
+import { clientAddress, recordRequest } from '../http/access-log'
 import { queryOf } from '../http/query'
 
 export const PUBLISH_ROUTE = '/channels/:channel/messages'
@@ -65,19 +65,12 @@ const CREATED: Reply = Object.freeze({ status: 201 })
  * Elysia: its pipeline cost about a third of a publish (see docs/performance.md).
  */
 export function publishRoute<S>(handler: PublishHandler, cors: CorsPolicy, log: Logger) {
-  // the address function of the server at hand, made once rather than per request
-  let addressOf: AddressOf = () => undefined
-  let of: Server<S> | undefined
   return async (req: Request & { params: { channel: string } }, server: Server<S>): Promise<Response> => {
     const started = performance.now()
     useCors(req, cors)
     const party: PublishParty = {}
     const res = await handler(req, party)
-    if (of !== server) {
-      of = server
-      addressOf = (r) => clientAddress(server, r)
-    }
-    recordRequest(log, req, PUBLISH_ROUTE, res.status, started, res, party.principal, addressOf)
+    recordRequest(log, req, PUBLISH_ROUTE, res.status, started, res, party.principal, (r) => clientAddress(server, r))
     return res
   }
 }

@@ -27,7 +27,7 @@ const tooDeep = (max: number) =>
   new GatewayError(40001, `Invalid request body: nested deeper than ${max} levels of objects and arrays`)
 
 /** The declared length of a request body (its Content-Length header), null when chunked or absent. */
-export const declaredLength = (request: Request): string | null => request.headers.get('content-length')
+const declaredLength = (request: Request): string | null => request.headers.get('content-length')
 
 /**
  * 413 when the declared length is over the limit (checked before anything is read). `len`: the

@@ -197,7 +197,7 @@ export class PublishBatcher {
       // asked by any of the batch's publishes to it (the node asks once a second per channel)
       c.due ||= p.expireNow
       c.index ??= p.index
-      const ids = p.messages.length === 1 ? p.messages[0]![0] !== '' : p.messages.some(([cid]) => cid !== '')
+      const ids = p.messages.some(([cid]) => cid !== '')
       c.ids ||= ids
       kinds.push(ids ? 1 : p.messages.length === 1 && !p.charge ? -1 : 0)
     }
