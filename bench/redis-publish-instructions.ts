@@ -11,10 +11,9 @@
  * few batches, so channels would be due for their index and expiry refresh (once a second) far
  * more often than at full speed. Needs `valgrind` and `redis-server` on the PATH; asserts nothing.
  */
-import { mkdtempSync, readdirSync, readFileSync } from 'node:fs'
-import { tmpdir } from 'node:os'
-import { join, resolve } from 'node:path'
-import { freePort, installCleanup, spawnTracked, stopProcess } from './lib/processes'
+import { resolve } from 'node:path'
+import { startCallgrindRedis } from './lib/callgrind-redis'
+import { installCleanup } from './lib/processes'
 import { redisBackendOf } from './lib/redis-backend-of'
 
 const argv = process.argv.slice(2)
@@ -33,55 +32,9 @@ const MESSAGES = arg('messages', 1)
 const IDS = flag('ids')
 const CHARGE = flag('charge')
 const dirs = argv.length ? argv.map((d) => resolve(d)) : [resolve(import.meta.dir, '..')]
-for (const bin of ['valgrind', 'callgrind_control', 'redis-server'])
-  if (!Bun.which(bin)) throw new Error(`${bin} not found on the PATH`)
-
 installCleanup()
-const out = mkdtempSync(join(tmpdir(), 'redis-publish-instructions-'))
-const port = freePort()
-const redis = spawnTracked(
-  [
-    'valgrind',
-    '--tool=callgrind',
-    `--callgrind-out-file=${out}/callgrind.out`,
-    'redis-server',
-    '--port',
-    String(port),
-    '--bind',
-    '127.0.0.1',
-    '--save',
-    '',
-    '--appendonly',
-    'no',
-  ],
-  { stdout: join(out, 'redis.log'), stderr: join(out, 'valgrind.log') },
-)
-const url = `redis://127.0.0.1:${port}`
-for (let i = 0; ; i++) {
-  const c = new Bun.RedisClient(url, { autoReconnect: false })
-  try {
-    await c.connect()
-    break
-  } catch {
-    if (i > 300) throw new Error(`redis-server under valgrind did not start; see ${out}`)
-    await Bun.sleep(100)
-  } finally {
-    c.close()
-  }
-}
-
-/** callgrind_control on the server: `-z` zeroes the counts, `-d` writes them to a new file. */
-async function control(option: '-z' | '-d') {
-  await Bun.spawn(['callgrind_control', option, String(redis.pid)], { stdout: 'ignore', stderr: 'ignore' }).exited
-}
-/** The instruction count of the newest dump. */
-function lastDump(): number {
-  const dumps = readdirSync(out)
-    .filter((f) => /^callgrind\.out\.\d+$/.test(f))
-    .sort((a, b) => Number(a.split('.').pop()) - Number(b.split('.').pop()))
-  const text = readFileSync(join(out, dumps[dumps.length - 1]!), 'latin1')
-  return Number(/^summary: (\d+)/m.exec(text)?.[1])
-}
+const redis = await startCallgrindRedis()
+const url = redis.url
 
 const data = 'x'.repeat(100)
 const results: string[] = []
@@ -108,20 +61,21 @@ for (const [i, dir] of dirs.entries()) {
   const now = Date.now
   const still = now()
   Date.now = () => still
+  let count = 0
   try {
     await batch()
-    await control('-z')
-    for (let b = 0; b < BATCHES; b++) await batch()
-    await control('-d')
+    count = await redis.count(async () => {
+      for (let b = 0; b < BATCHES; b++) await batch()
+    })
   } finally {
     Date.now = now
   }
-  results.push(`  ${dir}: ${(lastDump() / (BATCHES * BATCH) / 1000).toFixed(2)}k`)
+  results.push(`  ${dir}: ${(count / (BATCHES * BATCH) / 1000).toFixed(2)}k`)
   await backend.close()
 }
 console.log(
   `redis-server instructions per publish (callgrind): ${CHANNELS} channels, batches of ${BATCH} × ${BATCHES}, ${MESSAGES} message(s) a publish, ${IDS ? 'client ids' : 'no client ids'}${CHARGE ? ', charged' : ''}`,
 )
 for (const r of results) console.log(r)
-await stopProcess(redis)
+await redis.stop()
 process.exit(0)
