@@ -151,11 +151,13 @@ export class RedisBroker implements Broker {
     }
     const cluster = !!this.s.redisCluster
     const m = this.marksOf(app, channel)
+    const now = Date.now()
     // one redis-server: the charge and the channel index are in the publish's step; a cluster: separate steps
-    const index = cluster ? this.index(app, channel, m) : undefined
-    const due = cluster ? undefined : markDue(m, 'indexed')
+    const index = cluster ? this.index(app, channel, m, now) : undefined
+    const due = cluster ? undefined : markDue(m, 'indexed', now)
     // with REDIS_WAIT_REPLICAS every publish writes, so that its WAIT covers what it stored
-    const expireNow = (this.s.redisWaitReplicas ?? 0) > 0 || markDue(m, 'expired') !== undefined
+    const expireNow = (this.s.redisWaitReplicas ?? 0) > 0 || markDue(m, 'expired', now) !== undefined
+    const ttlMs = this.ttl(opts)
     let reply: Array<number | string>
     try {
       // bounded by the batcher: answered within REDIS_TIMEOUT_MS, its errors 503 unless a GatewayError
@@ -163,13 +165,13 @@ export class RedisBroker implements Broker {
         stream: this.keys.stream(app, channel),
         lastId: this.keys.lastId(app, channel),
         notify: this.keys.notify(app, channel),
-        ttlMs: this.ttl(opts),
+        ttlMs,
         idemPrefix: this.keys.idemPrefix(app, channel),
         channel,
         messages: drafts.map((d) => [opts.clientIds ? d.id : '', packDraft(d)]),
         charge: c && !cluster ? { bucket: this.keys.bucket(c.key), charge: c } : undefined,
         index: due === undefined ? undefined : { key: this.keys.channels(app), score: due },
-        expireMs: this.ttl(opts) + INDEX_REFRESH_MS,
+        expireMs: ttlMs + INDEX_REFRESH_MS,
         expireNow,
       })
     } catch (e) {
@@ -217,9 +219,8 @@ export class RedisBroker implements Broker {
    * Refreshes the channel's entry in its app's index unless this node did within INDEX_REFRESH_MS;
    * resolves with the error, if any (it is awaited after the publish).
    */
-  private index(app: string, channel: string, m: Marks): Promise<unknown> | undefined {
-    const now = markDue(m, 'indexed')
-    if (now === undefined) return undefined
+  private index(app: string, channel: string, m: Marks, now: number): Promise<unknown> | undefined {
+    if (markDue(m, 'indexed', now) === undefined) return undefined
     return this.send(['ZADD', this.keys.channels(app), String(now), channel]).then(
       () => undefined,
       (e) => {
@@ -468,9 +469,8 @@ interface Marks {
   expired: number
 }
 
-/** Now (ms), marked as `m[what]`, unless it was marked within INDEX_REFRESH_MS. */
-function markDue(m: Marks, what: keyof Marks): number | undefined {
-  const now = Date.now()
+/** `now` (ms), marked as `m[what]`, unless it was marked within INDEX_REFRESH_MS. */
+function markDue(m: Marks, what: keyof Marks, now: number): number | undefined {
   if (now - m[what] < INDEX_REFRESH_MS) return undefined
   m[what] = now
   return now
