@@ -1,8 +1,9 @@
 /**
  * In-process CPU per REST publish of the native publish route (`publishRoute`: the HTTP layer and
- * the core's publish on the embedded backend), of this checkout against another one's in the same
- * process, alternated block by block: `BENCH_GATEWAY_DIR=<checkout before> bun
- * bench/publish-route-cost.ts [--blocks 40] [--per-block 4000]`. Without BENCH_GATEWAY_DIR both
+ * the core's publish on the embedded backend, or with `--redis <url>` on that redis-server, whose
+ * own CPU is not counted), of this checkout against another one's in the same process, alternated
+ * block by block: `BENCH_GATEWAY_DIR=<checkout before> bun bench/publish-route-cost.ts [--blocks
+ * 40] [--per-block 4000] [--redis redis://127.0.0.1:6379]`. Without BENCH_GATEWAY_DIR both
  * sides are this checkout (the harness's own bias: expect a ratio near 1). Each side has its own
  * node (its own modules, loaded from its own path); the requests, the same for both, are made
  * outside the measured blocks, 50 in flight as the server sees them. Figures: process CPU
@@ -13,7 +14,7 @@ import { tmpdir } from 'node:os'
 import { join, resolve } from 'node:path'
 import { parseFlags } from './lib/args'
 
-const f = parseFlags(process.argv.slice(2), { blocks: 'number', 'per-block': 'number' })
+const f = parseFlags(process.argv.slice(2), { blocks: 'number', 'per-block': 'number', redis: 'string' })
 const blocks = f.blocks ?? 40
 const perBlock = f['per-block'] ?? 4000
 const INFLIGHT = 50
@@ -31,7 +32,15 @@ for (const [name, root] of Object.entries(sides)) {
   const { CorsPolicy } = await import(join(root, 'src/api/http/cors.ts'))
   const dataDir = mkdtempSync(join(tmpdir(), 'publish-route-cost-'))
   dirs.push(dataDir)
-  const env = { DATA_DIR: dataDir, BOOTSTRAP_KEY: KEY, LOG_LEVEL: 'warn', RATE_LIMITS: 'off', PORT: '0' }
+  const env: Record<string, string> = {
+    DATA_DIR: dataDir,
+    BOOTSTRAP_KEY: KEY,
+    LOG_LEVEL: 'warn',
+    RATE_LIMITS: 'off',
+    PORT: '0',
+  }
+  // each side its own key prefix on the one redis-server (its own accounts, channels and batches)
+  if (f.redis) Object.assign(env, { REDIS_URL: f.redis, REDIS_PREFIX: `route-cost-${process.pid}-${name}:` })
   const config = loadConfig(env)
   const node = await createNode(config)
   await node.bootstrap()
