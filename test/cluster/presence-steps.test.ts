@@ -1,27 +1,40 @@
 /**
- * Presence on Redis is a sequence of single-slot steps (a channel's set; the `{pc}` bookkeeping by
- * connection and node), ordered so a crash between two steps is harmless or repaired. These
- * tests set up what such a crash leaves and check the repair, and that a dead node's members are
- * reported leaving once however many nodes reap at the same time.
+ * Presence on Redis is a sequence of single-slot steps (a channel's set; a connection's
+ * bookkeeping in its bucket; the node leases), ordered so a crash between two steps is harmless
+ * or repaired. These tests set up what such a crash leaves and check the repair, and that a dead
+ * node's members are reported leaving once however many nodes reap at the same time (on the
+ * tests' redis-server, or on their Redis Cluster with TEST_BACKEND=redis-cluster: the buckets
+ * are then on several masters).
  */
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
-import { connectRedis, type RedisClient } from '../../src/backend/redis/connection'
-import { RedisKeys } from '../../src/backend/redis/keys'
+import {
+  connectCluster,
+  connectStandalone,
+  type RedisCommander,
+  type RedisConnections,
+} from '../../src/backend/redis/connection'
+import { PRESENCE_BUCKETS, RedisKeys } from '../../src/backend/redis/keys'
 import { RedisPresenceStore } from '../../src/backend/redis/presence-store'
 import { PresenceAction, type PresenceMessage } from '../../src/core/types'
 import { REDIS_SERVER, sharedRedis } from '../helpers/redis'
+import { sharedRedisCluster } from '../helpers/redis-cluster'
 import { requireSystem } from '../helpers/system'
 
 const available = requireSystem(REDIS_SERVER, 'redis-server')
-let client: RedisClient
+let conns: RedisConnections
+let client: RedisCommander
 const stores: RedisPresenceStore[] = []
 beforeAll(async () => {
   if (!available) return
-  client = await connectRedis({ redisUrl: (await sharedRedis()).url, redisTimeoutMs: 2000 }, () => {})
+  conns =
+    process.env.TEST_BACKEND === 'redis-cluster'
+      ? await connectCluster({ redisUrl: (await sharedRedisCluster()).url, redisTimeoutMs: 2000 }, () => {})
+      : await connectStandalone({ redisUrl: (await sharedRedis()).url, redisTimeoutMs: 2000 }, () => {})
+  client = conns.cmd
 })
 afterAll(async () => {
   for (const s of stores) s.close()
-  await client?.quit()
+  await conns?.quit()
 })
 
 const store = (keys: RedisKeys, node: string, leaseMs = 60_000) => {
@@ -69,7 +82,43 @@ describe.skipIf(!available)('presence steps on Redis', () => {
     )
     for (let r = 0; r < 3; r++) expect(await others[0]!.members('app', `room-${r}`)).toEqual([])
     expect(await others[0]!.reap()).toEqual([])
-    expect(Number(await client.sendCommand(['EXISTS', keys.presenceNodeConnections('node-dead')]))).toBe(0)
+    for (let b = 0; b < PRESENCE_BUCKETS; b++)
+      expect(Number(await client.sendCommand(['EXISTS', keys.presenceNodeConnections('node-dead', b)]))).toBe(0)
+    expect(await client.sendCommand(['ZSCORE', keys.presenceNodes(), 'node-dead'])).toBeNull()
+  })
+
+  test("a node's first claim is answered once its lease is written: killed right after it, its member is reaped", async () => {
+    const keys = new RedisKeys(`psteps-${Date.now()}-d:`)
+    // the node's lease writes wait until released (a slow first renew)
+    let release!: () => void
+    const held = new Promise<void>((r) => (release = r))
+    const slowLeases: RedisCommander = {
+      sendCommand: async (args, options) => {
+        if (args.some((a) => String(a) === keys.presenceNodes())) await held
+        return client.sendCommand(args, options)
+      },
+    }
+    const dead = new RedisPresenceStore(
+      slowLeases,
+      keys,
+      'node-dead',
+      { redisTimeoutMs: 5000, presenceLeaseMs: 300 },
+      () => {},
+    )
+    stores.push(dead)
+    let answered = false
+    const claimed = dead.claim('only').then(() => (answered = true))
+    await Bun.sleep(100)
+    expect(answered).toBe(false)
+    release()
+    await claimed
+    expect(await client.sendCommand(['ZSCORE', keys.presenceNodes(), 'node-dead'])).not.toBeNull()
+    await dead.apply('app', 'room', [enter('only', 'alice')])
+    dead.close() // killed right after its first connection
+    await Bun.sleep(700)
+    const reaped = await store(keys, 'node-live').reap()
+    expect(reaped.map((o) => o.member.clientId)).toEqual(['alice'])
+    expect(await client.sendCommand(['ZSCORE', keys.presenceNodes(), 'node-dead'])).toBeNull()
   })
 
   test('a connection is on a live node while the node that issued its key, or the one holding it now, renews its lease', async () => {
@@ -89,5 +138,32 @@ describe.skipIf(!available)('presence steps on Redis', () => {
     await live.reap() // the dead node is forgotten: its key names no live node
     expect(await live.onLiveNode('node-dead', 'stays')).toBe(false)
     expect(await live.onLiveNode('node-dead', 'moves')).toBe(true)
+  })
+
+  test("a rolling upgrade: a dead node of the earlier version (all in `{pc}`) is reaped; the leases of either version's nodes are read", async () => {
+    const keys = new RedisKeys(`psteps-${Date.now()}-e:`)
+    const live = store(keys, 'node-new')
+    // what a node of the earlier version leaves: its lease (run out), its set, holder and member list
+    await live.apply('app', 'room', [enter('old-conn', 'alice')])
+    await client.sendCommand(['DEL', keys.presenceConnection('old-conn')])
+    await client.sendCommand(['ZADD', keys.legacyPresenceNodes(), String(Date.now() + 60_000), 'node-old'])
+    await client.sendCommand(['SADD', keys.legacyPresenceNodeConnections('node-old'), 'old-conn'])
+    await client.sendCommand(['SET', keys.legacyPresenceHolderPrefix() + 'old-conn', 'node-old'])
+    await client.sendCommand(['SADD', keys.legacyPresenceConnectionPrefix() + 'old-conn', 'app\u0000room\u0000alice'])
+    // while its lease runs: live for this version too (and this version's nodes for it)
+    expect(await live.onLiveNode('node-old', 'old-conn')).toBe(true)
+    expect(await client.sendCommand(['ZSCORE', keys.legacyPresenceNodes(), 'node-new'])).not.toBeNull()
+    expect(await live.reap()).toEqual([])
+    await client.sendCommand(['ZADD', keys.legacyPresenceNodes(), '1', 'node-old']) // killed long ago
+    expect(await live.onLiveNode('node-old', 'old-conn')).toBe(false)
+    expect((await live.reap()).map((o) => [o.channel, o.member.clientId])).toEqual([['room', 'alice']])
+    expect(await live.members('app', 'room')).toEqual([])
+    expect(await client.sendCommand(['ZSCORE', keys.legacyPresenceNodes(), 'node-old'])).toBeNull()
+    for (const key of [
+      keys.legacyPresenceNodeConnections('node-old'),
+      keys.legacyPresenceHolderPrefix() + 'old-conn',
+      keys.legacyPresenceConnectionPrefix() + 'old-conn',
+    ])
+      expect(Number(await client.sendCommand(['EXISTS', key]))).toBe(0)
   })
 })

@@ -1,11 +1,12 @@
 /**
  * Redis Cluster hashes only a key's hash tag: every key of one channel must share one slot (its
  * scripts touch several), whatever the channel name holds (`{`, `}`, `:`), and so must the
- * per-app keys, the control keys and the presence bookkeeping keys.
+ * per-app keys, the control keys and each connection's presence bookkeeping keys; and the
+ * presence bookkeeping of many connections spreads over many slots.
  */
 import { expect, test } from 'bun:test'
 import { keySlot } from '../../src/backend/redis/connection'
-import { RedisKeys } from '../../src/backend/redis/keys'
+import { PRESENCE_BUCKETS, presenceBucket, RedisKeys } from '../../src/backend/redis/keys'
 
 const keys = new RedisKeys('gw:')
 const slots = (names: string[]) => new Set(names.map(keySlot))
@@ -69,16 +70,36 @@ test('per-app, control, presence-bookkeeping and queue keys each share a slot', 
       keys.revocationIndex(),
     ]).size,
   ).toBe(1)
-  expect(
-    slots([
-      keys.presenceConnection('conn-1'),
-      keys.presenceHolder('conn-2'),
-      keys.presenceNodeConnections('node-1'),
-      keys.presenceNodes(),
-    ]).size,
-  ).toBe(1)
   expect(slots([keys.nonce('acc', 'n1'), keys.nonceIndex('acc')]).size).toBe(1)
   expect(
     slots([keys.queueVisible('q1'), keys.queueItems('q1'), keys.queueSeq('q1'), keys.queueDeliveries('q1')]).size,
   ).toBe(1)
+})
+
+test.each(['conn-1', 'aB3_x-9', '{x}', 'ü-ñ'])(
+  "connection %p's presence bookkeeping (member list, holder, its holder's set of its bucket) shares one slot",
+  (conn) => {
+    const bucket = presenceBucket(conn)
+    expect(bucket).toBeGreaterThanOrEqual(0)
+    expect(bucket).toBeLessThan(PRESENCE_BUCKETS)
+    expect(
+      slots([
+        keys.presenceConnection(conn),
+        keys.presenceHolder(conn),
+        keys.presenceNodeConnections('node-1', bucket),
+        keys.presenceConnectionPrefix(bucket) + conn,
+        keys.presenceHolderPrefix(bucket) + conn,
+      ]).size,
+    ).toBe(1)
+  },
+)
+
+test("the presence bookkeeping of connections is spread over many slots, on every master's range of 3", () => {
+  const buckets = Array.from({ length: PRESENCE_BUCKETS }, (_, b) => keys.presenceNodeConnections('node-1', b))
+  expect(slots(buckets).size).toBe(PRESENCE_BUCKETS)
+  // `redis-cli --cluster create` of 3 masters gives each a third of the slots, in order
+  const thirds = new Set(buckets.map((k) => Math.floor((keySlot(k) * 3) / 16384)))
+  expect(thirds.size).toBe(3)
+  const holders = new Set(Array.from({ length: 1000 }, (_, i) => presenceBucket(`conn-${i}`)))
+  expect(holders.size).toBe(PRESENCE_BUCKETS)
 })

@@ -11,12 +11,32 @@
  *   `{<app>:<channel>` after the prefix and kind), so they still share a slot;
  * - per-app state (channel index, LiveObjects, push, chat rooms) is tagged `{<app>}`;
  * - control state (control hashes, epoch, data-lost mark, secret, revocation index) is in `{ctl}`;
- * - presence bookkeeping by connection and node (holders, leases) is in `{pc}`;
+ * - presence bookkeeping by connection (member lists, holders, a node's connections) is in one
+ *   of PRESENCE_BUCKETS buckets `{pc<b>}`, by a hash of the connection id, so that each claim,
+ *   take and reap step of a connection touches its bucket's slot only and connections spread over
+ *   the shards; node leases (one sorted set, renewed per node on a timer) are in `{pl}`; the
+ *   earlier version's presence bookkeeping, still reaped during an upgrade, is in `{pc}`;
  * - nonces and their index share `{<scope>}`; a queue's keys `{q:<queue>}`; marks and stats are
  *   touched one key per command, so they need no common tag.
  * The prefix holds no `{` or `}` (config refuses it), so the first `{` is always ours.
  * On one redis-server the tags change nothing but the key names.
  */
+/**
+ * How many buckets the presence bookkeeping by connection is spread over. Each realtime connect
+ * and resume writes its connection's bucket, so the buckets must spread over every master of a
+ * cluster (64 slots hashed at random: about 21 per master of 3, and still several per master of
+ * 16); a dead node is reaped bucket by bucket, so they must stay few (64 single-slot steps per
+ * dead node at least). Changing it moves connections to other buckets: a layout change.
+ */
+export const PRESENCE_BUCKETS = 64
+
+/** The bucket of a connection's presence bookkeeping: FNV-1a of its id (stable across nodes and restarts). */
+export function presenceBucket(connectionId: string): number {
+  let h = 0x811c9dc5
+  for (let i = 0; i < connectionId.length; i++) h = Math.imul(h ^ connectionId.charCodeAt(i), 0x01000193)
+  return (h >>> 0) % PRESENCE_BUCKETS
+}
+
 export class RedisKeys {
   constructor(readonly prefix: string) {}
 
@@ -54,15 +74,35 @@ export class RedisKeys {
   /** What `presence` puts before `<app>:<channel>` (the presence scripts build member keys from it). */
   presencePrefix = () => `${this.prefix}p:`
   /**
-   * Presence by connection: the set of `<app>\0<channel>\0<clientId>` members entered over a
-   * connection, the node holding the connection, the connections a node holds, and the sorted set
-   * of nodes by lease expiry (ms, Redis time): members of a node that stops renewing its lease are
-   * reaped by the others. The scripts append a connection or node id to the first three.
+   * Presence by connection, in the connection's bucket (presenceBucket): the set of
+   * `<app>\0<channel>\0<clientId>` members entered over a connection, the node holding it, and
+   * per node the connections of the bucket it holds. The scripts append a connection or node id to
+   * a bucket's prefixes.
    */
-  presenceConnection = (connectionId: string) => `${this.prefix}pcm:{pc}:${connectionId}`
-  presenceHolder = (connectionId: string) => `${this.prefix}pch:{pc}:${connectionId}`
-  presenceNodeConnections = (node: string) => `${this.prefix}pnc:{pc}:${node}`
-  presenceNodes = () => `${this.prefix}pnodes:{pc}`
+  presenceConnection = (connectionId: string) =>
+    this.presenceConnectionPrefix(presenceBucket(connectionId)) + connectionId
+  presenceHolder = (connectionId: string) => this.presenceHolderPrefix(presenceBucket(connectionId)) + connectionId
+  presenceNodeConnections = (node: string, bucket: number) => `${this.prefix}pnc:{pc${bucket}}:${node}`
+  presenceConnectionPrefix = (bucket: number) => `${this.prefix}pcm:{pc${bucket}}:`
+  presenceHolderPrefix = (bucket: number) => `${this.prefix}pch:{pc${bucket}}:`
+  /**
+   * Sorted set of nodes by lease expiry (ms, Redis time): the connections of a node that stops
+   * renewing its lease are reaped by the others. (Not `pnodes:{pc}`, the earlier layout's: a node
+   * of an earlier version would reap a dead node of this one in its own layout, find nothing and
+   * forget the node before this version's reaper found it.)
+   */
+  presenceNodes = () => `${this.prefix}pleases:{pl}`
+  /**
+   * The earlier version's presence bookkeeping, all in `{pc}` (the same kinds, without buckets).
+   * During a rolling upgrade from it this version reaps the dead nodes listed there, reads their
+   * leases there and renews its own there too (presence-store.ts), so that nodes of either version
+   * reap the other's and accept their connection keys. Transitional: drop once no node of the
+   * earlier version can be running.
+   */
+  legacyPresenceConnectionPrefix = () => `${this.prefix}pcm:{pc}:`
+  legacyPresenceHolderPrefix = () => `${this.prefix}pch:{pc}:`
+  legacyPresenceNodeConnections = (node: string) => `${this.prefix}pnc:{pc}:${node}`
+  legacyPresenceNodes = () => `${this.prefix}pnodes:{pc}`
   presenceHistory = (app: string, channel: string) => `${this.prefix}ph:${this.ch(app, channel)}`
   /** Hash of stats counters of one interval; sorted set indexing a scope's intervals. */
   stats = (scope: string, unit: string, start: number) => `${this.prefix}st:${scope}:${unit}:${start}`

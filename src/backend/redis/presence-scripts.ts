@@ -5,10 +5,11 @@
  * sorted set scored by its expiry (Redis time, so node clocks do not matter).
  *
  * Each script touches one hash slot (so they run on Redis Cluster): a channel's presence hash and
- * history share the channel's slot; the bookkeeping by connection and node (member lists,
- * holders, node sets, leases) shares the `{pc}` slot. An operation that spans both is a sequence
- * of steps, ordered so that a crash between two of them leaves only what a later step or the
- * reaper repairs, or what is harmless (RedisPresenceStore says which).
+ * history share the channel's slot; the bookkeeping of a connection (member list, holder, the
+ * holder's set of the bucket's connections) shares the slot of the connection's bucket; the
+ * leases have a slot of their own. An operation that spans several is a sequence of steps,
+ * ordered so that a crash between two of them leaves only what a later step or the reaper
+ * repairs, or what is harmless (RedisPresenceStore says which).
  */
 
 const NOW_LUA = `
@@ -17,9 +18,6 @@ local function now_ms()
   return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 end
 `
-
-/** Prefixes the `{pc}` scripts build keys from, in ARGV order. */
-const PREFIXES = `local p = { conn = ARGV[1], holder = ARGV[2], node_conns = ARGV[3] }`
 
 /**
  * Applies presence events to a channel. KEYS[1] presence hash, KEYS[2] history list.
@@ -55,14 +53,16 @@ end
 return out
 `
 
-/** This node holds a connection now and renews its lease. KEYS[1] nodes zset, KEYS[2] the connection's holder. ARGV: prefixes, node, connection id, lease ms. */
-export const CLAIM_SCRIPT = `${NOW_LUA}${PREFIXES}
-local node, conn = ARGV[4], ARGV[5]
-local old = redis.call('GET', KEYS[2])
-redis.call('SET', KEYS[2], node)
-if old and old ~= node then redis.call('SREM', p.node_conns .. old, conn) end
-redis.call('SADD', p.node_conns .. node, conn)
-redis.call('ZADD', KEYS[1], now_ms() + tonumber(ARGV[6]), node)
+/**
+ * This node holds a connection now (its lease is renewed apart, on a timer). KEYS[1] the
+ * connection's holder. ARGV: the bucket's prefix of a node's connections, node, connection id.
+ */
+export const CLAIM_SCRIPT = `
+local node_conns, node, conn = ARGV[1], ARGV[2], ARGV[3]
+local old = redis.call('GET', KEYS[1])
+redis.call('SET', KEYS[1], node)
+if old and old ~= node then redis.call('SREM', node_conns .. old, conn) end
+redis.call('SADD', node_conns .. node, conn)
 return 1
 `
 
@@ -82,18 +82,19 @@ return out
 /**
  * Last step of taking a connection's members (after they left their channels): forgets the
  * entries taken; once none is left, forgets the connection and its holder, if that is still the
- * one the first step saw. KEYS[1] member list, KEYS[2] holder. ARGV: prefixes, connection id,
- * the holder seen ('' for none), the node whose set to drop it from ('' for the holder's), entries.
+ * one the first step saw. KEYS[1] member list, KEYS[2] holder. ARGV: the bucket's prefix of a
+ * node's connections, connection id, the holder seen ('' for none), the node whose set to drop it
+ * from ('' for the holder's), entries.
  */
-export const TAKE_END_SCRIPT = `${PREFIXES}
-local conn, seen, from = ARGV[4], ARGV[5], ARGV[6]
-for i = 7, #ARGV do redis.call('SREM', KEYS[1], ARGV[i]) end
-if from ~= '' then redis.call('SREM', p.node_conns .. from, conn) end
+export const TAKE_END_SCRIPT = `
+local node_conns, conn, seen, from = ARGV[1], ARGV[2], ARGV[3], ARGV[4]
+for i = 5, #ARGV do redis.call('SREM', KEYS[1], ARGV[i]) end
+if from ~= '' then redis.call('SREM', node_conns .. from, conn) end
 if redis.call('SCARD', KEYS[1]) > 0 then return 0 end
 local holder = redis.call('GET', KEYS[2]) or ''
 if holder ~= seen then return 0 end
 redis.call('DEL', KEYS[2])
-if holder ~= '' then redis.call('SREM', p.node_conns .. holder, conn) end
+if holder ~= '' then redis.call('SREM', node_conns .. holder, conn) end
 return 1
 `
 
@@ -104,50 +105,54 @@ return 1
 `
 
 /**
- * Whether a connection is on a live node: 1 when the lease of node ARGV[1] (which issued a key of
- * it), or of the node holding the connection now, has not run out; else 0. KEYS[1] nodes zset,
- * KEYS[2] the connection's holder. A reaped node is gone from the zset: not live.
+ * Whether node ARGV[1]'s lease has not run out: 1 or 0. KEYS[1] nodes zset. A reaped node is gone
+ * from the zset: not live.
  */
-export const ON_LIVE_NODE_SCRIPT = `${NOW_LUA}
-local now = now_ms()
-local function live(node)
-  local expires = redis.call('ZSCORE', KEYS[1], node)
-  return expires and tonumber(expires) > now
-end
-if live(ARGV[1]) then return 1 end
-local holder = redis.call('GET', KEYS[2])
-if holder and holder ~= ARGV[1] and live(holder) then return 1 end
+export const LIVE_NODE_SCRIPT = `${NOW_LUA}
+local expires = redis.call('ZSCORE', KEYS[1], ARGV[1])
+if expires and tonumber(expires) > now_ms() then return 1 end
 return 0
 `
 
-/**
- * First step of reaping a node whose lease ran out: up to ARGV[4] of its connections with their
- * member lists, nothing removed yet (the last step removes each once its members left their
- * channels; a crash between leaves them to the next reap). Connections another node holds now
- * are dropped from the dead node's set here; a dead node with none left is forgotten.
- * KEYS[1] nodes zset. ARGV: prefixes, step. Returns { 0 } when no node is dead, else
- * { 1, node, then per connection: id, entry count, entries... }.
- */
-export const REAP_BEGIN_SCRIPT = `${NOW_LUA}${PREFIXES}
+/** First step of reaping: a node whose lease ran out, or false. KEYS[1] nodes zset. */
+export const DEAD_NODE_SCRIPT = `${NOW_LUA}
 local dead = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', now_ms(), 'LIMIT', 0, 1)
-if #dead == 0 then return { 0 } end
-local node = dead[1]
-local conns = redis.call('SRANDMEMBER', p.node_conns .. node, tonumber(ARGV[4]))
-if #conns == 0 then
-  redis.call('ZREM', KEYS[1], node)
-  return { 1, node }
-end
-local out = { 1, node }
+return dead[1] or false
+`
+
+/**
+ * A step of reaping a dead node in one bucket: up to ARGV[4] of the node's connections of the
+ * bucket with their member lists, nothing removed yet (TAKE_END_SCRIPT removes each once its
+ * members left their channels; a crash between leaves them to the next reap). Connections another
+ * node holds now are dropped from the dead node's set here. KEYS[1] the node's set of the
+ * bucket's connections. ARGV: the bucket's prefixes of member lists and holders, node, step.
+ * Returns { how many were in the set (0: none left), then per connection it still holds: id,
+ * entry count, entries... }.
+ */
+export const REAP_BUCKET_SCRIPT = `
+local conn_p, holder_p, node = ARGV[1], ARGV[2], ARGV[3]
+local conns = redis.call('SRANDMEMBER', KEYS[1], tonumber(ARGV[4]))
+local out = { #conns }
 for _, conn in ipairs(conns) do
-  local holder = redis.call('GET', p.holder .. conn)
+  local holder = redis.call('GET', holder_p .. conn)
   if holder and holder ~= node then
-    redis.call('SREM', p.node_conns .. node, conn)
+    redis.call('SREM', KEYS[1], conn)
   else
-    local entries = redis.call('SMEMBERS', p.conn .. conn)
+    local entries = redis.call('SMEMBERS', conn_p .. conn)
     out[#out + 1] = conn
     out[#out + 1] = #entries
     for _, e in ipairs(entries) do out[#out + 1] = e end
   end
 end
 return out
+`
+
+/**
+ * Last step of reaping a dead node, once every bucket's set of it was found empty: forgets it,
+ * unless it renewed its lease since (it was not dead, only late). KEYS[1] nodes zset, ARGV[1] node.
+ */
+export const FORGET_NODE_SCRIPT = `${NOW_LUA}
+local expires = redis.call('ZSCORE', KEYS[1], ARGV[1])
+if expires and tonumber(expires) <= now_ms() then redis.call('ZREM', KEYS[1], ARGV[1]) end
+return 1
 `

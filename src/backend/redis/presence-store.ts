@@ -3,13 +3,15 @@ import { PresenceAction, type HistoryQuery, type PresenceMessage } from '../../c
 import { presenceHistoryPage } from '../shared/presence-history'
 import { BUFFERS, withTimeout, type RedisCommander } from './connection'
 import { pack, unpack } from './codec'
-import type { RedisKeys } from './keys'
+import { PRESENCE_BUCKETS, presenceBucket, type RedisKeys } from './keys'
 import {
   APPLY_PRESENCE_SCRIPT,
   CLAIM_SCRIPT,
+  DEAD_NODE_SCRIPT,
+  FORGET_NODE_SCRIPT,
   LEASE_SCRIPT,
-  ON_LIVE_NODE_SCRIPT,
-  REAP_BEGIN_SCRIPT,
+  LIVE_NODE_SCRIPT,
+  REAP_BUCKET_SCRIPT,
   TAKE_BEGIN_SCRIPT,
   TAKE_END_SCRIPT,
   TAKE_MEMBERS_SCRIPT,
@@ -19,11 +21,26 @@ import { ScriptRunner } from './script-runner'
 const HISTORY_MAX = 1000
 /** Connections reaped per script call (a dead node's are taken in steps, so Redis is never held long). */
 const REAP_STEP = 100
+/** Script calls of one reap at most (the next reap goes on where it stopped). */
+const REAP_CALLS = 1000
 
 export interface RedisPresenceSettings {
   redisTimeoutMs: number
   /** A node that has not renewed its lease for this long is dead: its members leave (ms). */
   presenceLeaseMs: number
+}
+
+/**
+ * Where presence bookkeeping lies: a set of node leases, and the buckets (slots) of the member
+ * lists, holders and node sets of the connections of those nodes. This version's layout has
+ * PRESENCE_BUCKETS buckets; the earlier version's (read during a rolling upgrade) has one.
+ */
+interface PresenceLayout {
+  leases: string
+  buckets: number
+  nodeConnections(node: string, bucket: number): string
+  connectionPrefix(bucket: number): string
+  holderPrefix(bucket: number): string
 }
 
 /** A member list entry `<app>\0<channel>\0<clientId>`, split. */
@@ -39,16 +56,30 @@ function splitEntry(e: string): [string, string, string] {
  * members of a node that stops (killed) are reaped by the others, and the keys it issued no longer
  * name a live connection (publish on behalf) unless the connection is held by a live node now.
  *
- * Each step touches one hash slot (Redis Cluster): the channel's (presence hash, history) or the
- * `{pc}` slot (member lists by connection, holders, node sets, leases). Steps that span both are
- * ordered so a crash between them is harmless or repaired:
+ * Each step touches one hash slot (Redis Cluster): the channel's (presence hash, history), the
+ * connection's bucket's (its member list and holder, and each node's set of the bucket's
+ * connections: keys.ts), or the leases'. Steps that span several are ordered so a crash between
+ * them is harmless or repaired:
+ * - claim: the first claim of a node waits for its lease to be written, so a node that dies
+ *   right after it is found dead (its later claims do not touch the lease: a timer renews it).
  * - enter: listed under the connection first, then in the channel. A crash between leaves a list
  *   entry with no member: taking the connection later finds nothing there and drops it.
  * - leave: out of the channel first, then off the list. A crash between leaves a stale entry: same.
- * - take and reap: read the list, remove the members from their channels (each member is removed,
- *   and reported, by one caller only), then forget the list entries and the holder. A crash
- *   before the last step leaves the list (and, for a reap, the dead node's set): the next take or
- *   reap does it again and finds the members gone.
+ * - take: read the list, remove the members from their channels (each member is removed, and
+ *   reported, by one caller only), then forget the list entries and the holder. A crash before the
+ *   last step leaves the list: the next take does it again and finds the members gone.
+ * - reap: find a dead node in the leases; then bucket by bucket, its connections as a take does
+ *   them (a crash leaves them in the node's set of the bucket: the next reap does them again);
+ *   then forget the node, once every bucket's set of it was found empty (a crash before leaves the
+ *   node dead in the leases: the next reap goes through the buckets again).
+ * - on a live node: the holder and the leases are read apart; a connection that moves between the
+ *   reads is answered as of one node or the other, as a client resuming at that instant may be.
+ * - the earlier version's layout (all in `{pc}`, keys.ts legacyPresence*): dead nodes listed there
+ *   are reaped as above in its one slot, leases are renewed and read there too, so nodes of the two
+ *   versions reap each other's and accept each other's keys during a rolling upgrade. A
+ *   connection listed there and resumed on a node of this version is reaped when its old node's
+ *   lease runs out (its holder there still names the old node): its client's next presence
+ *   update enters it again.
  * Not atomic any more: a connection claimed by another node between the first and second step of
  * a take (or reap) of its old node, and whose client re-enters in that instant, may lose that
  * member; the client's next presence update puts it back.
@@ -60,9 +91,15 @@ export class RedisPresenceStore implements PresenceStore {
   private readonly takeBeginScript: ScriptRunner
   private readonly takeEndScript: ScriptRunner
   private readonly leaseScript: ScriptRunner
-  private readonly reapScript: ScriptRunner
-  private readonly onLiveNodeScript: ScriptRunner
+  private readonly deadNodeScript: ScriptRunner
+  private readonly reapBucketScript: ScriptRunner
+  private readonly forgetNodeScript: ScriptRunner
+  private readonly liveNodeScript: ScriptRunner
   private readonly timer: ReturnType<typeof setInterval>
+  /** This node's lease written once (claims wait for it; undefined again if that failed). */
+  private leased?: Promise<void>
+  /** This version's layout, then the earlier version's (reaped and leased there too during an upgrade). */
+  private readonly layouts: [PresenceLayout, PresenceLayout]
 
   constructor(
     private readonly cmd: RedisCommander,
@@ -77,20 +114,33 @@ export class RedisPresenceStore implements PresenceStore {
     this.takeBeginScript = new ScriptRunner(cmd, TAKE_BEGIN_SCRIPT)
     this.takeEndScript = new ScriptRunner(cmd, TAKE_END_SCRIPT)
     this.leaseScript = new ScriptRunner(cmd, LEASE_SCRIPT)
-    this.reapScript = new ScriptRunner(cmd, REAP_BEGIN_SCRIPT)
-    this.onLiveNodeScript = new ScriptRunner(cmd, ON_LIVE_NODE_SCRIPT)
+    this.deadNodeScript = new ScriptRunner(cmd, DEAD_NODE_SCRIPT)
+    this.reapBucketScript = new ScriptRunner(cmd, REAP_BUCKET_SCRIPT)
+    this.forgetNodeScript = new ScriptRunner(cmd, FORGET_NODE_SCRIPT)
+    this.liveNodeScript = new ScriptRunner(cmd, LIVE_NODE_SCRIPT)
+    this.layouts = [
+      {
+        leases: keys.presenceNodes(),
+        buckets: PRESENCE_BUCKETS,
+        nodeConnections: keys.presenceNodeConnections,
+        connectionPrefix: keys.presenceConnectionPrefix,
+        holderPrefix: keys.presenceHolderPrefix,
+      },
+      {
+        leases: keys.legacyPresenceNodes(),
+        buckets: 1,
+        nodeConnections: keys.legacyPresenceNodeConnections,
+        connectionPrefix: keys.legacyPresenceConnectionPrefix,
+        holderPrefix: keys.legacyPresenceHolderPrefix,
+      },
+    ]
     this.timer = setInterval(() => this.renew().catch(onError), Math.max(100, Math.floor(s.presenceLeaseMs / 3)))
     this.timer.unref?.()
-    this.renew().catch(onError)
+    this.firstLease().catch(onError)
   }
 
   private t<T>(p: Promise<T>) {
     return withTimeout(p, this.s.redisTimeoutMs)
-  }
-
-  private prefixes(): string[] {
-    const k = this.keys
-    return [k.presenceConnection(''), k.presenceHolder(''), k.presenceNodeConnections('')]
   }
 
   async members(app: string, channel: string): Promise<PresenceMessage[]> {
@@ -151,10 +201,12 @@ export class RedisPresenceStore implements PresenceStore {
   }
 
   async claim(connectionId: string): Promise<void> {
+    await this.firstLease()
+    const bucket = presenceBucket(connectionId)
     await this.t(
       this.claimScript.run(
-        [this.keys.presenceNodes(), this.keys.presenceHolder(connectionId)],
-        [...this.prefixes(), this.node, connectionId, String(this.s.presenceLeaseMs)],
+        [this.keys.presenceHolder(connectionId)],
+        [this.keys.presenceNodeConnections('', bucket), this.node, connectionId],
       ),
     )
   }
@@ -214,44 +266,96 @@ export class RedisPresenceStore implements PresenceStore {
     return out
   }
 
-  private async takeEnd(connectionId: string, holder: string, from: string, entries: string[]) {
+  /** The last step of a take: see TAKE_END_SCRIPT. `at`: the connection's bucket in `layout`. */
+  private async takeEnd(
+    connectionId: string,
+    holder: string,
+    from: string,
+    entries: string[],
+    layout = this.layouts[0],
+    at = presenceBucket(connectionId),
+  ) {
     await this.t(
       this.takeEndScript.run(
-        [this.keys.presenceConnection(connectionId), this.keys.presenceHolder(connectionId)],
-        [...this.prefixes(), connectionId, holder, from, ...entries],
+        [layout.connectionPrefix(at) + connectionId, layout.holderPrefix(at) + connectionId],
+        [layout.nodeConnections('', at), connectionId, holder, from, ...entries],
       ),
     )
   }
 
   async reap(): Promise<OrphanMember[]> {
     const out: OrphanMember[] = []
-    for (let step = 0; step < 1000; step++) {
-      const reply = (await this.t(
-        this.reapScript.run([this.keys.presenceNodes()], [...this.prefixes(), String(REAP_STEP)]),
-      )) as unknown as Array<string | number>
-      if (Number(reply[0]) !== 1) break
-      const node = String(reply[1])
-      for (let i = 2; i < reply.length;) {
-        const conn = String(reply[i])
-        const n = Number(reply[i + 1])
-        const entries = reply.slice(i + 2, i + 2 + n).map(String)
-        i += 2 + n
-        out.push(...(await this.takeMembers(conn, entries)))
-        await this.takeEnd(conn, node, node, entries)
-      }
-    }
+    const budget = { calls: REAP_CALLS }
+    for (const layout of this.layouts) await this.reapIn(layout, out, budget)
     return out
   }
 
-  async onLiveNode(issuer: string, connectionId: string): Promise<boolean> {
-    const reply = await this.t(
-      this.onLiveNodeScript.run([this.keys.presenceNodes(), this.keys.presenceHolder(connectionId)], [issuer]),
-    )
-    return Number(reply) === 1
+  /** Reaps the dead nodes of one layout, within `budget` script calls (the next reap goes on). */
+  private async reapIn(layout: PresenceLayout, out: OrphanMember[], budget: { calls: number }) {
+    while (budget.calls-- > 0) {
+      const node = await this.t(this.deadNodeScript.run([layout.leases], []))
+      if (node === null || node === undefined) return
+      // reapers of the same node start at different buckets, so they mostly do different ones
+      const first = Math.floor(Math.random() * layout.buckets)
+      for (let i = 0; i < layout.buckets; i++) {
+        const bucket = (first + i) % layout.buckets
+        for (let left = true; left;) {
+          if (budget.calls-- <= 0) return
+          left = await this.reapStep(layout, String(node), bucket, out)
+        }
+      }
+      await this.t(this.forgetNodeScript.run([layout.leases], [String(node)]))
+    }
   }
 
+  /** Reaps up to REAP_STEP of a dead node's connections of one bucket; false when it had none left there. */
+  private async reapStep(layout: PresenceLayout, node: string, bucket: number, out: OrphanMember[]) {
+    const reply = (await this.t(
+      this.reapBucketScript.run(
+        [layout.nodeConnections(node, bucket)],
+        [layout.connectionPrefix(bucket), layout.holderPrefix(bucket), node, String(REAP_STEP)],
+      ),
+    )) as unknown as Array<string | number>
+    for (let i = 1; i < reply.length;) {
+      const conn = String(reply[i])
+      const n = Number(reply[i + 1])
+      const entries = reply.slice(i + 2, i + 2 + n).map(String)
+      i += 2 + n
+      out.push(...(await this.takeMembers(conn, entries)))
+      await this.takeEnd(conn, node, node, entries, layout, bucket)
+    }
+    return Number(reply[0]) > 0
+  }
+
+  async onLiveNode(issuer: string, connectionId: string): Promise<boolean> {
+    const [issuerLive, holder] = await Promise.all([
+      this.live(issuer),
+      this.t(this.cmd.sendCommand(['GET', this.keys.presenceHolder(connectionId)])),
+    ])
+    if (issuerLive) return true
+    return holder !== null && holder !== undefined && String(holder) !== issuer && this.live(String(holder))
+  }
+
+  /** Whether `node`'s lease has not run out (in this layout's leases, or else the earlier version's). */
+  private async live(node: string): Promise<boolean> {
+    for (const { leases } of this.layouts)
+      if (Number(await this.t(this.liveNodeScript.run([leases], [node]))) === 1) return true
+    return false
+  }
+
+  /** Writes this node's lease once (again after a failure): a claim is answered only once the lease exists. */
+  private firstLease(): Promise<void> {
+    this.leased ??= this.renew().catch((e) => {
+      this.leased = undefined
+      throw e
+    })
+    return this.leased
+  }
+
+  /** Renews this node's lease in both layouts' leases (nodes of an earlier version read theirs). */
   private async renew() {
-    await this.t(this.leaseScript.run([this.keys.presenceNodes()], [this.node, String(this.s.presenceLeaseMs)]))
+    const lease = [this.node, String(this.s.presenceLeaseMs)]
+    await Promise.all(this.layouts.map(({ leases }) => this.t(this.leaseScript.run([leases], lease))))
   }
 
   /** Stops renewing the lease (shutdown): what this node still holds is reaped once it lapses. */
