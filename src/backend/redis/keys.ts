@@ -95,9 +95,9 @@ export class RedisKeys {
   /**
    * The earlier version's presence bookkeeping, all in `{pc}` (the same kinds, without buckets).
    * During a rolling upgrade from it this version reaps the dead nodes listed there, reads their
-   * leases there and renews its own there too (presence-store.ts), so that nodes of either version
-   * reap the other's and accept their connection keys. Transitional: drop once no node of the
-   * earlier version can be running.
+   * leases there and renews its own there too (presence-store.ts): its nodes reap the dead nodes
+   * of both versions, and either version accepts the connection keys the other issued.
+   * Transitional: drop once no node of the earlier version can be running.
    */
   legacyPresenceConnectionPrefix = () => `${this.prefix}pcm:{pc}:`
   legacyPresenceHolderPrefix = () => `${this.prefix}pch:{pc}:`

@@ -75,8 +75,9 @@ function splitEntry(e: string): [string, string, string] {
  * - on a live node: the holder and the leases are read apart; a connection that moves between the
  *   reads is answered as of one node or the other, as a client resuming at that instant may be.
  * - the earlier version's layout (all in `{pc}`, keys.ts legacyPresence*): dead nodes listed there
- *   are reaped as above in its one slot, leases are renewed and read there too, so nodes of the two
- *   versions reap each other's and accept each other's keys during a rolling upgrade. A
+ *   are reaped as above in its one slot (so this version reaps the dead nodes of both), and
+ *   leases are renewed and read there too (so either version accepts the keys the other issued)
+ *   during a rolling upgrade. A
  *   connection listed there and resumed on a node of this version is reaped when its old node's
  *   lease runs out (its holder there still names the old node): its client's next presence
  *   update enters it again.
