@@ -400,6 +400,10 @@ export interface OccupancyCounts {
   subscribers: number
   /** ... that receive presence events. */
   presenceSubscribers: number
+  /** ... that may send object operations (realtime OBJECT_PUBLISH mode, LiveObjects). */
+  objectPublishers: number
+  /** ... that receive object operations (realtime OBJECT_SUBSCRIBE mode). */
+  objectSubscribers: number
 }
 
 /**

@@ -204,6 +204,9 @@ describe('presence everywhere', () => {
       presenceSubscribers: 1,
       presenceMembers: 1,
       presenceConnections: 1,
+      // neither asked for the object modes (test/objects/occupancy.test.ts counts those)
+      objectPublishers: 0,
+      objectSubscribers: 0,
     })
   })
 

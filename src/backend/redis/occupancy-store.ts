@@ -6,13 +6,26 @@ import type { RedisKeys } from './keys'
 export const OCCUPANCY_REFRESH_MS = 10_000
 export const OCCUPANCY_STALE_MS = 30_000
 
-const FIELDS = ['connections', 'publishers', 'subscribers', 'presenceSubscribers'] as const
-const ZERO = (): OccupancyCounts => ({ connections: 0, publishers: 0, subscribers: 0, presenceSubscribers: 0 })
+/**
+ * The counts in the order a node writes them. New ones go at the end only: a node of an earlier
+ * version reads the fields it knows (the first ones) and ignores the rest, and a value written by
+ * such a node (fewer fields) reads as 0 for the missing ones.
+ */
+const FIELDS = [
+  'connections',
+  'publishers',
+  'subscribers',
+  'presenceSubscribers',
+  'objectPublishers',
+  'objectSubscribers',
+] as const
+const ZERO = () => Object.fromEntries(FIELDS.map((f) => [f, 0])) as unknown as OccupancyCounts
 const isZero = (c: OccupancyCounts) => FIELDS.every((f) => c[f] === 0)
 
 /**
  * Occupancy counts of every node, one hash per channel: node id ->
- * `<connections>,<publishers>,<subscribers>,<presenceSubscribers>:<reported at>`.
+ * `<connections>,<publishers>,<subscribers>,<presenceSubscribers>,<objectPublishers>,<objectSubscribers>:<reported at>`
+ * (a node before object counts wrote the first four).
  * Changes of one event-loop turn are written together; every node rewrites its counts every
  * OCCUPANCY_REFRESH_MS, so a node that died without a goodbye stops counting after
  * OCCUPANCY_STALE_MS (and its fields go with the key once nobody refreshes it).
@@ -66,7 +79,7 @@ export class RedisOccupancyStore implements OccupancyStore {
       if (!(Number(at) >= freshSince)) continue
       const parts = counts!.split(',')
       FIELDS.forEach((f, j) => {
-        total[f] += Number(parts[j]) || 0
+        total[f] += Number(parts[j]) || 0 // a field missing (an earlier node's value) counts 0
       })
     }
     return total

@@ -247,6 +247,9 @@ export class ChannelOps {
       publish: (modes & Flag.PUBLISH) !== 0,
       subscribe: (modes & Flag.SUBSCRIBE) !== 0,
       presenceSubscribe: (modes & Flag.PRESENCE_SUBSCRIBE) !== 0,
+      // granted only with the object-publish / object-subscribe capability (grantedModes)
+      objectPublish: (modes & Flag.OBJECT_PUBLISH) !== 0,
+      objectSubscribe: (modes & Flag.OBJECT_SUBSCRIBE) !== 0,
     }
     att.appId = principal.appId
     core.occupancy.attach(principal.appId, channel, att.role)

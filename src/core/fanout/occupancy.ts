@@ -1,6 +1,6 @@
 import type { OccupancyCounts, OccupancyStore } from '../ports'
 
-/** An event stream's role on each of its channels: it receives messages and presence. */
+/** An event stream's role on each of its channels: it receives messages and presence (never objects). */
 export const STREAM_ROLE: OccupancyRole = Object.freeze({ subscribe: true, presenceSubscribe: true })
 
 /** What one attachment does on its channel. */
@@ -8,6 +8,10 @@ export interface OccupancyRole {
   publish?: boolean
   subscribe?: boolean
   presenceSubscribe?: boolean
+  /** Granted OBJECT_PUBLISH (which needs the object-publish capability). */
+  objectPublish?: boolean
+  /** Granted OBJECT_SUBSCRIBE (which needs the object-subscribe capability). */
+  objectSubscribe?: boolean
 }
 
 interface Local extends OccupancyCounts {
@@ -15,7 +19,24 @@ interface Local extends OccupancyCounts {
   channel: string
 }
 
-const zero = (): OccupancyCounts => ({ connections: 0, publishers: 0, subscribers: 0, presenceSubscribers: 0 })
+const zero = (): OccupancyCounts => ({
+  connections: 0,
+  publishers: 0,
+  subscribers: 0,
+  presenceSubscribers: 0,
+  objectPublishers: 0,
+  objectSubscribers: 0,
+})
+
+/** The counts alone (without the channel's names). */
+const countsOf = (c: OccupancyCounts): OccupancyCounts => ({
+  connections: c.connections,
+  publishers: c.publishers,
+  subscribers: c.subscribers,
+  presenceSubscribers: c.presenceSubscribers,
+  objectPublishers: c.objectPublishers,
+  objectSubscribers: c.objectSubscribers,
+})
 
 /**
  * Who is attached to each channel on this node, by role: every transport counts its attachments
@@ -51,12 +72,9 @@ export class Occupancy {
     if (role.publish) c.publishers += by
     if (role.subscribe) c.subscribers += by
     if (role.presenceSubscribe) c.presenceSubscribers += by
-    const counts = {
-      connections: c.connections,
-      publishers: c.publishers,
-      subscribers: c.subscribers,
-      presenceSubscribers: c.presenceSubscribers,
-    }
+    if (role.objectPublish) c.objectPublishers += by
+    if (role.objectSubscribe) c.objectSubscribers += by
+    const counts = countsOf(c)
     if (c.connections === 0) this.channels.delete(k)
     this.store?.report(appId, channel, counts)
     this.listener?.(appId, channel)
@@ -65,14 +83,7 @@ export class Occupancy {
   /** This node's counts of a channel. */
   local(appId: string, channel: string): OccupancyCounts {
     const c = this.channels.get(appId + '\u0000' + channel)
-    return c
-      ? {
-          connections: c.connections,
-          publishers: c.publishers,
-          subscribers: c.subscribers,
-          presenceSubscribers: c.presenceSubscribers,
-        }
-      : zero()
+    return c ? countsOf(c) : zero()
   }
 
   /** The channel's counts on every node (channel details, chat occupancy). */

@@ -172,8 +172,8 @@ export class OccupancyEvents {
         presenceConnections: p.presenceConnections,
         presenceMembers: p.presenceMembers,
         presenceSubscribers: o.presenceSubscribers,
-        objectPublishers: 0,
-        objectSubscribers: 0,
+        objectPublishers: o.objectPublishers,
+        objectSubscribers: o.objectSubscribers,
       }
       const key = JSON.stringify(metrics)
       const now = this.clock.now()
