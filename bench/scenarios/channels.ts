@@ -8,7 +8,7 @@
  * run is repeated against a Redis cluster: publishes to node A, streams on node B.
  */
 import { cutNote, deliveryChecks, fmt, openedCheck, publishCheck } from '../lib/delivery-checks'
-import { backendsOf, startDeployment, type Backend } from '../lib/deployment'
+import { backendsOf, startDeployment } from '../lib/deployment'
 import { startPublisher } from '../lib/publisher-client'
 import type { Check, Headline, RunOptions, ScenarioResult, Series } from '../lib/scenario'
 import { startSubscribers } from '../lib/sse-subscriber-client'

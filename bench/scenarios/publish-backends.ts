@@ -15,10 +15,9 @@ import {
   noErrors,
   probe,
   PUBLISH_CHANNELS as CHANNELS,
-  publishChannel as channel,
   SHORT_RING_SIZE,
 } from '../lib/publish-checks'
-import { startDeployment, type Backend, type Deployment } from '../lib/deployment'
+import { startDeployment, type Backend } from '../lib/deployment'
 import { runLoadgen, type LoadgenResult, type LoadSpec } from '../lib/loadgen-client'
 import type { Chart, Check, Headline, Measurement, RunOptions } from '../lib/scenario'
 import { publishTargets, withTarget } from './publish-compare'

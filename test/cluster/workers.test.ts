@@ -16,7 +16,7 @@ import { ROOT_KEY } from '../helpers/gateway'
 import { listens } from '../helpers/listening'
 import { GatewayNode } from '../helpers/node-process'
 import { closeClients, collect, connectedClient } from '../helpers/realtime'
-import { freePort, REDIS_SERVER, TestRedis } from '../helpers/redis'
+import { REDIS_SERVER, TestRedis } from '../helpers/redis'
 import { requireSystem } from '../helpers/system'
 
 const available = requireSystem(REDIS_SERVER, 'redis-server')

@@ -7,7 +7,7 @@ import { GatewayError } from '../../errors'
 import { credentialsOf } from '../http/credentials'
 import { noContent, respond } from '../http/responses'
 import { paginated, pageOf } from '../http/pagination'
-import { intParam, type Q } from '../http/query'
+import { intParam } from '../http/query'
 import * as M from './model'
 import { deviceView, parseSubscriptionCursor, subscriptionCursor } from './wire'
 

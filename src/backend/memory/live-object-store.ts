@@ -1,14 +1,7 @@
 import type { Database } from 'bun:sqlite'
-import type { Clock, PublishOptions } from '../../core/ports'
+import type { Clock } from '../../core/ports'
 import type { LiveObjectBatch, LiveObjectStore, LivePublishOptions } from '../../core/objects/ports'
-import {
-  applyOps,
-  emptyRoot,
-  serialToken,
-  settleSerials,
-  type LiveLimits,
-  type LiveObjectRecord,
-} from '../../core/objects/live-state'
+import { applyOps, emptyRoot, serialToken, settleSerials, type LiveObjectRecord } from '../../core/objects/live-state'
 import { ROOT } from '../../core/objects/live-wire'
 import type { MemoryBroker } from './broker'
 

@@ -234,6 +234,7 @@ function fastClusterSender(
   const retryAt = new Map<string, number>()
   let closed = false
   const clientFor = (key: string): BunRedisClient | undefined => {
+    if (closed) return undefined // after close: the fallback (closed too) answers
     const master = cluster.getSlotMaster(keySlot(key)) as { host?: string; port?: number } | undefined
     if (!master?.port) return undefined
     // an empty host (a node that never learned its address, e.g. alone in its cluster) means the

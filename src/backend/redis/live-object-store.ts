@@ -1,7 +1,6 @@
 import type { LiveObjectBatch, LiveObjectStore, LivePublishOptions } from '../../core/objects/ports'
-import { emptyRoot, type LiveLimits, type LiveObjectRecord } from '../../core/objects/live-state'
+import { emptyRoot, type LiveObjectRecord } from '../../core/objects/live-state'
 import { ROOT } from '../../core/objects/live-wire'
-import type { PublishOptions } from '../../core/ports'
 import { GatewayError } from '../../errors'
 import { Unpackr } from 'msgpackr'
 import { pack, packDraft, serialFromId } from './codec'

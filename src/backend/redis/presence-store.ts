@@ -107,7 +107,7 @@ export class RedisPresenceStore implements PresenceStore {
     private readonly keys: RedisKeys,
     readonly node: string,
     private readonly s: RedisPresenceSettings,
-    private readonly onError: (e: unknown) => void,
+    onError: (e: unknown) => void,
   ) {
     this.applyScript = new ScriptRunner(cmd, APPLY_PRESENCE_SCRIPT)
     this.takeMembersScript = new ScriptRunner(cmd, TAKE_MEMBERS_SCRIPT)
@@ -363,16 +363,4 @@ export class RedisPresenceStore implements PresenceStore {
   close() {
     clearInterval(this.timer)
   }
-}
-
-/** App, channel, packed member triples as orphans. */
-function orphans(reply: Buffer[]): OrphanMember[] {
-  const out: OrphanMember[] = []
-  for (let i = 0; i + 2 < reply.length; i += 3)
-    out.push({
-      appId: reply[i]!.toString(),
-      channel: reply[i + 1]!.toString(),
-      member: unpack<PresenceMessage>(reply[i + 2]!),
-    })
-  return out
 }

@@ -173,8 +173,7 @@ export class ChannelOps {
   }
 
   private async doAttach(channel: string, pm: ProtocolMessage) {
-    const { core, s } = this.conn
-    const principal = this.conn.principalOf
+    const { s } = this.conn
     const existing = this.attachments.get(channel)
     if (existing) {
       existing.close()

@@ -1,6 +1,6 @@
 import { GatewayError } from '../../errors'
 import { metrics } from '../../lib/metrics'
-import type { Charge, ChargeResult, Clock, ControlStore, RateLimitStore } from '../ports'
+import type { ChargeResult, Clock, ControlStore, RateLimitStore } from '../ports'
 import { isPerMinute, type LimitCharge, type LimitClass, type Limits } from './limits'
 
 export interface LimitSettings {

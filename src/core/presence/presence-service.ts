@@ -1,4 +1,3 @@
-import { GatewayError } from '../../errors'
 import { authorize } from '../auth/authorize'
 import type { Principal } from '../auth/principal'
 import type { Namespaces } from '../control/namespaces'
