@@ -19,7 +19,8 @@
  *   --shards L        scale: the Redis Cluster masters of each run (default 1,2)
  *   --subscribers N   fanout / connections / latency: event streams to open (default 1000 / 50,000 / 5);
  *                     channels: subscribers per channel (default 2); realtime-fanout: subscribers of each kind
- *                     (default 1000); realtime-connections: connections of each kind (default 10,000)
+ *                     (default 1000); realtime-connections: connections of each kind (default 10,000); scale:
+ *                     event streams held on the 100 channels during each gateway and nchan run (default 100)
  *   --publishers L    fanout / realtime-fanout: publishing connections, one run per comma-separated entry
  *                     (default 1,20 / 20)
  *   --rate N          latency: publishes per second (default 2000); accounts / realtime-latency: messages/s per

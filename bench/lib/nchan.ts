@@ -1,7 +1,8 @@
 /**
  * nchan (the nginx pub/sub module) as a same-run peer of the scale scenario: nginx with `workers`
- * worker processes, its memory store, `POST /pub/<channel>` publishing (the configuration of
- * ../shared/devbench/nchan.conf, cut to that location). Absent (no nginx, or no nchan module):
+ * worker processes, its memory store, `POST /pub/<channel>` publishing and `GET /sub/<channel>`
+ * event streams (the configuration of ../shared/devbench/nchan.conf, cut to those locations).
+ * Absent (no nginx, or no nchan module):
  * `nchanMissing` says why, and the scenario skips it.
  */
 import { existsSync, mkdirSync, writeFileSync } from 'node:fs'
@@ -49,6 +50,11 @@ http {
       nchan_channel_id $1;
       nchan_message_buffer_length 1000;
       nchan_message_timeout 1h;
+    }
+    location ~ ^/sub/([A-Za-z0-9_.-]+)$ {
+      nchan_subscriber eventsource;
+      nchan_channel_id $1;
+      nchan_subscriber_first_message newest;
     }
     location = /ready { return 200; }
     location / { return 404; }

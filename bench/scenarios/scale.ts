@@ -4,16 +4,20 @@
  * `--processes` (default 1,2) and every M of `--shards` (default 1,2), beside a bare Bun route
  * that reads the body (bench/baseline-server.ts, `bare text()`) and nchan with K workers (when
  * nginx with the nchan module is installed; otherwise the run says so and skips it), all with
- * the same load generator (wrk, or the Bun generator), the same JSON publish to 100 channels.
- * Reports per run: publishes/s, CPU µs per publish of the gateway processes and of the
- * redis-servers; ratios: each (K, M) against the bare route and against nchan with K workers,
+ * the same load generator (wrk, or the Bun generator), the same JSON publish to 100 channels,
+ * each channel with `--subscribers` ÷ 100 event streams held meanwhile (default one, on the
+ * gateway's `/sse` or nchan's `/sub`; with K processes they land on any of them, so deliveries
+ * cross nodes through the cluster). Reports per run: publishes/s, deliveries/s, CPU µs per
+ * publish of the gateway processes (their deliveries included) and of the redis-servers, and
+ * checks that every acknowledged publish reached every stream of its channel; ratios: each (K, M) against the bare route and against nchan with K workers,
  * and each M against M = the smallest one (scaling per added shard). On a machine with fewer
  * cores than K + M + the generator the figures show the cost per publish, not the scaling.
  */
 import { cpuSeconds } from '../lib/cpu'
+import { settledCount, startDeliveryCounter, type DeliveryCounter } from '../lib/delivery-count'
 import { nchanMissing, startNchan } from '../lib/nchan'
 import { freePort } from '../lib/processes'
-import { messageBody, probe } from '../lib/publish-checks'
+import { messageBody, probe, PUBLISH_CHANNELS } from '../lib/publish-checks'
 import { startRedisCluster } from '../lib/redis-cluster-server'
 import type { Check, Headline, Measurement, RunOptions, ScenarioResult } from '../lib/scenario'
 import { startBaseline, startGateway, type Target } from '../lib/targets'
@@ -26,6 +30,8 @@ interface Run {
   processes?: number
   shards?: number
   rps: number
+  /** Messages received by the streams per second (absent: none held). */
+  dps?: number
   /** CPU µs per publish of the serving processes (gateways, nginx), and of the redis-servers. */
   serverUs: number
   redisUs?: number
@@ -42,6 +48,9 @@ export async function scaleScenario(o: RunOptions): Promise<ScenarioResult> {
     dir: o.outDir,
   }
   const body = messageBody()
+  // event streams per channel, the same on every channel (so that each publish has as many)
+  const perChannel = Math.ceil((o.subscribers ?? PUBLISH_CHANNELS) / PUBLISH_CHANNELS)
+  const streams = perChannel * PUBLISH_CHANNELS
   const runs: Run[] = []
   const measurements: Measurement[] = []
   const checks: Check[] = []
@@ -55,18 +64,36 @@ export async function scaleScenario(o: RunOptions): Promise<ScenarioResult> {
     expect: number,
     servers: () => number[],
     redis: number[] = [],
+    counter?: DeliveryCounter,
   ) => {
     console.log(`${name}: ${driver}, ${o.connections} connections, ${shape.warmup} s warm-up + ${shape.seconds} s …`)
     const sum = (pids: number[]) => pids.reduce((t, p) => t + (cpuSeconds(p) ?? 0), 0)
     const req = { url, headers, body, serverPids: servers(), label: name }
+    // publishes answered `expect` (wrk tells only the answers under 400)
+    const acked = (statuses: Record<string, number>) => statuses[String(expect)] ?? statuses['<400'] ?? 0
+    let sent = 0
     // the warm-up apart, so that the CPU counted (around the measured run) is that of the answers counted
     if (shape.warmup > 0)
-      await drive(driver, { ...req, label: `${name}, warm-up` }, { ...shape, seconds: shape.warmup, warmup: 0 }, expect)
+      sent += acked(
+        (
+          await drive(
+            driver,
+            { ...req, label: `${name}, warm-up` },
+            { ...shape, seconds: shape.warmup, warmup: 0 },
+            expect,
+          )
+        ).statuses,
+      )
     const s0 = sum(servers())
     const r0 = sum(redis)
+    const d0 = counter ? (await counter.count()).deliveries : 0
+    const t0 = performance.now()
     const r = await drive(driver, req, { ...shape, warmup: 0 }, expect)
+    const d1 = counter ? (await counter.count()).deliveries : 0
+    const seconds = (performance.now() - t0) / 1000
     const s1 = sum(servers())
     const r1 = sum(redis)
+    sent += acked(r.statuses)
     const answered = r.received
     const perReq = (cpu: number) => (answered > 0 ? (cpu / answered) * 1e6 : NaN)
     measurements.push({
@@ -80,7 +107,34 @@ export async function scaleScenario(o: RunOptions): Promise<ScenarioResult> {
       ok: bad === 0 && r.responses > 0,
       detail: `statuses ${JSON.stringify(r.statuses)}, unanswered ${r.unanswered}, connection errors ${r.connectionErrors}`,
     })
-    return { rps: r.rps, serverUs: perReq(s1 - s0), redisUs: redis.length ? perReq(r1 - r0) : undefined }
+    let dps: number | undefined
+    if (counter) {
+      dps = (d1 - d0) / seconds
+      // every acknowledged publish reached each stream of its channel; at most the publishes
+      // still unanswered when the generator stopped (one per connection, warm-up and measured
+      // run) and the gateway's probe came on top
+      const want = sent * perChannel
+      const got = await settledCount(counter, want)
+      const extra = ((shape.warmup > 0 ? 2 : 1) * o.connections + 1) * perChannel
+      checks.push({
+        name: `${name}: every acknowledged publish delivered to the ${perChannel} stream(s) of its channel`,
+        ok: got.deliveries >= want && got.deliveries <= want + extra && got.failed === 0,
+        detail: `${got.deliveries} deliveries for ${sent} acknowledged publishes × ${perChannel} (up to ${extra} more allowed: unanswered at the end, the probe), streams failed or dropped ${got.failed}`,
+      })
+    }
+    return { rps: r.rps, dps, serverUs: perReq(s1 - s0), redisUs: redis.length ? perReq(r1 - r0) : undefined }
+  }
+
+  /** Event streams on every channel of the load (stream i on channel i % 100), counting their deliveries. */
+  const subscribe = async (name: string, url: (channel: string) => string): Promise<DeliveryCounter> => {
+    const counter = startDeliveryCounter(`${name}-streams`, o.outDir)
+    const urls = Array.from({ length: streams }, (_, i) => url(publishChannel(i % PUBLISH_CHANNELS)))
+    const opened = await counter.open(urls)
+    if (opened !== streams) {
+      await counter.stop()
+      throw new Error(`${name}: ${opened} of ${streams} event streams opened`)
+    }
+    return counter
   }
 
   // the bare Bun route, and nchan with K workers, for each K
@@ -102,17 +156,22 @@ export async function scaleScenario(o: RunOptions): Promise<ScenarioResult> {
   else
     for (const k of ks) {
       const n = await startNchan(o.outDir, k)
+      let counter: DeliveryCounter | undefined
       try {
-        // 202: published, no subscriber yet
+        counter = await subscribe(`nchan-${k}`, (c) => `${n.base}/sub/${c}`)
+        // 201: published, to a channel with subscribers
         const r = await measure(
           `nchan ×${k}`,
           `${n.base}/pub/${publishChannel('{n}')}`,
           ['Content-Type: application/json'],
-          202,
+          201,
           n.pids,
+          [],
+          counter,
         )
         runs.push({ target: `nchan ×${k}`, processes: k, ...r })
       } finally {
+        await counter?.stop()
         await n.stop()
       }
     }
@@ -122,6 +181,7 @@ export async function scaleScenario(o: RunOptions): Promise<ScenarioResult> {
       const name = `gateway ×${k}, ${m} shard${m > 1 ? 's' : ''}`
       const cluster = await startRedisCluster(o.outDir, m, `redis-k${k}-m${m}`)
       const nodes: Array<Target & { key: string }> = []
+      let counter: DeliveryCounter | undefined
       try {
         const port = freePort()
         const env = {
@@ -144,6 +204,8 @@ export async function scaleScenario(o: RunOptions): Promise<ScenarioResult> {
         }
         const auth = `Basic ${Buffer.from(nodes[0]!.key).toString('base64')}`
         await probe(nodes[0]!.base, auth, body)
+        const key = encodeURIComponent(nodes[0]!.key)
+        counter = await subscribe(`gateway-k${k}-m${m}`, (c) => `${nodes[0]!.base}/sse?v=1.2&key=${key}&channels=${c}`)
         const r = await measure(
           name,
           `${nodes[0]!.base}/channels/${publishChannel('{n}')}/messages`,
@@ -151,9 +213,11 @@ export async function scaleScenario(o: RunOptions): Promise<ScenarioResult> {
           201,
           () => nodes.map((g) => g.pid),
           cluster.pids,
+          counter,
         )
         runs.push({ target: name, processes: k, shards: m, ...r })
       } finally {
+        await counter?.stop()
         await Promise.all(nodes.map((g) => g.stop()))
         await cluster.stop()
       }
@@ -190,6 +254,7 @@ export async function scaleScenario(o: RunOptions): Promise<ScenarioResult> {
       })
     }
     headlines.push({ name: `${r.target} publishes/s`, value: r.rps, unit: '/s' })
+    if (r.dps !== undefined) headlines.push({ name: `${r.target} deliveries/s`, value: r.dps, unit: '/s' })
   }
   const cores = navigator.hardwareConcurrency
   notes.push(
@@ -200,14 +265,21 @@ export async function scaleScenario(o: RunOptions): Promise<ScenarioResult> {
     scenario: 'scale',
     description:
       'Publishes/s of K gateway processes on one port (REUSE_PORT) on an M-master Redis Cluster started by the bench, ' +
-      'beside a bare Bun route that reads the body and nchan with K workers, same generator, same JSON publish to 100 channels.',
+      'beside a bare Bun route that reads the body and nchan with K workers, same generator, same JSON publish to 100 channels, ' +
+      `${streams} event streams held on them during the gateway and nchan runs (${perChannel} per channel).`,
     load: `${driver}, ${o.connections} keep-alive connections × 1 in flight, ${shape.warmup} s warm-up + ${shape.seconds} s per run`,
     measurements,
     tables: [
       {
         title: 'Runs (in the order they ran)',
-        head: ['target', 'publishes/s', 'server CPU µs per publish', 'redis-server CPU µs per publish'],
-        rows: runs.map((r) => [r.target, Math.round(r.rps).toLocaleString('en-US'), fmt(r.serverUs), fmt(r.redisUs)]),
+        head: ['target', 'publishes/s', 'deliveries/s', 'server CPU µs per publish', 'redis-server CPU µs per publish'],
+        rows: runs.map((r) => [
+          r.target,
+          Math.round(r.rps).toLocaleString('en-US'),
+          r.dps === undefined ? '' : Math.round(r.dps).toLocaleString('en-US'),
+          fmt(r.serverUs),
+          fmt(r.redisUs),
+        ]),
       },
     ],
     headlines,
