@@ -36,16 +36,22 @@ export function startDeliveryCounter(name: string, logDir: string): DeliveryCoun
 }
 
 /**
- * Waits until the count stops growing (the streams have taken what was sent) or `want` is
- * reached; at most `maxMs`. Returns the last count.
+ * Waits until `want` deliveries are counted, or the count has not grown for `quietMs` (what was
+ * sent has arrived; a busy machine's pause is shorter), at most `maxMs`. Returns the last count.
  */
-export async function settledCount(c: DeliveryCounter, want: number, maxMs = 10_000): Promise<DeliveryCount> {
+export async function settledCount(
+  c: DeliveryCounter,
+  want: number,
+  quietMs = 3_000,
+  maxMs = 30_000,
+): Promise<DeliveryCount> {
   let last = await c.count()
-  const until = Date.now() + maxMs
-  while (last.deliveries < want && Date.now() < until) {
-    await Bun.sleep(250)
+  let grewAt = Date.now()
+  const until = grewAt + maxMs
+  while (last.deliveries < want && Date.now() < until && Date.now() - grewAt < quietMs) {
+    await Bun.sleep(100)
     const now = await c.count()
-    if (now.deliveries === last.deliveries) return now
+    if (now.deliveries !== last.deliveries) grewAt = Date.now()
     last = now
   }
   return last
