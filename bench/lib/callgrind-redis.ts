@@ -6,7 +6,7 @@
 import { mkdtempSync, readdirSync, readFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
-import { freePort, spawnTracked, stopProcess } from './processes'
+import { startRedis } from './redis-server'
 
 export interface CallgrindRedis {
   url: string
@@ -16,40 +16,14 @@ export interface CallgrindRedis {
 }
 
 export async function startCallgrindRedis(): Promise<CallgrindRedis> {
-  for (const bin of ['valgrind', 'callgrind_control', 'redis-server'])
+  for (const bin of ['valgrind', 'callgrind_control'])
     if (!Bun.which(bin)) throw new Error(`${bin} not found on the PATH`)
   const out = mkdtempSync(join(tmpdir(), 'callgrind-redis-'))
-  const port = freePort()
-  const redis = spawnTracked(
-    [
-      'valgrind',
-      '--tool=callgrind',
-      `--callgrind-out-file=${out}/callgrind.out`,
-      'redis-server',
-      '--port',
-      String(port),
-      '--bind',
-      '127.0.0.1',
-      '--save',
-      '',
-      '--appendonly',
-      'no',
-    ],
-    { stdout: join(out, 'redis.log'), stderr: join(out, 'valgrind.log') },
-  )
-  const url = `redis://127.0.0.1:${port}`
-  for (let i = 0; ; i++) {
-    const c = new Bun.RedisClient(url, { autoReconnect: false })
-    try {
-      await c.connect()
-      break
-    } catch {
-      if (i > 300) throw new Error(`redis-server under valgrind did not start; see ${out}`)
-      await Bun.sleep(100)
-    } finally {
-      c.close()
-    }
-  }
+  // under valgrind redis-server starts some 50 times slower
+  const redis = await startRedis(out, 'redis', {
+    wrapper: ['valgrind', '--tool=callgrind', `--callgrind-out-file=${out}/callgrind.out`],
+    startMs: 60_000,
+  })
   /** callgrind_control on the server: `-z` zeroes the counts, `-d` writes them to a new file. */
   const control = async (option: '-z' | '-d') => {
     await Bun.spawn(['callgrind_control', option, String(redis.pid)], { stdout: 'ignore', stderr: 'ignore' }).exited
@@ -63,13 +37,13 @@ export async function startCallgrindRedis(): Promise<CallgrindRedis> {
     return Number(/^summary: (\d+)/m.exec(text)?.[1])
   }
   return {
-    url,
+    url: redis.url,
     async count(work) {
       await control('-z')
       await work()
       await control('-d')
       return lastDump()
     },
-    stop: () => stopProcess(redis),
+    stop: redis.stop,
   }
 }

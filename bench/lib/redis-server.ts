@@ -12,7 +12,14 @@ export interface RedisServer {
   stop(): Promise<void>
 }
 
-export async function startRedis(logDir: string, name = 'redis'): Promise<RedisServer> {
+export interface RedisStartOptions {
+  /** A command that runs redis-server (e.g. valgrind and its options): redis-server is its last argument. */
+  wrapper?: string[]
+  /** How long it may take to answer PING (ms). */
+  startMs?: number
+}
+
+export async function startRedis(logDir: string, name = 'redis', o: RedisStartOptions = {}): Promise<RedisServer> {
   const bin = Bun.which('redis-server')
   if (!bin)
     throw new Error(
@@ -20,19 +27,33 @@ export async function startRedis(logDir: string, name = 'redis'): Promise<RedisS
     )
   const port = freePort()
   const proc = spawnTracked(
-    [bin, '--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', '--protected-mode', 'no'],
+    [
+      ...(o.wrapper ?? []),
+      bin,
+      '--port',
+      String(port),
+      '--bind',
+      '127.0.0.1',
+      '--save',
+      '',
+      '--appendonly',
+      'no',
+      '--protected-mode',
+      'no',
+    ],
     {
       stdout: join(logDir, `${name}.log`),
       stderr: join(logDir, `${name}.err.log`),
     },
   )
-  const until = Date.now() + 10_000
+  const startMs = o.startMs ?? 10_000
+  const until = Date.now() + startMs
   for (;;) {
     if (proc.exitCode !== null) throw new Error(`redis-server exited (${proc.exitCode}); see ${logDir}/${name}.log`)
     if (await ping(port)) break
     if (Date.now() > until) {
       await stopProcess(proc)
-      throw new Error(`redis-server on port ${port} did not answer PING within 10 s`)
+      throw new Error(`redis-server on port ${port} did not answer PING within ${startMs / 1000} s`)
     }
     await Bun.sleep(50)
   }
