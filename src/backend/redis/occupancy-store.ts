@@ -1,4 +1,5 @@
 import type { OccupancyCounts, OccupancyStore } from '../../core/ports'
+import { zeroCounts } from '../../core/fanout/occupancy'
 import { withTimeout, type RedisCommander } from './connection'
 import type { RedisKeys } from './keys'
 
@@ -19,7 +20,6 @@ const FIELDS = [
   'objectPublishers',
   'objectSubscribers',
 ] as const
-const ZERO = () => Object.fromEntries(FIELDS.map((f) => [f, 0])) as unknown as OccupancyCounts
 const isZero = (c: OccupancyCounts) => FIELDS.every((f) => c[f] === 0)
 
 /**
@@ -71,7 +71,7 @@ export class RedisOccupancyStore implements OccupancyStore {
       string[] | Record<string, string>
     const pairs = Array.isArray(raw) ? raw : Object.entries(raw).flat()
     // this node's own count is read live; the others' as long as they are fresh
-    const total = { ...(this.local.get(key) ?? ZERO()) }
+    const total = { ...(this.local.get(key) ?? zeroCounts()) }
     const freshSince = Date.now() - OCCUPANCY_STALE_MS
     for (let i = 0; i < pairs.length; i += 2) {
       if (pairs[i] === this.node) continue

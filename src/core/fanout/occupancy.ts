@@ -19,7 +19,8 @@ interface Local extends OccupancyCounts {
   channel: string
 }
 
-const zero = (): OccupancyCounts => ({
+/** Counts of a channel nobody is attached to (on this node, or a node that reported none). */
+export const zeroCounts = (): OccupancyCounts => ({
   connections: 0,
   publishers: 0,
   subscribers: 0,
@@ -67,7 +68,7 @@ export class Occupancy {
   private change(appId: string, channel: string, role: OccupancyRole, by: 1 | -1) {
     const k = appId + '\u0000' + channel
     let c = this.channels.get(k)
-    if (!c) this.channels.set(k, (c = { appId, channel, ...zero() }))
+    if (!c) this.channels.set(k, (c = { appId, channel, ...zeroCounts() }))
     c.connections += by
     if (role.publish) c.publishers += by
     if (role.subscribe) c.subscribers += by
@@ -83,7 +84,7 @@ export class Occupancy {
   /** This node's counts of a channel. */
   local(appId: string, channel: string): OccupancyCounts {
     const c = this.channels.get(appId + '\u0000' + channel)
-    return c ? countsOf(c) : zero()
+    return c ? countsOf(c) : zeroCounts()
   }
 
   /** The channel's counts on every node (channel details, chat occupancy). */
