@@ -85,15 +85,20 @@ export function freePort(): number {
   return port
 }
 
-/** Polls `url` until it answers 200; fails early if `proc` exits, or after `timeoutMs`. */
-export async function waitForOk(url: string, proc: Subprocess, timeoutMs = 20_000): Promise<void> {
+/** Polls `url` until it answers 200; fails early if `proc` exits, or after `timeoutMs`. `init` adds fetch options (e.g. `tls.ca`). */
+export async function waitForOk(
+  url: string,
+  proc: Subprocess,
+  timeoutMs = 20_000,
+  init: BunFetchRequestInit = {},
+): Promise<void> {
   const until = Date.now() + timeoutMs
   let last = ''
   while (Date.now() < until) {
     if (proc.exitCode !== null || proc.signalCode !== null)
       throw new Error(`process exited (${proc.exitCode ?? proc.signalCode}) before ${url} was ready`)
     try {
-      const res = await fetch(url, { signal: AbortSignal.timeout(1000) })
+      const res = await fetch(url, { ...init, signal: AbortSignal.timeout(1000) })
       if (res.status === 200) return
       last = `status ${res.status}`
     } catch (e) {

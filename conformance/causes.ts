@@ -1,0 +1,21 @@
+/**
+ * Why a test still fails, for the scorecard: failures that need what the run's namespace does not
+ * have (the internet), and the gateway's own known causes with the issue that holds each. A failure
+ * no entry explains is listed as "not yet analysed".
+ */
+export interface Cause {
+  /** Tested against "<suite> <file> <test title>\n<error>". */
+  match: RegExp
+  cause: string
+}
+
+export const CAUSES: Cause[] = [
+  {
+    match: /ENOTFOUND|EAI_AGAIN|getaddrinfo|ENETUNREACH|echo\.ably\.io|ably-realtime\.com|realtime\.ably\.net/,
+    cause: 'internet: the test reaches a host outside the run (no network in the namespace)',
+  },
+]
+
+export function causeOf(text: string): string {
+  return CAUSES.find((c) => c.match.test(text))?.cause ?? 'not yet analysed'
+}

@@ -1,0 +1,94 @@
+/** What one file's run left behind, read into counts and failures. */
+import { existsSync, readFileSync } from 'node:fs'
+import type { Runner } from './suites'
+
+export interface Failure {
+  title: string
+  error: string
+}
+
+export interface FileResult {
+  file: string
+  passed: number
+  failed: number
+  skipped: number
+  /** Tests the file declared that never reported (cut by the wall limit, or behind a failed hook). */
+  notRun: number
+  /** Passed and failed by protocol where a test's title names it (binary/msgpack, text/json). */
+  byProtocol: Record<'json' | 'msgpack', { passed: number; failed: number }>
+  failures: Failure[]
+  /** 'timed out' (the wall limit), 'crashed' (ended before reporting its end), or 'ok'. */
+  ending: 'ok' | 'timed out' | 'crashed'
+  seconds: number
+}
+
+function protocolOf(title: string): 'json' | 'msgpack' | undefined {
+  if (/\b(binary protocol|msgpack)\b/i.test(title)) return 'msgpack'
+  if (/\b(text protocol|json)\b/i.test(title)) return 'json'
+}
+
+function tally(r: FileResult, title: string, ok: boolean): void {
+  const p = protocolOf(title)
+  if (p) r.byProtocol[p][ok ? 'passed' : 'failed']++
+}
+
+export function readResults(
+  runner: Runner,
+  path: string,
+  file: string,
+  timedOut: boolean,
+  seconds: number,
+): FileResult {
+  const r: FileResult = {
+    file,
+    passed: 0,
+    failed: 0,
+    skipped: 0,
+    notRun: 0,
+    byProtocol: { json: { passed: 0, failed: 0 }, msgpack: { passed: 0, failed: 0 } },
+    failures: [],
+    ending: timedOut ? 'timed out' : 'ok',
+    seconds,
+  }
+  if (!existsSync(path)) {
+    if (!timedOut) r.ending = 'crashed'
+    return r
+  }
+  const text = readFileSync(path, 'utf8')
+  if (runner === 'vitest') {
+    const doc = JSON.parse(text) as {
+      testResults: Array<{ assertionResults: Array<{ fullName: string; status: string; failureMessages?: string[] }> }>
+    }
+    for (const f of doc.testResults)
+      for (const a of f.assertionResults) {
+        if (a.status === 'passed') r.passed++
+        else if (a.status === 'failed') {
+          r.failed++
+          r.failures.push({ title: a.fullName, error: (a.failureMessages ?? []).join('\n').slice(0, 600) })
+        } else r.skipped++
+        if (a.status === 'passed' || a.status === 'failed') tally(r, a.fullName, a.status === 'passed')
+      }
+    return r
+  }
+  let total = 0
+  let ended = false
+  for (const line of text.split('\n')) {
+    if (!line) continue
+    const e = JSON.parse(line) as { event: string; total?: number; title?: string; error?: string; hook?: boolean }
+    if (e.event === 'start') total = e.total ?? 0
+    else if (e.event === 'pass') {
+      r.passed++
+      tally(r, e.title!, true)
+    } else if (e.event === 'fail') {
+      r.failures.push({ title: e.title!, error: e.error ?? '' })
+      if (!e.hook) {
+        r.failed++
+        tally(r, e.title!, false)
+      }
+    } else if (e.event === 'pending') r.skipped++
+    else if (e.event === 'end') ended = true
+  }
+  r.notRun = Math.max(0, total - r.passed - r.failed - r.skipped)
+  if (!ended && !timedOut) r.ending = 'crashed'
+  return r
+}

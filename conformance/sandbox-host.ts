@@ -1,0 +1,101 @@
+/**
+ * The hosted sandbox's names, answered by the gateway on this machine: a hosts file that sends them
+ * to 127.0.0.1 (mounted over /etc/hosts inside the run's private namespace only) and a certificate
+ * for them signed by a CA made for the run, which the suites' processes trust through
+ * NODE_EXTRA_CA_CERTS. Suites hard-wired to the sandbox then reach the gateway unedited.
+ */
+import { mkdirSync, writeFileSync, existsSync } from 'node:fs'
+import { join } from 'node:path'
+
+/** The REST and realtime host of the `nonprod:sandbox` endpoint, its fallbacks, and the older REST host. */
+export const SANDBOX_HOSTS = [
+  'sandbox.realtime.ably-nonprod.net',
+  ...['a', 'b', 'c', 'd', 'e'].map((id) => `sandbox.${id}.fallback.ably-realtime-nonprod.com`),
+  'sandbox-rest.ably.io',
+]
+export const SANDBOX_URL = `https://${SANDBOX_HOSTS[0]}`
+
+export interface RunTls {
+  ca: string
+  cert: string
+  key: string
+  hosts: string
+}
+
+function openssl(args: string[], cwd: string): void {
+  const r = Bun.spawnSync(['openssl', ...args], { cwd, stdout: 'pipe', stderr: 'pipe' })
+  if (r.exitCode !== 0) throw new Error(`openssl ${args[0]}: ${r.stderr}`)
+}
+
+export function makeRunTls(dir: string): RunTls {
+  mkdirSync(dir, { recursive: true })
+  const t: RunTls = {
+    ca: join(dir, 'ca.pem'),
+    cert: join(dir, 'server.pem'),
+    key: join(dir, 'server.key'),
+    hosts: join(dir, 'hosts'),
+  }
+  if (existsSync(t.cert)) return t
+  const days = ['-days', '30']
+  openssl(
+    [
+      'req',
+      '-x509',
+      '-newkey',
+      'rsa:2048',
+      '-nodes',
+      '-keyout',
+      'ca.key',
+      '-out',
+      'ca.pem',
+      ...days,
+      '-subj',
+      '/CN=conformance run CA',
+    ],
+    dir,
+  )
+  openssl(
+    [
+      'req',
+      '-newkey',
+      'rsa:2048',
+      '-nodes',
+      '-keyout',
+      'server.key',
+      '-out',
+      'server.csr',
+      '-subj',
+      `/CN=${SANDBOX_HOSTS[0]}`,
+    ],
+    dir,
+  )
+  const names = [...SANDBOX_HOSTS, 'localhost'].map((h) => `DNS:${h}`).join(',')
+  writeFileSync(
+    join(dir, 'ext.cnf'),
+    `subjectAltName=${names},IP:127.0.0.1\nbasicConstraints=CA:FALSE\nextendedKeyUsage=serverAuth\n`,
+  )
+  openssl(
+    [
+      'x509',
+      '-req',
+      '-in',
+      'server.csr',
+      '-CA',
+      'ca.pem',
+      '-CAkey',
+      'ca.key',
+      '-CAcreateserial',
+      '-out',
+      'server.pem',
+      ...days,
+      '-extfile',
+      'ext.cnf',
+    ],
+    dir,
+  )
+  writeFileSync(
+    t.hosts,
+    ['127.0.0.1 localhost', '::1 localhost', `127.0.0.1 ${SANDBOX_HOSTS.join(' ')}`, ''].join('\n'),
+  )
+  return t
+}
