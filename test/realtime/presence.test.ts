@@ -107,6 +107,33 @@ for (const binary of [true, false]) {
       expect(members.find((m) => m.clientId === 'u7')!.data).toBe('d7')
     })
 
+    test('REST presence pages reach every member (150 members, pages of 100 then 50, and of 7)', async () => {
+      const ch = `p-rest-pages-${fmt}`
+      const host = client({ binary })
+      const p = host.channels.get(ch).presence
+      await Promise.all(Array.from({ length: 150 }, (_, i) => p.enterClient(`u${i}`, `d${i}`)))
+      const rest = new Ably.Rest({ key: gw.key, endpoint: '127.0.0.1', port, tls: false, useBinaryProtocol: binary })
+      const first = await rest.channels.get(ch).presence.get({ limit: 100 })
+      expect(first.items.length).toBe(100)
+      expect(first.hasNext()).toBe(true)
+      const second = (await first.next())!
+      expect(second.items.length).toBe(50)
+      expect(second.hasNext()).toBe(false)
+      const seen = [...first.items, ...second.items].map((m) => m.clientId)
+      expect(new Set(seen).size).toBe(150)
+      // small pages: every member exactly once
+      const all: string[] = []
+      let page: Ably.PaginatedResult<Ably.PresenceMessage> | null = await rest.channels
+        .get(ch)
+        .presence.get({ limit: 7 })
+      while (page) {
+        all.push(...page.items.map((m) => m.clientId))
+        page = page.hasNext() ? await page.next() : null
+      }
+      expect(all.length).toBe(150)
+      expect(new Set(all).size).toBe(150)
+    })
+
     test('a dropped connection leaves after its grace period; closing leaves at once', async () => {
       const ch = `p-drop-${fmt}`
       const watcher = client({ binary, clientId: 'watcher' })

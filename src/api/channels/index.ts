@@ -14,6 +14,7 @@ import * as M from './model'
 import { batchPublishToWire } from '../wire/batch-publish'
 import { messageToWire } from '../wire/message'
 import { presenceToWire } from '../wire/presence'
+import { memberPosition } from '../../core/presence/presence-service'
 import { protocolVersion } from '../http/protocol-version'
 
 const historyPage = paginated('messages', M.MessageHistoryParams)
@@ -77,13 +78,15 @@ export const channelRoutes = (core: Core, publish: PublishHandler) =>
     .get(
       '/channels/:channel/presence',
       async ({ request, query, params, principal }) => {
+        const limit = intParam(query, 'limit', 100, 1, 1000)
         const members = await core.presence.members(principal, params.channel, {
           clientId: query.clientId,
           connectionId: query.connectionId,
-          limit: intParam(query, 'limit', 100, 1, 1000),
+          limit: limit + 1,
+          after: query.cursor || undefined,
         })
         const bin = binaryAllowed(negotiate(request, query))
-        return presencePage(request, query, { items: members }, (m) => presenceToWire(m, bin))
+        return presencePage(request, query, pageOf(members, limit, memberPosition), (m) => presenceToWire(m, bin))
       },
       {
         auth: true,

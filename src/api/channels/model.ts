@@ -71,6 +71,7 @@ export const PresenceParams = Q({
   clientId: param('only members of this client', 1024),
   connectionId: param('only members of this connection', 1024),
   limit: LIMIT,
+  cursor: CURSOR,
 })
 export const ChannelListParams = Q({
   prefix: param('only channels whose name starts with this', 1024),

@@ -12,7 +12,13 @@ export interface MemberFilter {
   clientId?: string
   connectionId?: string
   limit: number
+  /** Only members after this position (a page's cursor: `memberPosition` of the last member before it). */
+  after?: string
 }
+
+/** A member's place in the order REST pages members in: by connection, then client id (unique per channel). */
+export const memberPosition = (m: Pick<PresenceMessage, 'connectionId' | 'clientId'>): string =>
+  `${m.connectionId}\u0000${m.clientId ?? ''}`
 
 /**
  * Presence of channels: who is present (reads), and how presence events enter a channel. An
@@ -30,17 +36,27 @@ export class PresenceService {
     private readonly rules?: Pick<RulesEngine, 'presenceChanged'>,
   ) {}
 
-  /** Members present on a channel (`subscribe` capability), optionally of one client or connection. */
+  /**
+   * Members present on a channel (`subscribe` capability), optionally of one client or connection:
+   * at most `limit` of them in `memberPosition` order, from after `filter.after`, so that pages
+   * of members reach every one (a member entering or leaving between pages moves no other).
+   */
   async members(p: Principal, channelName: string, filter: MemberFilter): Promise<PresenceMessage[]> {
     const channel = checkChannelName(channelName)
     authorize(p, channel, 'subscribe')
     const all = await this.store.members(p.appId, channel)
+    const { after } = filter
     return all
       .filter(
         (m) =>
           (filter.clientId === undefined || m.clientId === filter.clientId) &&
-          (filter.connectionId === undefined || m.connectionId === filter.connectionId),
+          (filter.connectionId === undefined || m.connectionId === filter.connectionId) &&
+          (after === undefined || memberPosition(m) > after),
       )
+      .sort((a, b) => {
+        const [x, y] = [memberPosition(a), memberPosition(b)]
+        return x < y ? -1 : x > y ? 1 : 0
+      })
       .slice(0, filter.limit)
   }
 
