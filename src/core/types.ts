@@ -110,6 +110,8 @@ export interface App {
   tlsOnly: boolean
   /** Limits of this app tighter than the node's (sandbox `limits`). */
   limits?: { presenceMaxMembers?: number }
+  /** Made by sandbox provisioning: the hosted sandbox's test hooks (`_forceNack`) apply to it alone. */
+  sandbox?: true
   created: number
   modified: number
 }

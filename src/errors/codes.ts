@@ -13,6 +13,7 @@ export const ERROR_CODES = {
   40012: { status: 400, message: 'Invalid client ID' },
   40013: { status: 400, message: 'Invalid message data or encoding' },
   40031: { status: 400, message: 'Invalid publish request (invalid client-specified id)' },
+  40099: { status: 400, message: 'Reserved for artificial errors for testing' },
   40101: { status: 401, message: 'Invalid credentials' },
   40102: { status: 401, message: 'Invalid clientId for credentials' },
   40103: { status: 401, message: 'Invalid use of Basic authentication over non-TLS transport' },

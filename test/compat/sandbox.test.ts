@@ -68,3 +68,29 @@ describe.each([
     expect(app.keys[3]!.capability).toBe('{"*":["subscribe"]}')
   })
 })
+
+describe.each([
+  { protocol: 'msgpack', useBinaryProtocol: true },
+  { protocol: 'json', useBinaryProtocol: false },
+])('the sandbox test hook _forceNack, over $protocol', ({ protocol, useBinaryProtocol }) => {
+  test('a publish with _forceNack=true is refused with 40099 on a sandbox app, and nothing is stored', async () => {
+    const rest = clientOf(app, useBinaryProtocol, { key: app.keys[0]!.keyStr })
+    const channel = rest.channels.get(`force-nack-${protocol}`)
+    const err = await channel.publish({ name: 'event', data: 'data' }, { _forceNack: 'true' }).catch((e) => e)
+    expect(err.code).toBe(40099)
+    expect(err.statusCode).toBe(400)
+    await channel.publish({ name: 'event', data: 'kept' }, { _forceNack: 'false' })
+    expect((await channel.history()).items.map((m) => m.data)).toEqual(['kept'])
+  })
+
+  test('on an app not made by provisioning the parameter means nothing', async () => {
+    const r = await gw.app.handle(
+      new Request(`http://localhost/channels/force-nack-plain-${protocol}/messages?_forceNack=true`, {
+        method: 'POST',
+        headers: { authorization: `Basic ${btoa(gw.key)}`, 'content-type': 'application/json' },
+        body: JSON.stringify({ name: 'event', data: 'data' }),
+      }),
+    )
+    expect(r.status).toBe(201)
+  })
+})

@@ -50,6 +50,7 @@ export function publishHandler(core: Core, limits: BodyLimits, log: Logger): Pub
       party.principal = principal
       core.stats.apiRequest(principal.appId, principal.accountId)
       const body = structured(await decodeBody(request, headers.get('content-type') ?? '', limits, length))
+      if (query._forceNack !== undefined) await core.sandbox.forceNack(principal, query)
       return respond(request, query, await core.publisher.publish(principal, channel!, body), CREATED)
     } catch (e) {
       return respondError(request, query, toGatewayError('UNKNOWN', e, log, request))

@@ -64,6 +64,7 @@ export class Sandbox {
       name: `sandbox-${appId}`,
       status: 'enabled',
       tlsOnly: false,
+      sandbox: true,
       created: now,
       modified: now,
       ...(maxMembers === undefined ? {} : { limits: { presenceMaxMembers: maxMembers as number } }),
@@ -122,6 +123,15 @@ export class Sandbox {
       if (members.length) await this.presence.publish(appId, ch.name, members)
     }
     return { appId, accountId: account.id, keys, namespaces }
+  }
+
+  /**
+   * The hosted sandbox's test hook on a publish (`_forceNack=true`, RSL1l1): the publish is refused
+   * with 40099, on sandbox apps only; on any other app the parameter means nothing.
+   */
+  async forceNack(p: Principal, params: Record<string, string | undefined>): Promise<void> {
+    if (params._forceNack !== 'true') return
+    if ((await this.control.getApp(p.appId))?.sandbox) throw new GatewayError(40099, 'Publish refused (_forceNack)')
   }
 
   /** `DELETE /apps/{appId}` with one of that app's keys. */
