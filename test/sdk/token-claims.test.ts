@@ -47,6 +47,28 @@ describe.each(FORMATS)('token claims over %s', (_format, binary) => {
     expect((await other.messages.send({ text: 'x' })).userClaim).toBe('anyone')
   })
 
+  test("an update or delete by another client carries that client's claim, in its answer and in history", async () => {
+    const name = fresh('changer-claim')
+    const room = async (clientId: string, claim: string) => {
+      const details = await issued({ clientId, capability: '{"*":["*"]}', [`ably.room.${name}`]: claim })
+      const r = await (await chatWith(details)).rooms.get(name)
+      await r.attach()
+      return r
+    }
+    const [sender, updater, deleter] = [
+      await room('s', 'sender'),
+      await room('u', 'updater'),
+      await room('d', 'deleter'),
+    ]
+    const sent = await sender.messages.send({ text: 'hello' })
+    expect(sent.userClaim).toBe('sender')
+    expect((await updater.messages.update(sent.serial, { text: 'changed' })).userClaim).toBe('updater')
+    expect((await sender.messages.get(sent.serial)).userClaim).toBe('updater')
+    expect((await deleter.messages.delete(sent.serial, { description: 'gone' })).userClaim).toBe('deleter')
+    const history = await sender.messages.history({ limit: 1 })
+    expect(history.items.map((m) => m.userClaim)).toEqual(['deleter'])
+  })
+
   test('the same claim in a signed TokenRequest is ignored; a malformed claim is refused', async () => {
     const name = fresh('forged-claim')
     const request = await rt

@@ -249,6 +249,8 @@ export class ChatMessages {
         ? undefined
         : checkMetadata(input.operationMetadata, 'metadata')
     const clientId = callerClientId(p)
+    // the changed message carries the user claim of whoever changed it (CHA-M2h), not the sender's
+    const claim = userClaimFor(p, room)
     const op: Operation = {}
     if (clientId !== undefined) op.clientId = clientId
     if (description !== undefined) op.description = description
@@ -264,7 +266,7 @@ export class ChatMessages {
         if (!cur) throw missing(`Message "${serial}" not found in room "${room}"`)
         const next = content(cur)
         if (!next) return undefined
-        const { data, encoding, extras } = createEvent(next, cur.clientId, cur.userClaim)
+        const { data, encoding, extras } = createEvent(next, cur.clientId, claim)
         return { fields: { data, encoding, extras }, op }
       },
       { where: `room "${room}"`, persisted: true },
