@@ -135,6 +135,16 @@ describe.each(['json', 'msgpack'] as const)('%s connections', (format) => {
     raw.close()
   })
 
+  test('a PRESENCE enter on the channel "": NACKed 40010, the connection serves on', async () => {
+    const raw = (await rawConnected(rt.base, { key: rt.gw.key, clientId: 'someone' }, format)).raw
+    raw.send({ action: 14, channel: '', msgSerial: 0, presence: [{ action: 2, data: 'x' }] })
+    const nack = await raw.next((f) => f.action === 2)
+    expect([nack.msgSerial, nack.error.code]).toEqual([0, 40010])
+    raw.send({ action: 0, id: 'alive' })
+    await raw.next((f) => f.action === 0 && f.id === 'alive')
+    raw.close()
+  })
+
   test.each([
     ['params that are not an object', { channel: 'p', params: 'rewind=1' }],
     ['flags that are not a number', { channel: 'f', flags: 'all' }],
@@ -157,17 +167,33 @@ describe.each(['json', 'msgpack'] as const)('%s connections', (format) => {
     },
   )
 
-  // a channel ERROR must name its channel: one naming none (or "") reads as the connection's
+  // a channel ERROR must carry a channel field: one without reads as the connection's
   test.each([
     ['ATTACH', 10],
     ['DETACH', 12],
     ['SYNC', 16],
   ])('%s naming no channel: ERROR 40000 and the socket closes', async (_name, action) => {
-    for (const fields of [{}, { channel: '' }, { channel: null }]) {
+    for (const fields of [{}, { channel: null }]) {
       const raw = await connect()
       raw.send({ action, ...fields })
       expect((await fatal(raw)).code).toBe(40000)
     }
+  })
+
+  // an empty name is a name (RTL4d): its channel fails with 40010, the connection serves on
+  test.each([
+    ['ATTACH', 10],
+    ['DETACH', 12],
+    ['SYNC', 16],
+  ])('%s of the channel "": a channel ERROR 40010 with channel "", the connection serves on', async (_name, action) => {
+    const raw = await connect()
+    raw.send({ action, channel: '' })
+    const answer = await raw.next((f) => f.action === 9)
+    expect([answer.channel, answer.error.code]).toEqual(['', 40010])
+    raw.send({ action: 0, id: 'alive' })
+    await raw.next((f) => f.action === 0 && f.id === 'alive')
+    expect(raw.closed).toBeUndefined()
+    raw.close()
   })
 
   test.each([

@@ -127,17 +127,18 @@ export class ChannelOps {
   /**
    * Runs `op` after the channel's earlier operations; a failure becomes a channel ERROR (that
    * channel fails), or goes to `refused` when given. Without `refused`, a frame naming no channel
-   * fails the connection as a malformed frame does (40000): a channel ERROR must name its channel,
-   * and one naming none reads as the connection's.
+   * fails the connection as a malformed frame does (40000): a channel ERROR must carry a channel
+   * field, and one without reads as the connection's (an empty name is a name: its ERROR carries
+   * `channel: ""`, which the clients take as that channel's, RTL4d).
    */
   private onChannel(
     pm: ProtocolMessage,
     op: (channel: string) => Promise<void>,
     refused?: (err: GatewayError) => void,
   ) {
-    const name = typeof pm.channel === 'string' ? pm.channel : ''
-    if (!name && !refused)
+    if (typeof pm.channel !== 'string' && !refused)
       return this.conn.fail(new GatewayError(40000, `Invalid protocol message: action ${pm.action} needs a channel`))
+    const name = typeof pm.channel === 'string' ? pm.channel : ''
     let channel: string
     try {
       channel = isFiltered(name) ? (parseFilteredChannel(name), name) : checkChannelName(name)
