@@ -80,6 +80,9 @@ function kill(pid: number, signal: NodeJS.Signals) {
   }
 }
 
+/** The directories of the workers' sockets that supervisor `pid` made (`gateway-workers-<pid>-*` under the temp dir). */
+const socketDirsOf = (pid: number) => readdirSync(tmpdir()).filter((n) => n.startsWith(`gateway-workers-${pid}-`))
+
 /** Waits until `sup` has `n` children, all listening on its port, none of `except`; their pids. */
 async function workersListening(sup: GatewayNode, n: number, except: number[] = [], ms = 30_000): Promise<number[]> {
   const deadline = Date.now() + ms
@@ -237,11 +240,14 @@ describe.skipIf(!available)('WORKERS on Redis', () => {
 
   test('SIGTERM to the supervisor stops every worker, then the supervisor', async () => {
     const pids = await workersListening(supervisor, 2)
+    // the workers' sockets (comet hand-over) are in the supervisor's private directory
+    expect(socketDirsOf(supervisor.pid!)).toHaveLength(1)
     kill(supervisor.pid!, 'SIGTERM')
     await until(() => supervisor.exit.code !== null || supervisor.exit.signal !== null, 'supervisor exited')
     expect(supervisor.exit).toEqual({ code: 0, signal: null })
     await until(() => !pids.some(alive), 'workers gone', 10_000)
     expect(supervisor.log).toContain('"msg":"stopped","workers":2')
+    expect(socketDirsOf(supervisor.pid!)).toEqual([])
   }, 60_000)
 
   test('a supervisor killed outright (SIGKILL) leaves no worker behind', async () => {
@@ -251,6 +257,15 @@ describe.skipIf(!available)('WORKERS on Redis', () => {
       await sup.kill('SIGKILL')
       // each worker sees its supervisor gone (its stdin pipe closes) and drains as on SIGTERM
       await until(() => !pids.some(alive), `workers ${pids} still running`)
+      // its socket directory is left, and removed by the next supervisor that starts
+      expect(socketDirsOf(sup.pid!)).toHaveLength(1)
+      const next = await GatewayNode.start({ REDIS_URL: redis.url, REDIS_PREFIX: 'workers:', WORKERS: '2' })
+      expect(socketDirsOf(sup.pid!)).toEqual([])
+      const nextWorkers = childrenOf(next.pid!)
+      await next.kill('SIGTERM') // which removes its own
+      await next.stop()
+      for (const pid of nextWorkers) kill(pid, 'SIGKILL')
+      expect(socketDirsOf(next.pid!)).toEqual([])
     } finally {
       const left = sup.pid ? childrenOf(sup.pid) : []
       await sup.stop()
