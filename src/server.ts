@@ -1,7 +1,7 @@
 import type { Server } from 'bun'
 import { Elysia, type AnyElysia } from 'elysia'
 import type { Core } from './core'
-import { GatewayError } from './errors'
+import { asGatewayError, GatewayError } from './errors'
 import type { Logger } from './lib/logger'
 import { channelRoutes } from './api/channels'
 import { chatRoutes } from './api/chat'
@@ -37,6 +37,8 @@ export interface ServerSettings extends SseSettings, BodyLimits, RealtimeLimits 
   idleConnectionTimeoutMs: number
   corsOrigins: string[]
   reusePort: boolean
+  /** SIBLING_SOCKET_DIR: where the processes of this node hand each other comet requests. */
+  siblingSocketDir: string
 }
 
 /** What the node tells the app about itself: `ready` is false until the node is bootstrapped. */
@@ -60,6 +62,8 @@ export function buildApp(
   let root: AnyElysia | undefined // the document is built from the whole app, on first request
   const app = new Elysia({ name: 'gateway', normalize: false })
     .use(errorsPlugin(log))
+    // before every route (the metrics route of observability too): one decoding rule for all
+    .onTransform({ as: 'global' }, decodeParams)
     .use(observability(core, log, node.addressOf))
     .onRequest(({ request }) => {
       useCors(request, corsPolicy)
@@ -71,7 +75,6 @@ export function buildApp(
       checkDeclaredLength(request, s.maxBodySize)
     })
     .onParse({ as: 'global' }, ({ request, contentType, route }) => parse(request, contentType, route))
-    .onTransform({ as: 'global' }, decodeParams)
     .use(bodyValidation(() => routes()))
     .use(openapiRoutes(() => root!))
     .use(consoleRoutes(s.webConsole))
@@ -108,12 +111,29 @@ export type GatewayServer = Server<SocketData> & { realtime: Realtime }
 const runtimeBodyLimit = (maxBodySize: number) => 2 * maxBodySize
 
 /**
+ * What a request that threw outside every handler's own error handling gets (a backstop: each
+ * surface answers its errors itself): 500 / 50000 in the spec's shape, the error logged.
+ */
+export function internalError(e: unknown, log: Logger): Response {
+  const err = asGatewayError(e, log, { where: 'server' })
+  return new Response(JSON.stringify({ error: err.toBody() }), {
+    status: err.statusCode,
+    headers: {
+      'content-type': 'application/json',
+      'x-ably-errorcode': String(err.code),
+      'x-ably-errormessage': err.message,
+    },
+  })
+}
+
+/**
  * Serves the app: WebSocket upgrades on `/` go to the realtime transport, Bun's native router
  * takes every publish (`POST /channels/{channel}/messages`, any format: the handler the Elysia
- * route calls too), everything else goes through Elysia. Connections idle (between
- * requests) for IDLE_CONNECTION_TIMEOUT_MS are closed by Bun, which also cuts a request whose body
- * has not fully arrived by then; event streams, open for as long as their client stays, are
- * exempt from it (WebSockets have their own idle handling).
+ * route calls too), comet requests go to the realtime transport, everything else goes through
+ * Elysia. Connections idle (between requests) for IDLE_CONNECTION_TIMEOUT_MS are closed by Bun,
+ * which also cuts a request whose body has not fully arrived by then; event streams, open for as
+ * long as their client stays, and comet long polls are exempt from it (WebSockets have their own
+ * idle handling).
  */
 export function serve(app: App, core: Core, s: ServerSettings, log: Logger, o: ListenOptions): GatewayServer {
   const rt = realtime(core, s, log)
@@ -134,12 +154,7 @@ export function serve(app: App, core: Core, s: ServerSettings, log: Logger, o: L
       if (r === UPGRADED) return undefined
       if (r) return r
     }
-    const comet = rt.comet(req, corsPolicy)
-    if (comet) {
-      server.timeout(req, 0) // a long poll is held open until something comes (at most half the idle interval)
-      return comet
-    }
-    return http(req, server)
+    return rt.comet(req, corsPolicy, server) ?? http(req, server)
   }
   const server = Bun.serve<SocketData>({
     port: o.port,
@@ -152,6 +167,9 @@ export function serve(app: App, core: Core, s: ServerSettings, log: Logger, o: L
       [PUBLISH_ROUTE]: { POST: publishRoute(publishHandler(core, s, log), new CorsPolicy(s.corsOrigins), log) },
     },
     fetch,
+    // never the runtime's development error page (stack, paths, source lines): the spec's 500
+    development: false,
+    error: (e) => internalError(e, log),
     websocket: rt.websocket,
   }) as GatewayServer
   server.realtime = rt

@@ -1,6 +1,10 @@
 import type { Subprocess } from 'bun'
+import { mkdtempSync, readdirSync, rmSync, statSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
 import { workerEnvironment, type Config } from './config'
-import { createLogger, flushLogs } from './lib/logger'
+import { MAX_SOCKET_DIR } from './config/schema'
+import { createLogger, flushLogs, type Logger } from './lib/logger'
 
 /**
  * `WORKERS` above 1: this process runs no node of its own but supervises that many workers, each
@@ -8,7 +12,10 @@ import { createLogger, flushLogs } from './lib/logger'
  * WORKER_ID), all listening on PORT (SO_REUSEPORT: the kernel spreads connections among them).
  * Each worker is a node of the Redis deployment: it bootstraps (one seeds the store and prints the
  * credentials, the others find them), has its own `/metrics`, and drains on SIGTERM as a single
- * node does. The workers write to the supervisor's stdout and stderr: one log stream.
+ * node does. The workers write to the supervisor's stdout and stderr: one log stream. Unless
+ * SIBLING_SOCKET_DIR is set, the supervisor makes a private directory (0700, removed when it
+ * exits) where each worker listens on a unix socket, so a comet request reaching the wrong worker
+ * is handed to the one holding its connection (api/realtime/comet-handover.ts).
  *
  * A worker that exits while the supervisor is not stopping is started again: at once when it had
  * run for STABLE_MS, else no sooner than its backoff after its last start (1 s, doubling up to
@@ -49,6 +56,8 @@ export function supervise(config: Config, cmd = selfCommand()): Promise<number> 
     startedAt: 0,
     backoffMs: MIN_RESTART_MS,
   }))
+  const ownSocketDir = config.siblingSocketDir ? undefined : privateSocketDir(log)
+  const socketDir = config.siblingSocketDir || ownSocketDir
   let stopping = false
   let forced = false
   let killTimer: ReturnType<typeof setTimeout> | undefined
@@ -60,7 +69,7 @@ export function supervise(config: Config, cmd = selfCommand()): Promise<number> 
     w.startedAt = Date.now()
     try {
       const proc = Bun.spawn(cmd, {
-        env: workerEnvironment(w.id),
+        env: workerEnvironment(w.id, undefined, socketDir),
         stdin: 'pipe', // never written: its end tells the worker the supervisor is gone
         stdout: 'inherit',
         stderr: 'inherit',
@@ -97,6 +106,7 @@ export function supervise(config: Config, cmd = selfCommand()): Promise<number> 
   const finishIfIdle = () => {
     if (!stopping || workers.some((w) => w.proc)) return
     clearTimeout(killTimer)
+    if (ownSocketDir) rmSync(ownSocketDir, { recursive: true, force: true })
     log.info('stopped', { workers: workers.length })
     flushLogs()
     done(forced ? 1 : 0)
@@ -132,6 +142,51 @@ export function supervise(config: Config, cmd = selfCommand()): Promise<number> 
   log.info('supervising', { workers: workers.length, port: config.port })
   for (const w of workers) start(w)
   return finished
+}
+
+/**
+ * A new private directory (mkdtemp: 0700) for the workers' sockets, named after this supervisor's
+ * pid; the directories of supervisors that are gone (killed outright, so they could not remove
+ * theirs) are removed first. Undefined, said in the log, when it cannot be made or its path is too
+ * long for a socket path (comet clients then resume on the worker they reach instead).
+ */
+function privateSocketDir(log: Logger): string | undefined {
+  removeStaleSocketDirs()
+  let dir: string | undefined
+  try {
+    dir = mkdtempSync(join(tmpdir(), `${SOCKET_DIR_PREFIX}${process.pid}-`))
+    if (dir.length <= MAX_SOCKET_DIR) return dir
+    rmSync(dir, { recursive: true, force: true })
+  } catch {}
+  log.warn("no directory for the workers' sockets: comet requests are not handed between workers", { dir })
+  return undefined
+}
+
+const SOCKET_DIR_PREFIX = 'gateway-workers-'
+
+function removeStaleSocketDirs() {
+  const pattern = new RegExp(`^${SOCKET_DIR_PREFIX}(\\d+)-`)
+  let names: string[] = []
+  try {
+    names = readdirSync(tmpdir())
+  } catch {}
+  for (const name of names) {
+    const pid = Number(pattern.exec(name)?.[1] ?? 0)
+    if (!pid || pid === process.pid || alive(pid)) continue
+    try {
+      const dir = join(tmpdir(), name)
+      if (statSync(dir).uid === process.getuid?.()) rmSync(dir, { recursive: true, force: true })
+    } catch {}
+  }
+}
+
+function alive(pid: number): boolean {
+  try {
+    process.kill(pid, 0)
+    return true
+  } catch (e) {
+    return (e as NodeJS.ErrnoException).code === 'EPERM'
+  }
 }
 
 /**

@@ -67,15 +67,18 @@ export function settingsTable(): string {
 
 /**
  * The environment of worker `id` (1..WORKERS) of a supervisor: this process's, with REUSE_PORT on
- * (the workers share the port) and WORKER_ID set (so the worker serves instead of supervising).
+ * (the workers share the port), WORKER_ID set (so the worker serves instead of supervising) and,
+ * given one, the directory of the workers' sockets (SIBLING_SOCKET_DIR).
  */
 export function workerEnvironment(
   id: number,
   env: Record<string, string | undefined> = process.env,
+  siblingSocketDir?: string,
 ): Record<string, string> {
   const out: Record<string, string> = {}
   for (const [name, value] of Object.entries(env)) if (value !== undefined) out[name] = value
   out[SETTINGS.reusePort.env] = 'true'
   out[SETTINGS.workerId.env] = String(id)
+  if (siblingSocketDir) out[SETTINGS.siblingSocketDir.env] = siblingSocketDir
   return out
 }

@@ -50,6 +50,16 @@ const optionalInt =
   (raw) =>
     raw === '' ? 0 : int(min, max)(raw)
 
+/** Empty, or an absolute directory path short enough for the unix socket paths made in it. */
+export const MAX_SOCKET_DIR = 80
+const socketDir: Parser<string> = (raw) => {
+  if (raw === '') return raw
+  if (!raw.startsWith('/')) throw new Error('must be an absolute path')
+  if (raw.length > MAX_SOCKET_DIR)
+    throw new Error(`must be at most ${MAX_SOCKET_DIR} characters (a unix socket path is at most 107 bytes)`)
+  return raw
+}
+
 /** `*` (any origin), `none`, or a comma-separated list of origins (`scheme://host[:port]`). */
 const origins: Parser<string[]> = (raw) => {
   const v = raw.trim()
@@ -130,6 +140,12 @@ export const SETTINGS = {
     '',
     'Set by the supervisor (WORKERS above 1) on each worker it starts, 1 to WORKERS: the process serves instead of supervising and its log lines carry `worker`. Not for operators.',
     optionalInt(1, MAX_WORKERS),
+  ),
+  siblingSocketDir: setting(
+    'SIBLING_SOCKET_DIR',
+    '',
+    'A private directory shared by the processes of one node on one machine (WORKERS, or processes sharing PORT with REUSE_PORT): each listens there on a unix socket named after itself, and a comet (long-polling) request that the kernel hands to another process than the one holding its connection is passed on to that one instead of being answered 80003. WORKERS sets it to a directory it creates and removes; empty: no hand-over. At most 80 characters (a unix socket path is at most 107 bytes).',
+    socketDir,
   ),
   dataDir: setting(
     'DATA_DIR',

@@ -15,7 +15,7 @@ import { loadConfig } from '../../src/config'
 import { ROOT_KEY } from '../helpers/gateway'
 import { listens } from '../helpers/listening'
 import { GatewayNode } from '../helpers/node-process'
-import { closeClients, collect, connectedClient } from '../helpers/realtime'
+import { closeClients, collect, connectedClient, reach, realtimeClient } from '../helpers/realtime'
 import { REDIS_SERVER, TestRedis } from '../helpers/redis'
 import { requireSystem } from '../helpers/system'
 
@@ -79,6 +79,9 @@ function kill(pid: number, signal: NodeJS.Signals) {
     /* gone already */
   }
 }
+
+/** The directories of the workers' sockets that supervisor `pid` made (`gateway-workers-<pid>-*` under the temp dir). */
+const socketDirsOf = (pid: number) => readdirSync(tmpdir()).filter((n) => n.startsWith(`gateway-workers-${pid}-`))
 
 /** Waits until `sup` has `n` children, all listening on its port, none of `except`; their pids. */
 async function workersListening(sup: GatewayNode, n: number, except: number[] = [], ms = 30_000): Promise<number[]> {
@@ -148,6 +151,52 @@ describe.skipIf(!available)('WORKERS on Redis', () => {
     expect(supervisor.log.match(/management access token: \S+/g)).toHaveLength(1)
   }, 60_000)
 
+  test('comet: whichever worker a request of a connection reaches, it is served by the one holding it (never 80003)', async () => {
+    await workersListening(supervisor, 2)
+    // raw: every request on a new TCP connection (the kernel picks a worker per connection)
+    const close = { connection: 'close' }
+    const r = await fetch(`${supervisor.url}/comet/connect?v=6&key=${encodeURIComponent(ROOT_KEY)}`, { headers: close })
+    const [connected] = (await r.json()) as Array<{ action: number; connectionDetails: { connectionKey: string } }>
+    expect(connected!.action).toBe(4)
+    const base = `${supervisor.url}/comet/${encodeURIComponent(connected!.connectionDetails.connectionKey)}`
+    const answers: string[] = []
+    for (let i = 0; i < 40; i++) {
+      const sent = await fetch(`${base}/send`, {
+        method: 'POST',
+        headers: { ...close, 'content-type': 'application/json' },
+        body: JSON.stringify([{ action: 0, id: `ping-${i}` }]),
+      })
+      answers.push(`send ${i}: ${sent.status} ${await sent.text()}`)
+      // the HEARTBEAT is echoed on the poll of the worker that holds the connection
+      const poll = await fetch(`${base}/recv`, { headers: close })
+      answers.push(`recv ${i}: ${poll.status} ${await poll.text()}`.trim())
+    }
+    const expected = Array.from({ length: 40 }, (_, i) => [
+      `send ${i}: 204 `,
+      `recv ${i}: 200 ${JSON.stringify([{ action: 0, id: `ping-${i}` }])}`,
+    ]).flat()
+    expect(answers).toEqual(expected)
+
+    // the official client over comet: connected throughout, every publish ACKed and received
+    const c = realtimeClient(supervisor.port, { key: ROOT_KEY, transports: ['comet'] }, false)
+    await reach(c.connection, 'connected')
+    const id = c.connection.id
+    const changes: string[] = []
+    c.connection.on((change) => changes.push(change.current))
+    const ch = c.channels.get('workers-comet')
+    const got = await collect(ch)
+    const sent: string[] = []
+    for (let i = 0; i < 30; i++) {
+      await ch.publish('n', `m${i}`)
+      sent.push(`m${i}`)
+    }
+    await got.until(30)
+    expect(got.messages.map((m) => m.data)).toEqual(sent)
+    expect(changes).toEqual([])
+    expect(c.connection.id).toBe(id)
+    closeClients()
+  }, 60_000)
+
   test('kill -9 a worker: it is started again, and its realtime client resumes on a live worker with nothing lost', async () => {
     const before = await workersListening(supervisor, 2)
     const sub = await clientOn(() => true)
@@ -191,11 +240,14 @@ describe.skipIf(!available)('WORKERS on Redis', () => {
 
   test('SIGTERM to the supervisor stops every worker, then the supervisor', async () => {
     const pids = await workersListening(supervisor, 2)
+    // the workers' sockets (comet hand-over) are in the supervisor's private directory
+    expect(socketDirsOf(supervisor.pid!)).toHaveLength(1)
     kill(supervisor.pid!, 'SIGTERM')
     await until(() => supervisor.exit.code !== null || supervisor.exit.signal !== null, 'supervisor exited')
     expect(supervisor.exit).toEqual({ code: 0, signal: null })
     await until(() => !pids.some(alive), 'workers gone', 10_000)
     expect(supervisor.log).toContain('"msg":"stopped","workers":2')
+    expect(socketDirsOf(supervisor.pid!)).toEqual([])
   }, 60_000)
 
   test('a supervisor killed outright (SIGKILL) leaves no worker behind', async () => {
@@ -205,6 +257,15 @@ describe.skipIf(!available)('WORKERS on Redis', () => {
       await sup.kill('SIGKILL')
       // each worker sees its supervisor gone (its stdin pipe closes) and drains as on SIGTERM
       await until(() => !pids.some(alive), `workers ${pids} still running`)
+      // its socket directory is left, and removed by the next supervisor that starts
+      expect(socketDirsOf(sup.pid!)).toHaveLength(1)
+      const next = await GatewayNode.start({ REDIS_URL: redis.url, REDIS_PREFIX: 'workers:', WORKERS: '2' })
+      expect(socketDirsOf(sup.pid!)).toEqual([])
+      const nextWorkers = childrenOf(next.pid!)
+      await next.kill('SIGTERM') // which removes its own
+      await next.stop()
+      for (const pid of nextWorkers) kill(pid, 'SIGKILL')
+      expect(socketDirsOf(next.pid!)).toEqual([])
     } finally {
       const left = sup.pid ? childrenOf(sup.pid) : []
       await sup.stop()

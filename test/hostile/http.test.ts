@@ -76,6 +76,43 @@ test('a chunked body trickling in is answered 408 too', async () => {
   expect(c.isClosed).toBe(true)
 })
 
+/** A comet connection opened by hand: the path of its requests (`/comet/<connectionKey>`). */
+async function cometConnection(): Promise<string> {
+  const r = await fetch(`${base}/comet/connect?v=6&key=${encodeURIComponent(ROOT_KEY)}`)
+  const [connected] = (await r.json()) as Array<{ action: number; connectionDetails: { connectionKey: string } }>
+  expect(connected!.action).toBe(4)
+  return `/comet/${encodeURIComponent(connected!.connectionDetails.connectionKey)}`
+}
+
+test('a comet send body trickling in is cut at REQUEST_BODY_TIMEOUT_MS as REST bodies are: ERROR 40800, connection closed', async () => {
+  const body = JSON.stringify([{ action: 0, id: 'x'.repeat(200) }])
+  // a declared length, then a chunked body, each on a comet connection of its own
+  for (const chunked of [false, true]) {
+    const path = await cometConnection()
+    const framing = chunked ? 'Transfer-Encoding: chunked' : `Content-Length: ${body.length}`
+    const head = `POST ${path}/send HTTP/1.1\r\nHost: gw.test\r\nContent-Type: application/json\r\n${framing}\r\n\r\n`
+    const c = await RawConnection.open(base)
+    c.write(head)
+    let i = 0
+    const timer = setInterval(() => {
+      if (i < body.length) c.write(chunked ? `1\r\n${body[i++]}\r\n` : body[i++]!)
+    }, 50)
+    await c.until((t) => parseResponse(t) !== undefined, 10_000)
+    clearInterval(timer)
+    const res = c.response()
+    expect(`${chunked ? 'chunked' : 'declared'}: ${res?.status}`).toBe(`${chunked ? 'chunked' : 'declared'}: 200`)
+    expect(res!.headers.connection).toBe('close')
+    const pms = JSON.parse(res!.body) as Array<{ action: number; error?: { code: number } }>
+    expect(pms.at(-1)).toMatchObject({ action: 9, error: { code: 40800 } })
+    expect(i).toBeLessThan(body.length)
+    await c.until(() => false, 2000)
+    expect(c.isClosed).toBe(true)
+    // the connection failed: its key names nothing now
+    const after = (await (await fetch(`${base}${path}/recv`)).json()) as Array<{ action: number }>
+    expect(after[0]!.action).toBe(6)
+  }
+})
+
 test('a declared length over MAX_BODY_SIZE is 413 / 40009 before the body is read, and the connection closes', async () => {
   for (const contentType of ['application/json', 'application/x-msgpack']) {
     const c = await RawConnection.open(base)

@@ -5,7 +5,8 @@ import { join } from 'node:path'
 import { CONSOLE_ASSETS, PAGE as CONSOLE_PAGE } from '../../src/api/console/assets'
 import { SETTINGS } from '../../src/config'
 import { VERSION } from '../../src/version'
-import { basic, ROOT_KEY } from '../helpers/gateway'
+import { ACCESS_TOKEN, basic, ROOT_KEY } from '../helpers/gateway'
+import { everyRoute, walkMalformed } from '../helpers/route-walk'
 import { GatewayNode } from '../helpers/node-process'
 import { REDIS_SERVER, TestRedis } from '../helpers/redis'
 import { messages, openSse } from '../helpers/sse'
@@ -158,6 +159,12 @@ describe('compiled binary', () => {
     expect(node.exit).toEqual({ code: 0, signal: null })
     await open.ended
   })
+
+  test('malformed percent-encoding on every route: a 4xx in the error shape, never the runtime error page', async () => {
+    const node = await start({ BOOTSTRAP_ACCESS_TOKEN: ACCESS_TOKEN })
+    expect(await walkMalformed(node.url, await everyRoute())).toEqual([])
+    await node.kill('SIGTERM')
+  }, 120_000)
 
   test('rules use the bundled RE2 (filters) and ipaddr.js (targets)', async () => {
     const node = await start({ BOOTSTRAP_ACCESS_TOKEN: 'ship-token' })

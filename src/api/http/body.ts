@@ -54,27 +54,27 @@ export async function readBody(request: Request, s: BodyLimits, length = declare
   return request.body ? readChunked(request.body, s) : EMPTY
 }
 
+/** A chunked body, counted as it arrives, within the one deadline of every body (`withinDeadline`). */
 async function readChunked(body: ReadableStream<Uint8Array>, s: BodyLimits): Promise<Uint8Array> {
   const reader = body.getReader()
-  let timer: ReturnType<typeof setTimeout> | undefined
-  const deadline = new Promise<never>((_, reject) => {
-    timer = setTimeout(() => reject(tooSlow(s.requestBodyTimeoutMs)), s.requestBodyTimeoutMs)
-  })
-  const chunks: Uint8Array[] = []
-  let total = 0
   try {
-    for (;;) {
-      const { done, value } = await Promise.race([reader.read(), deadline])
-      if (done) break
-      total += value.byteLength
-      if (total > s.maxBodySize) throw tooLarge(s.maxBodySize)
-      chunks.push(value)
-    }
+    return await withinDeadline(readAll(reader, s.maxBodySize), s.requestBodyTimeoutMs)
   } catch (e) {
+    // too large or too slow: the rest is not read (a read pending past the deadline ends with it)
     reader.cancel().catch(() => {})
     throw e
-  } finally {
-    clearTimeout(timer)
+  }
+}
+
+async function readAll(reader: ReadableStreamDefaultReader<Uint8Array>, max: number): Promise<Uint8Array> {
+  const chunks: Uint8Array[] = []
+  let total = 0
+  for (;;) {
+    const { done, value } = await reader.read()
+    if (done) break
+    total += value.byteLength
+    if (total > max) throw tooLarge(max)
+    chunks.push(value)
   }
   return chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks, total)
 }

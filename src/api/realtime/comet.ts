@@ -1,17 +1,36 @@
 import type { Connection, ConnectionRegistry, DeliveryFilter, Message, Transport } from '../../core/connections'
-import { GatewayError } from '../../errors'
+import { asGatewayError, GatewayError } from '../../errors'
 import { jsonTooDeep } from '../../lib/nesting'
+import { readBody, type BodyLimits } from '../http/body'
+import { checkQueryEncoding, pathParam } from '../http/params'
 import { encodeServerMessage, writeBatch, type Frame } from './frames'
 
 /** Deepest nesting a comet send body may have (an array of protocol messages; one level more than a frame). */
 const MAX_DEPTH = 65
 
+/**
+ * The comet routes, served outside Elysia (before it, on the same port): `[method, path]`, `*`
+ * for any method. Tests that walk every route take them from here.
+ */
+export const COMET_ROUTES: ReadonlyArray<readonly [string, string]> = [
+  ['*', '/comet/connect'],
+  ['POST', '/comet/:connectionKey/send'],
+  ['*', '/comet/:connectionKey/recv'],
+  ['*', '/comet/:connectionKey/close'],
+  ['*', '/comet/:connectionKey/disconnect'],
+]
+const PER_CONNECTION = /^\/comet\/[^/]+\/(send|recv|close|disconnect)$/
+/** The connection key of a per-connection request, decoded by the one rule of every path parameter (400 when broken). */
+const keyOf = pathParam('/comet/:connectionKey/recv', 'connectionKey')
+
 const JSON_HEADERS = { 'content-type': 'application/json', 'cache-control': 'no-store' }
 const noContent = () => new Response(null, { status: 204, headers: { 'cache-control': 'no-store' } })
-const body = (frames: string[]) => new Response('[' + frames.join(',') + ']\n', { headers: JSON_HEADERS })
+const body = (frames: string[], headers?: Record<string, string>) =>
+  new Response('[' + frames.join(',') + ']\n', { headers: headers ? { ...JSON_HEADERS, ...headers } : JSON_HEADERS })
+const decoder = new TextDecoder()
 
 /** A request of a comet connection the node does not know (any more): the client reconnects and resumes. */
-const unknown = () =>
+export const unknown = () =>
   new Response(
     JSON.stringify([
       {
@@ -26,7 +45,8 @@ const unknown = () =>
 interface CometHost {
   /** The transport is over: its connection key no longer names it. */
   forget(t: CometTransport): void
-  maxFrameSize: number
+  /** The bounds of a send body: twice REALTIME_MAX_FRAME_SIZE, REQUEST_BODY_TIMEOUT_MS as on every route. */
+  sendLimits: BodyLimits
   /** How long a poll is held open when nothing comes (ms). */
   pollMs: number
   /** How long a connection may go without a poll before it counts as dropped (ms). */
@@ -127,20 +147,22 @@ export class CometTransport implements Transport {
     })
   }
 
-  /** A `send`: a JSON array of protocol messages, each handed to the connection in order. */
+  /**
+   * A `send`: a JSON array of protocol messages, each handed to the connection in order. A body
+   * over its bounds (too large: 40009; not all there within REQUEST_BODY_TIMEOUT_MS: 40800) fails
+   * the connection unread, and its TCP connection is closed after the answer.
+   */
   async sendRequest(request: Request): Promise<Response> {
     const conn = this.conn
     if (!conn) return unknown()
-    const limit = this.host.maxFrameSize * 2
-    const tooLarge = (n: number) => {
-      conn.fail(new GatewayError(40009, `Frame too large (${n} bytes; the limit is ${limit})`))
-      return body(this.take())
+    let text: string
+    try {
+      text = decoder.decode(await readBody(request, this.host.sendLimits))
+    } catch (e) {
+      const err = asGatewayError(e)
+      conn.fail(err)
+      return body(this.take(), err.headers)
     }
-    // a declared length over the bound is refused unread (a chunked one stops at the runtime's body limit)
-    const declared = Number(request.headers.get('content-length') ?? 0)
-    if (declared > limit) return tooLarge(declared)
-    const text = await request.text()
-    if (text.length > limit) return tooLarge(text.length)
     let items: unknown
     try {
       if (jsonTooDeep(text, MAX_DEPTH)) throw new Error('too deep')
@@ -196,10 +218,18 @@ export class CometTransport implements Transport {
   }
 }
 
+/** How a comet request is served: `hold` exempts it from the idle timeout (a long poll). */
+export interface CometRequestOptions {
+  hold(): void
+  /** A request for a connection this process does not hold: its owner's answer, or undefined (80003). */
+  elsewhere?(key: string, request: Request): Promise<Response> | undefined
+}
+
 /**
  * The comet requests of the realtime protocol: `GET /comet/connect?<connect params>` (the
  * response starts with CONNECTED), `POST /comet/<connectionKey>/send`, `GET .../recv`,
- * `.../close` and `.../disconnect`, as the official client's comet transports make them.
+ * `.../close` and `.../disconnect`, as the official client's comet transports make them. The
+ * query and the key are decoded by the rule of every route (a malformed escape: 400 / 40003).
  */
 export function cometRoutes(
   registry: ConnectionRegistry,
@@ -240,18 +270,29 @@ export function cometRoutes(
   }
 
   return {
-    /** A comet request: its response, or undefined when the request is not one. */
-    handle(request: Request, url: URL): Response | Promise<Response> | undefined {
+    /**
+     * A comet request: its response, or undefined when the request is not one. Throws a
+     * GatewayError for a malformed query or key (the caller answers it in the spec's shape).
+     */
+    handle(request: Request, url: URL, o: CometRequestOptions): Response | Promise<Response> | undefined {
       const path = url.pathname
-      if (!path.startsWith('/comet/')) return undefined
-      if (path === '/comet/connect') return open(url, request)
-      const m = /^\/comet\/([^/]+)\/(send|recv|close|disconnect)$/.exec(path)
+      if (path === '/comet/connect') {
+        checkQueryEncoding(request.url)
+        o.hold()
+        return open(url, request)
+      }
+      const m = PER_CONNECTION.exec(path)
       if (!m) return undefined
-      const t = byKey.get(decodeURIComponent(m[1]!))
-      if (!t) return unknown()
-      switch (m[2]) {
+      const action = m[1]!
+      if (action === 'send' && request.method !== 'POST') return undefined
+      checkQueryEncoding(request.url)
+      const key = keyOf(request.url)!
+      if (action === 'recv') o.hold()
+      const t = byKey.get(key)
+      if (!t) return o.elsewhere?.(key, request) ?? unknown()
+      switch (action) {
         case 'send':
-          return request.method === 'POST' ? t.sendRequest(request) : undefined
+          return t.sendRequest(request)
         case 'recv':
           return t.recv(request.signal)
         case 'close':

@@ -9,9 +9,15 @@ import {
 } from '../../core/connections'
 import { asGatewayError, GatewayError } from '../../errors'
 import type { Logger } from '../../lib/logger'
+import type { BodyLimits } from '../http/body'
 import type { CorsPolicy } from '../http/cors'
+import { toGatewayError } from '../http/errors'
+import { checkQueryEncoding } from '../http/params'
+import { queryOf } from '../http/query'
+import { respondError } from '../http/responses'
 import { decodeFrame, type ClientFrame, type Format } from './frames'
-import { cometRoutes } from './comet'
+import { cometRoutes, unknown, type CometRequestOptions } from './comet'
+import { cometHandover, type CometHandover } from './comet-handover'
 import { SocketTransport, type SocketData } from './socket'
 
 export type { RealtimeLimits, RealtimeSettings } from '../../core/connections'
@@ -80,12 +86,26 @@ export function connectParams(url: URL, request: Request): ConnectParams & { for
   }
 }
 
-/** 40003 when the `format` query parameter names neither format. */
-export function formatRefusal(url: URL): GatewayError | undefined {
+/**
+ * Why a connect request's query is refused: a malformed escape (the rule of every route, 40003 or
+ * 40010), or a `format` that names neither format (40003); undefined when it is not.
+ */
+export function queryRefusal(request: Request, url: URL): GatewayError | undefined {
+  try {
+    checkQueryEncoding(request.url)
+  } catch (e) {
+    return asGatewayError(e)
+  }
   const f = url.searchParams.get('format')
   return f && f !== 'json' && f !== 'msgpack'
     ? new GatewayError(40003, 'Invalid format param: json or msgpack')
     : undefined
+}
+
+/** What the realtime transports need to know of the node's settings. */
+export interface RealtimeServerSettings extends RealtimeLimits, BodyLimits {
+  /** SIBLING_SOCKET_DIR: where the processes of this node hand each other comet requests ('' : none). */
+  siblingSocketDir: string
 }
 
 /**
@@ -95,13 +115,18 @@ export function formatRefusal(url: URL): GatewayError | undefined {
  * frames after the upgrade, never HTTP errors (a client that cannot upgrade retries forever
  * instead of failing).
  */
-export function realtime(core: ConnectionServices, s: RealtimeLimits, log: Logger) {
+export function realtime(core: ConnectionServices, s: RealtimeServerSettings, log: Logger) {
   const registry = new ConnectionRegistry(core, s, `${hostname()}-${process.pid}`, log)
+  const pollMs = Math.max(1000, Math.floor(s.realtimeMaxIdleIntervalMs / 2))
   const comet = cometRoutes(
     registry,
     {
-      maxFrameSize: s.realtimeMaxFrameSize,
-      pollMs: Math.max(1000, Math.floor(s.realtimeMaxIdleIntervalMs / 2)),
+      sendLimits: {
+        maxBodySize: s.realtimeMaxFrameSize * 2,
+        maxNestingDepth: s.maxNestingDepth,
+        requestBodyTimeoutMs: s.requestBodyTimeoutMs,
+      },
+      pollMs,
       goneAfterMs: Math.max(5000, s.realtimeMaxIdleIntervalMs),
       receive: (conn, raw) => receiveFrame(conn, raw, 'json', s.realtimeMaxFrameSize),
     },
@@ -111,6 +136,34 @@ export function realtime(core: ConnectionServices, s: RealtimeLimits, log: Logge
       return { params }
     },
   )
+
+  /** A comet request's answer; anything thrown is answered in the spec's error shape, never left to the runtime. */
+  function serveComet(request: Request, url: URL, o: CometRequestOptions): Response | Promise<Response> | undefined {
+    const failed = (e: unknown) => respondError(request, queryOf(request), toGatewayError('UNKNOWN', e, log, request))
+    try {
+      const res = comet.handle(request, url, o)
+      return res instanceof Promise ? res.catch(failed) : res
+    } catch (e) {
+      return failed(e)
+    }
+  }
+
+  // the processes of a node hand each other the comet requests of the connections they hold
+  const handover: CometHandover | undefined = s.siblingSocketDir
+    ? cometHandover(
+        s.siblingSocketDir,
+        core.connectionKeys.node,
+        pollMs + s.requestBodyTimeoutMs + 5000,
+        (request, server) => {
+          const url = new URL(request.url)
+          const o = { hold: () => server.timeout(request, 0) }
+          return serveComet(request, url, o) ?? unknown()
+        },
+        unknown,
+        log,
+      )
+    : undefined
+  const elsewhere = handover && ((key: string, request: Request) => handover.forward(key, request))
 
   /** Opens the connection on an upgraded socket, then serves the frames that came meanwhile. */
   async function open(ws: ServerWebSocket<SocketData>) {
@@ -168,7 +221,7 @@ export function realtime(core: ConnectionServices, s: RealtimeLimits, log: Logge
       const url = new URL(request.url)
       if (url.pathname !== '/' || request.headers.get('upgrade')?.toLowerCase() !== 'websocket') return undefined
       const { format, ...params } = connectParams(url, request)
-      const data: SocketData = { params, format, refusal: formatRefusal(url) }
+      const data: SocketData = { params, format, refusal: queryRefusal(request, url) }
       if (server.upgrade(request, { data })) return UPGRADED
       return new Response(JSON.stringify({ error: new GatewayError(40000, 'WebSocket upgrade failed').toBody() }), {
         status: 400,
@@ -177,15 +230,20 @@ export function realtime(core: ConnectionServices, s: RealtimeLimits, log: Logge
     },
     /**
      * A comet request (`/comet/connect`, `/comet/<connectionKey>/send|recv|close|disconnect`): its
-     * response; undefined when the request is not one (it goes on to the HTTP routes).
+     * response; undefined when the request is not one (it goes on to the HTTP routes). A long
+     * poll is exempted from the server's idle timeout.
      */
-    comet(request: Request, cors: CorsPolicy): Response | Promise<Response> | undefined {
+    comet(
+      request: Request,
+      cors: CorsPolicy,
+      server: Pick<Server<unknown>, 'timeout'>,
+    ): Response | Promise<Response> | undefined {
       if (request.url.indexOf('/comet/') < 0) return undefined
       const url = new URL(request.url)
       if (!url.pathname.startsWith('/comet/')) return undefined
       // browsers (xhr_polling) call from the web app's origin: CORS as on the REST routes
       if (request.method === 'OPTIONS') return cors.preflight(request)
-      const res = comet.handle(request, url)
+      const res = serveComet(request, url, { hold: () => server.timeout(request, 0), elsewhere })
       if (!res || !request.headers.has('origin')) return res
       const withCors = (r: Response) => {
         const headers: Record<string, string> = {}
@@ -211,6 +269,7 @@ export function realtime(core: ConnectionServices, s: RealtimeLimits, log: Logge
       return registry.disconnectAll()
     },
     close() {
+      handover?.close()
       comet.close()
       registry.close()
     },

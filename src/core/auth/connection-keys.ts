@@ -38,6 +38,15 @@ export function connectionIdOf(key: string): string | undefined {
   return bang > 0 && /^[A-Za-z0-9_-]{1,64}$/.test(id) ? id : undefined
 }
 
+/**
+ * The node that issued `key`, when it is well formed (not verified: a hint of where the connection
+ * lives, never a grant). A comet request naming a connection another process of this node holds
+ * is handed to that process by it.
+ */
+export function issuingNodeOf(key: string): string | undefined {
+  return KEY.exec(key)?.[3]
+}
+
 const grantKey = (connectionId: string, who: string) => `connection-granted:${connectionId}:${who}`
 
 /** Issues and verifies connection keys (see above). */
@@ -52,7 +61,7 @@ export class ConnectionKeys {
     /** Grants one app may have recorded (the oldest are forgotten first: a resume as that identity then gets a new connection). */
     private readonly maxGrantsPerApp: number,
     /** This node, named in the keys it issues. */
-    private readonly node: string,
+    readonly node: string,
   ) {}
 
   /** The servers' secret, read once (again after a failed read). */

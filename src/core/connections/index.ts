@@ -13,6 +13,8 @@ export type { RealtimeLimits, RealtimeSettings } from './settings'
 export { presenceFromEntry } from '../presence/presence-service'
 export { annotationFromEntry, summaryFromEntry } from '../channels/annotation-entries'
 export type { Message, PresenceMessage } from '../types'
+/** Where a comet request of another process's connection is handed (api/realtime/comet-handover.ts). */
+export { issuingNodeOf } from '../auth/connection-keys'
 /** What the transports need to frame LiveObjects (object-ops.ts). */
 export { SITE_CODE } from '../objects/live-service'
 export type { MapEntry, ObjectData } from '../objects/ports'
