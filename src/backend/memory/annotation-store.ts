@@ -11,8 +11,8 @@ const PRUNE_EVERY_MS = 60_000
 
 /**
  * Annotations of the embedded backend, in SQLite (they survive a restart as persisted history
- * does): one row per annotation (numbered per message) and one per summary field; each apply is
- * one transaction.
+ * does): one row per annotation (numbered per message) and one per summary field; each change and
+ * each record is one transaction.
  */
 export class SqliteAnnotationStore implements AnnotationStore {
   private readonly q
@@ -51,16 +51,15 @@ export class SqliteAnnotationStore implements AnnotationStore {
     }
   }
 
-  async apply(
+  async change(
     app: string,
     channel: string,
-    a: Annotation,
+    s: string,
     op: AnnotationStateOp,
     maxFields: number,
-    maxLog: number,
-  ): Promise<{ state: Record<string, string>; version: number }> {
-    this.prune(a.timestamp)
-    const s = a.messageSerial
+    now: number,
+  ): Promise<{ before?: string }> {
+    this.prune(now)
     return this.db.transaction(() => {
       const cur = (this.q.field.get(app, channel, s, op.field) as { value: string } | null)?.value
       let next: string | undefined
@@ -76,12 +75,19 @@ export class SqliteAnnotationStore implements AnnotationStore {
       )
         throw new TooManyAnnotations()
       if (next === undefined) this.q.del.run(app, channel, s, op.field)
-      else this.q.put.run(app, channel, s, op.field, next, a.timestamp)
-      this.q.touch.run(a.timestamp, app, channel, s)
+      else this.q.put.run(app, channel, s, op.field, next, now)
+      this.q.touch.run(now, app, channel, s)
+      return cur === undefined ? {} : { before: cur }
+    })()
+  }
+
+  async record(app: string, channel: string, a: Annotation, maxLog: number): Promise<void> {
+    this.prune(a.timestamp)
+    const s = a.messageSerial
+    this.db.transaction(() => {
       const seq = ((this.q.lastSeq.get(app, channel, s) as { n: number | null }).n ?? 0) + 1
       this.q.log.run(app, channel, s, seq, pack(a), a.timestamp)
       if (seq > maxLog) this.q.trim.run(app, channel, s, seq - maxLog)
-      return { state: this.stateOf(app, channel, s), version: seq }
     })()
   }
 
