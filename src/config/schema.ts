@@ -258,6 +258,18 @@ export const SETTINGS = {
     'Maximum size of the messages of one publish (bytes, as the hosted service counts it).',
     int(1),
   ),
+  annotationSummaryMaxBytes: setting(
+    'ANNOTATION_SUMMARY_MAX_BYTES',
+    '65536',
+    'Largest annotation summary of a message, as JSON, sent to subscribers or read with the message (bytes): past it, client lists are clipped (totals exact, clipped: true), and only when the names alone do not fit are the least annotated names left out.',
+    int(1024),
+  ),
+  annotationSummaryIntervalMs: setting(
+    'ANNOTATION_SUMMARY_INTERVAL_MS',
+    '250',
+    "A message's annotation summary goes out at most once per this interval from each node; changes made in between go out together in the next one (ms, 0: as fast as summaries are read and sent).",
+    int(0, 60_000),
+  ),
   maxMessageVersions: setting(
     'MAX_MESSAGE_VERSIONS',
     '10000',

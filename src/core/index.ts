@@ -7,7 +7,7 @@ import { Publisher, type ChannelSettings } from './channels/publisher'
 import { ChannelQueries } from './channels/channel-queries'
 import { Batches } from './channels/batches'
 import { OnBehalf } from './channels/on-behalf'
-import { AnnotationService } from './channels/annotation-service'
+import { AnnotationService, type SummarySettings } from './channels/annotation-service'
 import { MutableMessages, type MutableSettings } from './channels/mutable-messages'
 import { ChatService, DEFAULT_TYPING_TIMEOUT_MS } from './chat/chat-service'
 import { DataGuard } from './control/data-guard'
@@ -59,7 +59,8 @@ export type CoreSettings = TokenRequestSettings &
   PushSettings &
   WebhookSettings &
   IntegrationSettings &
-  ConnectionPresenceSettings & {
+  ConnectionPresenceSettings &
+  SummarySettings & {
     basicAuthRequiresTls: boolean
     liveObjectsMaxObjects: number
     liveObjectsMaxMapKeys: number
@@ -194,7 +195,9 @@ export function createCore(backend: CorePorts, clock: Clock, timers: Timers, s: 
     namespaces,
     limits,
     clock,
+    timers,
     s.maxMessageSize,
+    s,
   )
   const messages = new MutableMessages(backend.broker, backend.versions, namespaces, limits, stats, s)
   const push = new PushService(

@@ -4,7 +4,7 @@ import { basename, join } from 'node:path'
 import type { Backend } from '../../src/backend/backend'
 import { loadConfig, type Config } from '../../src/config'
 import type { Core } from '../../src/core'
-import { systemClock, type Clock } from '../../src/lib/clock'
+import { systemClock, type Clock, type Timers } from '../../src/lib/clock'
 import { createLogger } from '../../src/lib/logger'
 import { createNode, type Server } from '../../src/node'
 import type { App } from '../../src/server'
@@ -38,6 +38,31 @@ export class TestClock implements Clock {
   }
   advance(ms: number) {
     this.t += ms
+  }
+}
+
+/** Timers fired by the test clock: `advance` moves it and runs what fell due, in order. */
+export class ClockTimers implements Timers {
+  private due: Array<{ at: number; fn: () => void; live: boolean }> = []
+  constructor(private readonly clock: TestClock) {}
+  after(ms: number, fn: () => void) {
+    const t = { at: this.clock.now() + ms, fn, live: true }
+    this.due.push(t)
+    return () => void (t.live = false)
+  }
+  every() {
+    return () => {}
+  }
+  advance(ms: number) {
+    const until = this.clock.now() + ms
+    for (;;) {
+      const next = this.due.filter((t) => t.live && t.at <= until).sort((a, b) => a.at - b.at)[0]
+      if (!next) break
+      next.live = false
+      this.clock.t = Math.max(this.clock.t, next.at)
+      next.fn()
+    }
+    this.clock.t = until
   }
 }
 

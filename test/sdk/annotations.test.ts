@@ -243,14 +243,16 @@ describe.each(FORMATS)('pub/sub annotations over %s', (_format, binary) => {
           .annotations.publish(original.serial!, { type: 'u:unique.v1', name: i % 2 ? 'x' : 'y' }),
       ]),
     )
-    await clients[0]!.channels.get(channelName).publish('after', 'x')
-    await messages.until((m) => m.name === 'after')
-    const summaries = messages.items.filter((m) => m.action === 'message.summary')
-    const last = summaries[summaries.length - 1]!.annotations!.summary
     const final = (await rt.rest({ binary }).channels.get(channelName).getMessage(original.serial!)).annotations!
       .summary
-    expect((last['v:multiple.v1'] as Record<string, { total: number }>).n!.total).toBe(21)
-    expect(last).toEqual(final)
+    expect((final['v:multiple.v1'] as Record<string, { total: number }>).n!.total).toBe(21)
+    // summaries are coalesced (one per ANNOTATION_SUMMARY_INTERVAL_MS per node): the last one comes
+    const lastSummary = () => messages.items.filter((m) => m.action === 'message.summary').pop()?.annotations?.summary
+    for (let i = 0; i < 1000 && JSON.stringify(lastSummary()) !== JSON.stringify(final); i++) await Bun.sleep(10)
+    // and nothing older follows it (a round still under way reads the final state too)
+    await clients[0]!.channels.get(channelName).publish('after', 'x')
+    await messages.until((m) => m.name === 'after')
+    expect(lastSummary()).toEqual(final)
   })
 
   test('a subscriber without the annotation_subscribe mode gets summaries, no annotations', async () => {
@@ -266,13 +268,13 @@ describe.each(FORMATS)('pub/sub annotations over %s', (_format, binary) => {
     await messages.until((x) => x.action === 'message.summary')
   })
 
-  test('refusals: no capability, a bad type, a missing name, no mutableMessages rule, a chat room channel', async () => {
+  test('refusals: no capability, a type too long, a missing name, no mutableMessages rule, a chat room channel', async () => {
     const channelName = freshMutable('ann-refused')
     const client = await connectedClient(rt.port, { key: rt.gw.key, clientId: 'x' }, binary)
     const ch = client.channels.get(channelName)
     await ch.attach()
     const serial = (await ch.publish('m', 'x'), (await ch.history()).items[0]!.serial!)
-    await expect(ch.annotations.publish(serial, { type: 'nosuchform' })).rejects.toMatchObject({ code: 40003 })
+    await expect(ch.annotations.publish(serial, { type: 't'.repeat(256) })).rejects.toMatchObject({ code: 40003 })
     await expect(ch.annotations.publish(serial, { type: 'r:distinct.v1' })).rejects.toMatchObject({ code: 40003 })
     await expect(ch.annotations.publish('s'.repeat(200), { type: 'r:total.v1' })).rejects.toMatchObject({ code: 40003 })
     const plain = client.channels.get(fresh('plain'))
@@ -289,6 +291,107 @@ describe.each(FORMATS)('pub/sub annotations over %s', (_format, binary) => {
     await expect(limited.annotations.publish(serial, { type: 'r:distinct.v1', name: 'a' })).rejects.toMatchObject({
       code: 40160,
     })
+  })
+
+  test('types of no known summarization (com.ably.reactions): delivered, filtered by type, listed, not summarised', async () => {
+    const channelName = freshMutable('ann-types')
+    const a = await connectedClient(rt.port, { key: rt.gw.key, clientId: 'a' }, binary)
+    const b = await connectedClient(rt.port, { key: rt.gw.key, clientId: 'b' }, binary)
+    const chA = a.channels.get(channelName, {
+      modes: ['PUBLISH', 'SUBSCRIBE', 'ANNOTATION_PUBLISH', 'ANNOTATION_SUBSCRIBE'],
+    })
+    const chB = b.channels.get(channelName, { modes: ['SUBSCRIBE', 'ANNOTATION_SUBSCRIBE'] })
+    await chB.attach()
+    const reactions = seen<Ably.Annotation>((cb) => void chB.annotations.subscribe('com.ably.reactions', cb))
+    const all = seen<Ably.Annotation>((cb) => void chB.annotations.subscribe(cb))
+    const messages = seen<Ably.InboundMessage>((cb) => void chB.subscribe(cb))
+    await chA.attach()
+    await chA.publish('m', 'annotate me')
+    const serial = (await messages.until((m) => m.name === 'm')).serial!
+
+    await chA.annotations.publish(serial, { type: 'com.ably.reactions', name: 'like' })
+    await chA.annotations.publish(serial, { type: 'com.example.comments', name: 'comment', data: 'nice one' })
+    await chA.annotations.publish(serial, { type: 'com.ably.reactions', name: 'heart' })
+    // a summarization of no known version, and no name at all
+    await chA.annotations.publish(serial, { type: 'votes:distinct.v2' })
+    await chA.annotations.delete(serial, { type: 'com.ably.reactions', name: 'like' })
+    await all.until((x) => x.action === 'annotation.delete')
+    expect(all.items.map((x) => [x.action, x.type, x.name ?? null])).toEqual([
+      ['annotation.create', 'com.ably.reactions', 'like'],
+      ['annotation.create', 'com.example.comments', 'comment'],
+      ['annotation.create', 'com.ably.reactions', 'heart'],
+      ['annotation.create', 'votes:distinct.v2', null],
+      ['annotation.delete', 'com.ably.reactions', 'like'],
+    ])
+    expect(all.items[1]!.data).toBe('nice one')
+    expect(all.items.every((x) => x.messageSerial === serial && x.clientId === 'a')).toBe(true)
+    expect(reactions.items.map((x) => [x.action, x.name])).toEqual([
+      ['annotation.create', 'like'],
+      ['annotation.create', 'heart'],
+      ['annotation.delete', 'like'],
+    ])
+    // REST: published and listed the same way
+    const rest = rt.rest({ binary })
+    await rest.channels.get(channelName).annotations.publish(serial, { type: 'com.ably.reactions', name: 'rest' })
+    const listed = await rest.channels.get(channelName).annotations.get(serial, {})
+    expect(listed.items.map((x) => [x.type, x.name ?? null])).toEqual([
+      ['com.ably.reactions', 'like'],
+      ['com.example.comments', 'comment'],
+      ['com.ably.reactions', 'heart'],
+      ['votes:distinct.v2', null],
+      ['com.ably.reactions', 'like'],
+      ['com.ably.reactions', 'rest'],
+    ])
+    // none of them is in the summary: a summarised type's summary holds only itself
+    await chA.annotations.publish(serial, { type: 'emoji:distinct.v1', name: '👍' })
+    const summary = await messages.until((m) => m.action === 'message.summary')
+    expect(summary.annotations!.summary).toEqual({
+      'emoji:distinct.v1': { '👍': { total: 1, clientIds: ['a'], clipped: false } },
+    })
+    expect(messages.items.filter((m) => m.action === 'message.summary')).toHaveLength(1)
+    expect((await rest.channels.get(channelName).getMessage(serial)).annotations?.summary).toEqual(
+      summary.annotations!.summary,
+    )
+  })
+
+  test('an annotation refused (the message at its entry cap) is not delivered, nor summarised', async () => {
+    const channelName = freshMutable('ann-cap')
+    const serial = await publishOne(rt.gw, channelName, { name: 'm', data: 'x' })
+    // 1,000 entries: multiple.v1 names of unidentified clients, 100 per request
+    for (let from = 0; from < 1000; from += 100) {
+      const body = Array.from({ length: 100 }, (_, i) => ({ type: 'v:multiple.v1', name: `n${from + i}` }))
+      const r = await rt.gw.request(messagesPath(channelName, `/${serial}/annotations`), { method: 'POST', json: body })
+      expect(r.status).toBe(201)
+    }
+    // unidentified, as the entries' contributors were
+    const client = await connectedClient(rt.port, { key: rt.gw.key }, binary)
+    const ch = client.channels.get(channelName, {
+      modes: ['PUBLISH', 'SUBSCRIBE', 'ANNOTATION_PUBLISH', 'ANNOTATION_SUBSCRIBE'],
+    })
+    const annotations = seen<Ably.Annotation>((cb) => void ch.annotations.subscribe(cb))
+    const messages = seen<Ably.InboundMessage>((cb) => void ch.subscribe(cb))
+    await ch.attach()
+    // a new entry is refused (realtime and REST), one adding to an entry is taken
+    await expect(ch.annotations.publish(serial, { type: 'v:multiple.v1', name: 'over' })).rejects.toMatchObject({
+      code: 40003,
+    })
+    const r = await rt.gw.request(messagesPath(channelName, `/${serial}/annotations`), {
+      method: 'POST',
+      json: { type: 'v:multiple.v1', name: 'over-rest' },
+    })
+    expect(r.status).toBe(400)
+    await ch.annotations.publish(serial, { type: 'v:multiple.v1', name: 'n0', count: 2 })
+    await annotations.until((x) => x.name === 'n0')
+    const summary = await messages.until((m) => m.action === 'message.summary')
+    expect(annotations.items.map((x) => x.name)).toEqual(['n0'])
+    const names = summary.annotations!.summary['v:multiple.v1'] as Record<string, { total: number }>
+    expect(names.n0!.total).toBe(3)
+    expect(names.over).toBeUndefined()
+    expect(names['over-rest']).toBeUndefined()
+    const list = (await (
+      await rt.gw.request(messagesPath(channelName, `/${serial}/annotations?limit=1000&cursor=900`))
+    ).json()) as Array<{ name: string }>
+    expect(list.map((x) => x.name).slice(-2)).toEqual(['n999', 'n0'])
   })
 })
 

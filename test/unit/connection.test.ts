@@ -5,12 +5,11 @@ import {
   type ConnectParams,
   type DeliveryFilter,
   type Message,
-  type Timers,
   type Transport,
 } from '../../src/core/connections'
 import { ConnectionPresence } from '../../src/core/connections/connection-presence'
 import { createLogger } from '../../src/lib/logger'
-import { APP_ID, createTestGateway, ROOT_KEY, TestClock, type TestGateway } from '../helpers/gateway'
+import { APP_ID, ClockTimers, createTestGateway, ROOT_KEY, TestClock, type TestGateway } from '../helpers/gateway'
 import { makeJwt } from '../helpers/tokens'
 
 /**
@@ -18,31 +17,6 @@ import { makeJwt } from '../helpers/tokens'
  * what the connection sends, and the test clock drives its timers (token renewal and expiry,
  * presence grace, the state TTL). The core under it is a real embedded one.
  */
-
-/** Timers fired by the test clock: `advance` moves it and runs what fell due, in order. */
-class ClockTimers implements Timers {
-  private due: Array<{ at: number; fn: () => void; live: boolean }> = []
-  constructor(private readonly clock: TestClock) {}
-  after(ms: number, fn: () => void) {
-    const t = { at: this.clock.now() + ms, fn, live: true }
-    this.due.push(t)
-    return () => void (t.live = false)
-  }
-  every() {
-    return () => {}
-  }
-  advance(ms: number) {
-    const until = this.clock.now() + ms
-    for (;;) {
-      const next = this.due.filter((t) => t.live && t.at <= until).sort((a, b) => a.at - b.at)[0]
-      if (!next) break
-      next.live = false
-      this.clock.t = Math.max(this.clock.t, next.at)
-      next.fn()
-    }
-    this.clock.t = until
-  }
-}
 
 class FakeTransport implements Transport {
   readonly format = 'fake'

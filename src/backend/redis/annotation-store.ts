@@ -15,11 +15,12 @@ const VERSION = '#v'
 /**
  * Annotations of a message in two keys of its channel's slot: the summary state hash (plus the
  * version counter) and the list of annotations (msgpack), both expiring with the retention.
- * KEYS[1] state hash, KEYS[2] list; ARGV[1] set | del | incr, ARGV[2] field, ARGV[3] value or
- * amount, ARGV[4] annotation, ARGV[5] retention ms, ARGV[6] most fields, ARGV[7] annotations kept.
- * Returns { version, field, value, ... } after the change, or { -1 } when the state is full.
+ *
+ * CHANGE: KEYS[1] state hash; ARGV[1] set | del | incr, ARGV[2] field, ARGV[3] value or amount,
+ * ARGV[4] retention ms, ARGV[5] most fields. Returns { 1, value before (nil: absent) }, or { -1 }
+ * when the state is full.
  */
-const APPLY_SCRIPT = `
+const CHANGE_SCRIPT = `
 local cur = redis.call('HGET', KEYS[1], ARGV[2])
 local nxt = false
 if ARGV[1] == 'set' then nxt = ARGV[3]
@@ -27,23 +28,31 @@ elseif ARGV[1] == 'incr' then
   local n = tonumber(cur or '0') + tonumber(ARGV[3])
   if n > 0 then nxt = string.format('%d', n) end
 end
-if nxt and not cur and (redis.call('HLEN', KEYS[1]) - redis.call('HEXISTS', KEYS[1], '${VERSION}')) >= tonumber(ARGV[6]) then
+if nxt and not cur and (redis.call('HLEN', KEYS[1]) - redis.call('HEXISTS', KEYS[1], '${VERSION}')) >= tonumber(ARGV[5]) then
   return { -1 }
 end
 if nxt then redis.call('HSET', KEYS[1], ARGV[2], nxt) else redis.call('HDEL', KEYS[1], ARGV[2]) end
-local v = redis.call('HINCRBY', KEYS[1], '${VERSION}', 1)
-redis.call('RPUSH', KEYS[2], ARGV[4])
-redis.call('LTRIM', KEYS[2], -tonumber(ARGV[7]), -1)
-redis.call('PEXPIRE', KEYS[1], ARGV[5])
-redis.call('PEXPIRE', KEYS[2], ARGV[5])
-local out = redis.call('HGETALL', KEYS[1])
-table.insert(out, 1, v)
-return out
+redis.call('PEXPIRE', KEYS[1], ARGV[4])
+return { 1, cur }
 `
 
-/** Annotations in Redis, shared by every node; each apply is one script in the channel's slot. */
+/**
+ * RECORD: KEYS[1] state hash, KEYS[2] list; ARGV[1] annotation, ARGV[2] retention ms, ARGV[3]
+ * annotations kept. Appends the annotation and bumps the version.
+ */
+const RECORD_SCRIPT = `
+redis.call('HINCRBY', KEYS[1], '${VERSION}', 1)
+redis.call('RPUSH', KEYS[2], ARGV[1])
+redis.call('LTRIM', KEYS[2], -tonumber(ARGV[3]), -1)
+redis.call('PEXPIRE', KEYS[1], ARGV[2])
+redis.call('PEXPIRE', KEYS[2], ARGV[2])
+return 1
+`
+
+/** Annotations in Redis, shared by every node; each change and each record is one script in the channel's slot. */
 export class RedisAnnotationStore implements AnnotationStore {
-  private readonly script: ScriptRunner
+  private readonly changeScript: ScriptRunner
+  private readonly recordScript: ScriptRunner
 
   constructor(
     private readonly cmd: RedisCommander,
@@ -51,31 +60,41 @@ export class RedisAnnotationStore implements AnnotationStore {
     private readonly retentionMs: number,
     private readonly timeoutMs: number,
   ) {
-    this.script = new ScriptRunner(cmd, APPLY_SCRIPT)
+    this.changeScript = new ScriptRunner(cmd, CHANGE_SCRIPT)
+    this.recordScript = new ScriptRunner(cmd, RECORD_SCRIPT)
   }
 
   private t<T>(p: Promise<T>) {
     return withTimeout(p, this.timeoutMs)
   }
 
-  async apply(
+  async change(
     app: string,
     channel: string,
-    a: Annotation,
+    s: string,
     op: AnnotationStateOp,
     maxFields: number,
-    maxLog: number,
-  ): Promise<{ state: Record<string, string>; version: number }> {
-    const s = a.messageSerial
+  ): Promise<{ before?: string }> {
     const value = op.op === 'incr' ? String(op.by) : (op.value ?? '')
     const reply = (await this.t(
-      this.script.run(
-        [this.keys.annotationState(app, channel, s), this.keys.annotationLog(app, channel, s)],
-        [op.op, op.field, value, pack(a), String(this.retentionMs), String(maxFields), String(maxLog)],
+      this.changeScript.run(
+        [this.keys.annotationState(app, channel, s)],
+        [op.op, op.field, value, String(this.retentionMs), String(Math.min(maxFields, Number.MAX_SAFE_INTEGER))],
       ),
-    )) as unknown as Array<string | number>
+    )) as unknown as Array<string | number | null>
     if (Number(reply[0]) < 0) throw new TooManyAnnotations()
-    return { state: stateOf(reply.slice(1).map(String)), version: Number(reply[0]) }
+    const before = reply[1]
+    return before === null || before === undefined ? {} : { before: String(before) }
+  }
+
+  async record(app: string, channel: string, a: Annotation, maxLog: number): Promise<void> {
+    const s = a.messageSerial
+    await this.t(
+      this.recordScript.run(
+        [this.keys.annotationState(app, channel, s), this.keys.annotationLog(app, channel, s)],
+        [pack(a), String(this.retentionMs), String(maxLog)],
+      ),
+    )
   }
 
   async current(

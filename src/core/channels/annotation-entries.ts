@@ -33,8 +33,9 @@ export interface SummaryEvent {
   summary: AnnotationSummary
 }
 
+/** A summary entry; its name is the annotated message's serial (what a paused session keeps the latest summary by). */
 export function summaryEntry(id: string, e: SummaryEvent): MessageDraft {
-  return { id, kind: 'summary', data: JSON.stringify(e), extras: { ephemeral: true } }
+  return { id, kind: 'summary', name: e.messageSerial, data: JSON.stringify(e), extras: { ephemeral: true } }
 }
 
 export function summaryFromEntry(m: Message): SummaryEvent {

@@ -6,29 +6,52 @@ import { IdGenerator } from '../model/ids'
 import { checkChannelName } from '../model/names'
 import { parseSerial } from '../model/serial'
 import { qualifierOf } from '../model/sub-channels'
-import type { Broker, Clock } from '../ports'
+import type { Broker, Clock, Timers } from '../ports'
 import type { Message } from '../types'
 import type { Namespaces } from '../control/namespaces'
 import { annotationEntry, summaryEntry } from './annotation-entries'
 import { SummarySender } from './summary-sender'
-import { MAX_ANNOTATION_FIELDS, MAX_ANNOTATION_LOG, annotationFromWire, stateOp, summaryOf } from './annotations'
-import { TooManyAnnotations, type Annotation, type AnnotationStore, type AnnotationSummary } from './ports'
+import { clipSummary } from './summary-clip'
+import {
+  MAX_ANNOTATION_FIELDS,
+  MAX_ANNOTATION_LOG,
+  annotationFromWire,
+  stateOp,
+  summaryOf,
+  undoOp,
+} from './annotations'
+import {
+  TooManyAnnotations,
+  type Annotation,
+  type AnnotationStateOp,
+  type AnnotationStore,
+  type AnnotationSummary,
+} from './ports'
 
 /** Annotations one request or protocol message may carry. */
 export const MAX_ANNOTATIONS_PER_PUBLISH = 100
 
 const EPHEMERAL = { persisted: false, ephemeral: true } as const
 
+/** Bounds of summaries (settings). */
+export interface SummarySettings {
+  /** Largest summary sent or read, as JSON bytes: client lists are clipped to fit (summary-clip.ts). */
+  annotationSummaryMaxBytes: number
+  /** A message's summary goes out at most once per this many ms per node (changes in between are coalesced). */
+  annotationSummaryIntervalMs: number
+}
+
 /**
- * Annotations of channel messages (REST and realtime): each is delivered live to the channel's
- * annotation subscribers (an `annotation` entry), recorded with its message (the annotation
- * store: the list, and the summary state it changes), and followed by the message's summary
- * after it (a `summary` entry, to every subscriber). Summaries and annotations outlive the log
- * for the persisted retention, on every backend.
+ * Annotations of channel messages (REST and realtime): each changes its message's summary state
+ * (the annotation store, which may refuse it: then nothing else happens), is delivered live to the
+ * channel's annotation subscribers (an `annotation` entry), recorded in its message's list, and
+ * followed by the message's summary (a `summary` entry, to every subscriber; coalesced per message
+ * and clipped to a size, see SummarySender and summary-clip.ts). Summaries and annotations outlive
+ * the log for the persisted retention, on every backend.
  */
 export class AnnotationService {
   private readonly ids = new IdGenerator()
-  private readonly summaries = new SummarySender()
+  private readonly summaries: SummarySender
 
   constructor(
     private readonly broker: Broker,
@@ -36,8 +59,12 @@ export class AnnotationService {
     private readonly namespaces: Namespaces,
     private readonly limits: Limits,
     private readonly clock: Clock,
+    timers: Timers,
     private readonly maxMessageSize: number,
-  ) {}
+    private readonly s: SummarySettings,
+  ) {
+    this.summaries = new SummarySender(clock, timers, s.annotationSummaryIntervalMs)
+  }
 
   /**
    * Publishes annotations of one message (`messageSerial`, the REST path's) or of the messages
@@ -73,11 +100,28 @@ export class AnnotationService {
     for (let i = 0; i < parsed.length; i++) {
       const a = parsed[i]!
       if (!a.id) a.id = `${this.ids.next()}:0`
-      const { serials: s } = await this.broker.publish(p.appId, channel, [annotationEntry(a, connectionId)], EPHEMERAL)
-      const serial = s[0]!
-      const record: Annotation = { ...a, serial, timestamp: parseSerial(serial)?.ms ?? this.clock.now() }
+      serials.push(await this.publishOne(p.appId, channel, a, ops[i], connectionId))
+    }
+    return serials
+  }
+
+  /**
+   * One annotation: its change of the summary state first (a refusal stops it there: nothing is
+   * delivered), then its delivery (a delivery that fails takes the change back), its record in the
+   * message's list and the message's summary (not awaited: summaries of a message are coalesced).
+   */
+  private async publishOne(
+    appId: string,
+    channel: string,
+    a: Omit<Annotation, 'serial' | 'timestamp'>,
+    op: AnnotationStateOp | undefined,
+    connectionId: string | undefined,
+  ): Promise<string> {
+    let before: string | undefined
+    if (op) {
       try {
-        await this.store.apply(p.appId, channel, record, ops[i]!, MAX_ANNOTATION_FIELDS, MAX_ANNOTATION_LOG)
+        before = (await this.store.change(appId, channel, a.messageSerial, op, MAX_ANNOTATION_FIELDS, this.clock.now()))
+          .before
       } catch (e) {
         if (e instanceof TooManyAnnotations)
           throw new GatewayError(
@@ -86,12 +130,24 @@ export class AnnotationService {
           )
         throw e
       }
-      await this.summarizeCurrent(p.appId, channel, a.messageSerial, async () =>
-        summaryOf((await this.store.current(p.appId, channel, a.messageSerial)).state),
-      )
-      serials.push(serial)
     }
-    return serials
+    let serial: string
+    try {
+      serial = (await this.broker.publish(appId, channel, [annotationEntry(a, connectionId)], EPHEMERAL)).serials[0]!
+    } catch (e) {
+      if (op)
+        await this.store
+          .change(appId, channel, a.messageSerial, undoOp(op, before), Number.MAX_SAFE_INTEGER, this.clock.now())
+          .catch(() => undefined)
+      throw e
+    }
+    const record: Annotation = { ...a, serial, timestamp: parseSerial(serial)?.ms ?? this.clock.now() }
+    await this.store.record(appId, channel, record, MAX_ANNOTATION_LOG)
+    if (op)
+      void this.summarizeCurrent(appId, channel, a.messageSerial, async () =>
+        summaryOf((await this.store.current(appId, channel, a.messageSerial)).state),
+      )
+    return serial
   }
 
   /** Delivers a message's summary to the channel's subscribers. */
@@ -104,16 +160,27 @@ export class AnnotationService {
     )
   }
 
-  /** Sends the message's summary after a change (see SummarySender: coalesced, ending on the current state). */
+  /**
+   * Sends the message's summary after a change (see SummarySender: coalesced, ending on the
+   * current state), clipped to its size bound. Settles once a summary read after the change went
+   * out (or failed to); callers need not wait.
+   */
   summarizeCurrent(
     appId: string,
     channel: string,
     messageSerial: string,
     read: () => Promise<AnnotationSummary>,
   ): Promise<void> {
-    return this.summaries.send(`${appId}\u0000${channel}\u0000${messageSerial}`, read, (summary) =>
-      this.summarize(appId, channel, messageSerial, summary),
+    return this.summaries.send(
+      `${appId}\u0000${channel}\u0000${messageSerial}`,
+      async () => this.clip(await read()),
+      (summary) => this.summarize(appId, channel, messageSerial, summary),
     )
+  }
+
+  /** A summary within ANNOTATION_SUMMARY_MAX_BYTES (client lists clipped first, see summary-clip.ts). */
+  clip<T extends object>(summary: T): T {
+    return clipSummary(summary, this.s.annotationSummaryMaxBytes)
   }
 
   /** Delivers an annotation recorded elsewhere (chat reactions) to the channel's annotation subscribers. */
@@ -159,7 +226,7 @@ export class AnnotationService {
     if (!states.size) return messages
     return messages.map((m) => {
       const state = states.get(m.serial)
-      return state ? { ...m, annotations: { summary: summaryOf(state) } } : m
+      return state ? { ...m, annotations: { summary: this.clip(summaryOf(state)) } } : m
     })
   }
 }

@@ -17,6 +17,11 @@ import type { Annotation, AnnotationStateOp, AnnotationSummary } from './ports'
  * - `unique.v1`: `u|type|client` -> name (one name per client: a new one moves it);
  * - `multiple.v1`: `m|type|name|client` -> the client's summed count (`client` empty: the
  *   unidentified ones); a delete removes the client's whole contribution to the name.
+ *
+ * A type is an opaque string to clients (`namespace:summarization.version` by convention). One
+ * whose summarization the service does not know (`com.ably.reactions`, `comments:thread.v2`) is
+ * taken as the hosted service takes it: delivered to annotation subscribers and listed with its
+ * message, with no part in the summary.
  */
 
 export const ANNOTATION_CREATE = 0
@@ -41,13 +46,14 @@ const SEP = '\u0000'
 
 const invalid = (why: string) => new GatewayError(40003, `Invalid annotation: ${why}`)
 
-/** The summarisation method of a type (`reaction:distinct.v1` -> distinct); 40003 for another form. */
-export function summarizationOf(type: string): Summarization {
-  const m = /^[^:]*:([a-z]+)\.v1$/.exec(type)
+/**
+ * The summarisation method of a type (`reaction:distinct.v1` -> distinct: what follows its last
+ * `:`); undefined for a type of no known summarisation, which is not summarised.
+ */
+export function summarizationOf(type: string): Summarization | undefined {
+  const m = /:([a-z]+)\.v1$/.exec(type)
   const method = m?.[1] as Summarization | undefined
-  if (!method || !METHODS.has(method))
-    throw invalid(`type "${type.slice(0, 100)}" must be <namespace>:<total|flag|distinct|unique|multiple>.v1`)
-  return method
+  return method && METHODS.has(method) ? method : undefined
 }
 
 /**
@@ -84,16 +90,16 @@ export function annotationFromWire(
     if (typeof name !== 'string' || !name || name.length > MAX_ANNOTATION_NAME)
       throw invalid(`name must be a string of 1 to ${MAX_ANNOTATION_NAME} characters`)
     a.name = name
-  } else if (NEEDS_NAME.has(method) || (method === 'unique' && act === ANNOTATION_CREATE))
+  } else if (method && (NEEDS_NAME.has(method) || (method === 'unique' && act === ANNOTATION_CREATE)))
     throw invalid(`name is required for ${method}.v1`)
   if (count !== undefined && count !== null) {
-    if (method !== 'multiple') throw invalid('count is only allowed for multiple.v1')
+    if (method && method !== 'multiple') throw invalid('count is only allowed for multiple.v1')
     if (typeof count !== 'number' || !Number.isInteger(count) || count < 1 || count > MAX_ANNOTATION_COUNT)
       throw invalid(`count must be an integer from 1 to ${MAX_ANNOTATION_COUNT}`)
     a.count = count
   }
   if (draft.clientId !== undefined) a.clientId = draft.clientId
-  if (NEEDS_CLIENT.has(method) && a.clientId === undefined)
+  if (method && NEEDS_CLIENT.has(method) && a.clientId === undefined)
     throw new GatewayError(40012, `Annotations of type ${method}.v1 need an identified client`)
   if (draft.data !== undefined) {
     a.data = draft.data instanceof Uint8Array ? toBase64(draft.data) : draft.data
@@ -108,8 +114,10 @@ export function annotationFromWire(
   return a
 }
 
-/** The change an annotation makes to its message's summary state. */
-export function stateOp(a: Pick<Annotation, 'action' | 'type' | 'name' | 'count' | 'clientId'>): AnnotationStateOp {
+/** The change an annotation makes to its message's summary state; none for a type not summarised. */
+export function stateOp(
+  a: Pick<Annotation, 'action' | 'type' | 'name' | 'count' | 'clientId'>,
+): AnnotationStateOp | undefined {
   const method = summarizationOf(a.type)
   const create = a.action === ANNOTATION_CREATE
   const client = a.clientId ?? ''
@@ -127,7 +135,19 @@ export function stateOp(a: Pick<Annotation, 'action' | 'type' | 'name' | 'count'
       return create
         ? { field: ['m', a.type, name, client].join(SEP), op: 'incr', by: a.count ?? 1 }
         : { field: ['m', a.type, name, client].join(SEP), op: 'del' }
+    case undefined:
+      return undefined
   }
+}
+
+/**
+ * The change that takes `op` back, given the field's value before it (an add is taken off, a set
+ * or removal puts the old value back): for an annotation whose delivery failed after its change.
+ */
+export function undoOp(op: AnnotationStateOp, before: string | undefined): AnnotationStateOp {
+  // taking one off a total that was not there changed nothing: nothing to put back
+  if (op.op === 'incr' && (op.by > 0 || before !== undefined)) return { field: op.field, op: 'incr', by: -op.by }
+  return before === undefined ? { field: op.field, op: 'del' } : { field: op.field, op: 'set', value: before }
 }
 
 type Names = Record<string, { total: number; clientIds: string[]; clipped: boolean }>

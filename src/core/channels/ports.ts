@@ -100,22 +100,26 @@ export class TooManyAnnotations extends Error {
  * Annotations of messages: per message, the list of its annotations (oldest first, the newest
  * `maxLog` kept) and its summary state (a flat field map, see annotations.ts). Every backend
  * (memory + SQLite, Redis) implements it; the store owns retention (a message's annotations go
- * once none has been written for the retention window).
+ * once none has been written for the retention window). An annotation changes the state first
+ * (where the state may refuse it) and is recorded in the list once delivered, so an annotation
+ * refused is never delivered, and one delivered is listed.
  */
 export interface AnnotationStore {
   /**
-   * Appends `a` to its message's list and applies `op` to the message's state, atomically; returns
-   * the state after, and its version (bumped by every apply). Rejects with TooManyAnnotations when
-   * `op` would add a field to a state holding `maxFields` (nothing is written then).
+   * Applies `op` to the message's state, atomically; answers the field's value before (undefined:
+   * absent). Rejects with TooManyAnnotations when `op` would add a field to a state holding
+   * `maxFields` (nothing is written then).
    */
-  apply(
+  change(
     appId: string,
     channel: string,
-    a: Annotation,
+    messageSerial: string,
     op: AnnotationStateOp,
     maxFields: number,
-    maxLog: number,
-  ): Promise<{ state: Record<string, string>; version: number }>
+    now: number,
+  ): Promise<{ before?: string }>
+  /** Appends `a` to its message's list (the newest `maxLog` kept) and bumps the message's version. */
+  record(appId: string, channel: string, a: Annotation, maxLog: number): Promise<void>
   /** One message's state and its version (0: never annotated). */
   current(
     appId: string,

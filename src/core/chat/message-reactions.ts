@@ -105,7 +105,8 @@ export class MessageReactions {
         throw new GatewayError(40000, `Message "${serial}" has the most reactions allowed (${MAX_REACTION_RECORDS})`)
       throw e
     }
-    const summary = summarize(after)
+    // every subscriber of the room gets the summary with the event: within the summary bound
+    const summary = this.annotations.clip(summarize(after))
     const type = remove ? CHAT_EVENTS.reactionDelete : CHAT_EVENTS.reactionCreate
     const reaction: Record<string, unknown> = { type: record.kind, name: record.name, clientId }
     if (record.kind === 'multiple' && !remove) reaction.count = record.count
@@ -138,7 +139,7 @@ export class MessageReactions {
     const claim = userClaimFor(p, room)
     if (claim !== undefined) a.extras = { userClaim: claim }
     await this.annotations.announce(p.appId, channel, a)
-    await this.annotations.summarizeCurrent(p.appId, channel, serial, async () => {
+    void this.annotations.summarizeCurrent(p.appId, channel, serial, async () => {
       const now = summarize((await this.store.states(p.appId, room, [serial])).get(serial)?.reactions ?? [])
       return {
         'reaction:unique.v1': now.unique,

@@ -265,6 +265,14 @@ export class ChannelOps {
           // receiving only object operations (LiveObjects) needs object-subscribe, not subscribe
           operation: modes & (Flag.SUBSCRIBE | Flag.PRESENCE_SUBSCRIBE) ? undefined : 'object-subscribe',
           filter: derived?.filter,
+          held:
+            modes & (Flag.SUBSCRIBE | Flag.ANNOTATION_SUBSCRIBE)
+              ? {
+                  summaries: (modes & Flag.SUBSCRIBE) !== 0,
+                  annotations: (modes & Flag.ANNOTATION_SUBSCRIBE) !== 0,
+                  exceptConnection: this.conn.echo ? undefined : this.conn.id,
+                }
+              : undefined,
         },
         att,
       )

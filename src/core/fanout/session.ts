@@ -3,6 +3,7 @@ import type { Principal } from '../auth/principal'
 import type { Broker, Clock, Timers } from '../ports'
 import type { Message } from '../types'
 import { formatSerial, parseSerial } from '../model/serial'
+import type { EphemeralHold } from './ephemeral-hold'
 import type { Hub, Subscriber } from './hub'
 import type { StatsService } from '../stats/stats-service'
 
@@ -76,6 +77,12 @@ export class StreamSession implements Subscriber {
   startAt?: SessionStart
   /** A filtered channel's filter: messages it refuses are skipped (live, rewind, resume alike), presence passes. */
   filter?: (m: Message) => boolean
+  /**
+   * What the session keeps of the entries that go only live (annotations, summaries) while it is
+   * not live (a realtime attachment that delivers them; see EphemeralHold). Without it, such
+   * entries are dropped then, like everything the log gives back later.
+   */
+  hold?: EphemeralHold
   /** Told once when the session closes (the streams service that tracks it). */
   owner?: { closed(session: StreamSession): void }
 
@@ -165,11 +172,16 @@ export class StreamSession implements Subscriber {
   }
 
   deliver(channel: string, batch: Message[]): void {
-    if (this.mode === 'paused' || this.closed) return
+    if ((this.mode === 'paused' && !this.hold) || this.closed) return
     const i = this.index ? this.index.get(channel) : this.channels.indexOf(channel)
     if (i === undefined || i < 0) return
-    if (this.mode === 'reading') (this.buffered ??= []).push([i, batch])
-    else if (!this.forward(i, batch)) this.pause()
+    if (this.mode === 'live') {
+      if (!this.forward(i, batch)) this.pause()
+      return
+    }
+    // not live: what the log keeps is read from it later; the hold keeps (or counts) the rest
+    const rest = this.hold ? this.hold.take(i, batch) : batch
+    if (this.mode === 'reading' && rest.length) (this.buffered ??= []).push([i, rest])
   }
 
   /**
@@ -205,7 +217,32 @@ export class StreamSession implements Subscriber {
     const buffered = this.buffered ?? []
     this.buffered = undefined
     this.mode = 'live'
+    if (this.hold && !this.releaseHeld()) return this.pause()
     for (const [i, batch] of buffered) if (!this.forward(i, batch)) return this.pause()
+  }
+
+  /**
+   * Hands on what the hold kept while the session was not live (each message's latest summary)
+   * and tells the sink of the annotations it missed then (80020: continuity lost; the client
+   * reads them with their message's annotations). False when the sink is full.
+   */
+  private releaseHeld(): boolean {
+    let room = true
+    for (let i = 0; i < this.channels.length && !this.closed; i++) {
+      const { summaries, missed } = this.hold!.release(i)
+      if (missed)
+        this.sink.notice(
+          new GatewayError(
+            80020,
+            `Continuity lost on channel "${this.channels[i]}": ${missed} annotation events or summaries were not delivered while this client was not reading; read them with the annotations of their messages`,
+          ),
+        )
+      const out = this.filter ? summaries.filter(this.filter) : summaries
+      if (!out.length) continue
+      this.stats?.messagesDelivered(this.principal.appId, this.principal.accountId, out.length)
+      if (!this.sink.deliver(i, out)) room = false
+    }
+    return room
   }
 
   /**

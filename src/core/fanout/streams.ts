@@ -7,6 +7,7 @@ import { parseSerial } from '../model/serial'
 import type { Broker, Clock, ControlStore, RevocationStore, Timers } from '../ports'
 import type { Message, TokenRevocation } from '../types'
 import type { StatsService } from '../stats/stats-service'
+import { EphemeralHold, type HeldKinds } from './ephemeral-hold'
 import type { Hub } from './hub'
 import { STREAM_ROLE, type Occupancy } from './occupancy'
 import { channelsHash, decodeEventId } from './resume-token'
@@ -33,6 +34,12 @@ export interface OpenStream {
   managed?: boolean
   /** The capability operation each channel needs (default `subscribe`; an object-only attachment: `object-subscribe`). */
   operation?: string
+  /**
+   * The transport delivers entries that go only live (summaries, annotations): while the session
+   * is not live it keeps each message's latest summary and counts the annotations it misses
+   * (ephemeral-hold.ts).
+   */
+  held?: HeldKinds
 }
 
 /** Something open on this node under a set of credentials: a stream, or a realtime connection. */
@@ -107,6 +114,7 @@ export class Streams {
     // its attachments itself
     if (!req.managed) for (const ch of req.channels) this.occupancy.attach(req.principal.appId, ch, STREAM_ROLE)
     if (req.filter) session.filter = req.filter
+    if (req.held) session.hold = new EphemeralHold(req.held)
     session.owner = this
     this.live.add(session)
     return session
