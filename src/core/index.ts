@@ -64,6 +64,7 @@ export type CoreSettings = TokenRequestSettings &
     liveObjectsMaxObjects: number
     liveObjectsMaxMapKeys: number
     liveObjectsGcGraceMs: number
+    liveObjectsMaxChannelBytes: number
   }
 
 /**
@@ -215,6 +216,7 @@ export function createCore(backend: CorePorts, clock: Clock, timers: Timers, s: 
       maxObjects: s.liveObjectsMaxObjects,
       maxKeys: s.liveObjectsMaxMapKeys,
       gcGraceMs: s.liveObjectsGcGraceMs,
+      maxChannelBytes: s.liveObjectsMaxChannelBytes,
       maxMessageSize: s.maxMessageSize,
     },
     limits,
