@@ -106,7 +106,9 @@ export class RedisLiveObjectStore implements LiveObjectStore {
     for (let tries = 0; ; tries++) {
       const reply = (await withTimeout(this.script.run(keys, args), this.s.redisTimeoutMs)) as Array<number | string>
       const kind = Number(reply[0])
-      if (kind === -2 && tries < 5) {
+      if (kind === -2) {
+        // rewritten by an earlier node each time it was moved: give up rather than loop
+        if (tries >= 5) throw new GatewayError(50000, 'Internal error')
         await this.migrate(app, channel, String(reply[1]))
         continue
       }

@@ -124,11 +124,12 @@ export class LiveObjectService {
   private readonly collected = new Map<string, number>()
 
   /**
-   * Garbage collection, at most once per COLLECT_EVERY per channel and node, after a sync read
-   * the channel's objects anyway: an object no longer reachable from root whose last operation is
-   * older than the grace period is tombstoned by the server (OBJECT_DELETE, delivered like any
-   * operation), and one tombstoned longer than the grace period is forgotten. Clients forget
-   * tombstones after the same period (objectsGCGracePeriod).
+   * Garbage collection, at most once per COLLECT_EVERY per channel and node, after a sync or a
+   * REST read read the channel's objects anyway: an object no longer reachable from root whose
+   * last operation is older than the grace period is tombstoned by the server (OBJECT_DELETE,
+   * delivered like any operation), one tombstoned longer than the grace period is forgotten, and
+   * so are removed map keys (a write no longer scans its map for them). Clients forget tombstones
+   * after the same period (objectsGCGracePeriod).
    */
   private collectSoon(appId: string, channel: string, recs: LiveObjectRecord[]) {
     const k = `${appId}\u0000${channel}`
