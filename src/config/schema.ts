@@ -420,6 +420,12 @@ export const SETTINGS = {
     'Most live keys one LiveObjects map may hold; an operation adding more is refused (92001).',
     int(1, 1_000_000),
   ),
+  liveObjectsMaxChannelBytes: setting(
+    'LIVE_OBJECTS_MAX_CHANNEL_BYTES',
+    '6815744',
+    "Most bytes one channel's LiveObjects may hold together (6.5 MiB, the hosted limit): map keys and values, 8 per counter, removed keys not counted; an operation growing past it is refused (92001). Also bounds what a REST read or an OBJECT_SYNC of the channel carries.",
+    int(1024, 1024 * 1024 * 1024),
+  ),
   liveObjectsGcGraceMs: setting(
     'LIVE_OBJECTS_GC_GRACE_MS',
     '86400000',

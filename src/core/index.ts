@@ -65,6 +65,7 @@ export type CoreSettings = TokenRequestSettings &
     liveObjectsMaxObjects: number
     liveObjectsMaxMapKeys: number
     liveObjectsGcGraceMs: number
+    liveObjectsMaxChannelBytes: number
   }
 
 /**
@@ -218,6 +219,7 @@ export function createCore(backend: CorePorts, clock: Clock, timers: Timers, s: 
       maxObjects: s.liveObjectsMaxObjects,
       maxKeys: s.liveObjectsMaxMapKeys,
       gcGraceMs: s.liveObjectsGcGraceMs,
+      maxChannelBytes: s.liveObjectsMaxChannelBytes,
       maxMessageSize: s.maxMessageSize,
     },
     limits,

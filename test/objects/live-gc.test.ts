@@ -60,3 +60,19 @@ test('an orphan past the grace period is tombstoned by the server (OBJECT_DELETE
   expect(await stored(name)).toContain(kept)
   expect((await rootOf(name)).compact()).toEqual({ keep: 1 })
 })
+
+test('a removed key past the grace period is forgotten by the same pass; a key written again is kept', async () => {
+  const name = fresh('lo-gc-keys')
+  const root = await rootOf(name)
+  await root.set('gone', 1)
+  await root.set('back', 1)
+  await root.remove('gone')
+  await root.remove('back')
+  const rootEntries = async () => (await gw.backend.liveObjects.snapshot(APP_ID, name))[0]!.entries ?? {}
+  expect((await rootEntries()).gone?.tombstone).toBe(true)
+  clock.advance(GRACE + 60_000)
+  await root.set('back', 2)
+  await rootOf(name) // a sync, after which the channel is collected
+  await eventually(async () => expect(Object.keys(await rootEntries()).sort()).toEqual(['back']))
+  expect((await rootOf(name)).compact()).toEqual({ back: 2 })
+})

@@ -17,6 +17,8 @@ const rt = realtimeGateway({
   realtimeBufferBytes: 4096,
   maxMessageSize: 8 * 1024 * 1024,
   maxBodySize: 16 * 1024 * 1024,
+  // a channel's LiveObjects of 20 MB (the sync test below)
+  liveObjectsMaxChannelBytes: 64 * 1024 * 1024,
 })
 
 test('beyond REALTIME_MAX_CONNECTIONS: DISCONNECTED 503, and the client connects once a place is free', async () => {

@@ -134,8 +134,15 @@ export class RedisKeys {
   objectHistory = (app: string, ns: string, id: string) => `${this.prefix}oh:{${app}}:${ns.length}:${ns}:${id}`
   /** Sorted set (all scores 0, so ordered by id) of a namespace's object ids. */
   objectIds = (app: string, ns: string) => `${this.prefix}oi:{${app}}:${ns}`
-  /** The plugin's LiveObjects of a channel: hash of object id -> msgpack record (channel's slot). */
+  /**
+   * The plugin's LiveObjects of a channel: hash of object id -> msgpack head (channel's slot); an
+   * earlier version kept each object's entries inside it (live-object-scripts.ts migrates them).
+   */
   liveObjects = (app: string, channel: string) => `${this.prefix}lo:${this.ch(app, channel)}`
+  /** Prefix of the entries hash of each map of a channel (`<prefix><objectId>`: key -> msgpack entry). */
+  liveEntriesPrefix = (app: string, channel: string) => `${this.prefix}loe:${this.ch(app, channel)}:`
+  /** A channel's LiveObjects totals: hash, `b` the total object size. */
+  liveTotals = (app: string, channel: string) => `${this.prefix}lot:${this.ch(app, channel)}`
   /** Hashes of an app's namespaces: namespace -> object count; namespace -> last activity (ms). */
   objectCounts = (app: string) => `${this.prefix}oc:{${app}}`
   objectActivity = (app: string) => `${this.prefix}oa:{${app}}`

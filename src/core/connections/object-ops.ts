@@ -1,7 +1,7 @@
 import { asGatewayError, GatewayError } from '../../errors'
 import { checkChannelName } from '../model/names'
 import { SITE_CODE } from '../objects/live-service'
-import { syncMessage } from '../objects/live-state'
+import { syncPages } from '../objects/live-sync'
 import type { LiveObjectRecord } from '../objects/ports'
 import { Action, Flag, loggedName, wireError, type ProtocolMessage } from './protocol'
 import type { PublishHost, Publishes } from './publishes'
@@ -82,14 +82,11 @@ export async function sendObjectSync(host: ObjectHost, channel: string, wireName
   const records = await host.core.liveObjects.snapshot(host.principalOf, channel)
   // a page at a time, each once the socket has room: a large tree to a slow reader is paced, never
   // piled up in memory (nor a reason to cut the client as one that does not read its answers)
-  for (const pm of syncMessages(records, wireName)) {
+  for (const pm of syncMessages(records, wireName, host.core.liveObjects.s.maxMessageSize)) {
     await host.room()
     host.send(pm)
   }
 }
-
-/** ObjectMessages an OBJECT_SYNC page holds at most (a page is one frame). */
-const SYNC_PAGE = 100
 
 let syncs = 0
 /** A sync id: `[A-Za-z0-9_-]+`, as the plugin parses it. */
@@ -97,18 +94,18 @@ const syncId = () => `s${(++syncs).toString(36)}${Math.random().toString(36).sli
 
 /**
  * The OBJECT_SYNC protocol messages of a snapshot (states in the JSON wire form; the transport
- * carries `bytes` as binary in msgpack): pages of SYNC_PAGE objects with `<syncId>:<cursor>`, the
- * last one with an empty cursor (the sync ends there). Always at least one page: root is in every
- * snapshot, and a page without `state` would never end the sync.
+ * carries `bytes` as binary in msgpack): pages bounded in bytes by `budget` (the message size
+ * limit) and in objects (live-sync.ts), with `<syncId>:<cursor>`, the last one with an empty
+ * cursor (the sync ends there). Always at least one page: root is in every snapshot, and a page
+ * without `state` would never end the sync.
  */
-export function syncMessages(records: LiveObjectRecord[], channel: string): object[] {
+export function syncMessages(records: LiveObjectRecord[], channel: string, budget: number): object[] {
   const id = syncId()
-  const pages: object[] = []
-  for (let i = 0; i < records.length || i === 0; i += SYNC_PAGE) {
-    const last = i + SYNC_PAGE >= records.length
-    const state = records.slice(i, i + SYNC_PAGE).map((r) => syncMessage(r, SITE_CODE))
-    const channelSerial = `${id}:${last ? '' : String(i + SYNC_PAGE)}`
-    pages.push({ action: Action.OBJECT_SYNC, channel, channelSerial, state })
-  }
-  return pages
+  const pages = syncPages(records, SITE_CODE, budget)
+  return pages.map((state, i) => ({
+    action: Action.OBJECT_SYNC,
+    channel,
+    channelSerial: `${id}:${i === pages.length - 1 ? '' : String(i + 1)}`,
+    state,
+  }))
 }

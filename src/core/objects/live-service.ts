@@ -1,5 +1,4 @@
 import { GatewayError } from '../../errors'
-import { utf8Length } from '../../lib/encoding'
 import type { Principal } from '../auth/principal'
 import { authorize } from '../auth/authorize'
 import type { Namespaces } from '../control/namespaces'
@@ -9,6 +8,7 @@ import { noLimits, type Limits } from '../limits/limits'
 import type { LiveObjectStore } from './ports'
 import type { LiveLimits, LiveObjectRecord } from './live-state'
 import { liveEntries } from './live-state'
+import { objectMessageSize } from './live-size'
 import { clientOperation, invalidObjects, OpAction, ROOT, type Operation } from './live-wire'
 
 /**
@@ -77,11 +77,12 @@ export class LiveObjectService {
    */
   async publish(p: Principal, channel: string, ops: LiveOp[], origin: LiveOrigin): Promise<string[]> {
     authorize(p, channel, PUBLISH)
-    const size = ops.reduce((n, o) => n + utf8Length(JSON.stringify(o)), 0)
+    // counted as the hosted service and the client's own check count it (live-size.ts)
+    const size = ops.reduce((n, o) => n + objectMessageSize(o.op, o.extras), 0)
     if (size > this.s.maxMessageSize)
       throw new GatewayError(
         40009,
-        `Object operations too large (${size} bytes; the limit is ${this.s.maxMessageSize} bytes)`,
+        `Maximum size of object messages that can be published at once exceeded (was ${size} bytes, against a limit of ${this.s.maxMessageSize} bytes)`,
       )
     const clientId = p.clientId !== undefined && p.clientId !== '*' ? p.clientId : undefined
     const drafts: MessageDraft[] = ops.map(({ op, extras }, i) => {
@@ -106,7 +107,9 @@ export class LiveObjectService {
   async query(p: Principal, channel: string): Promise<LiveObjectRecord[]> {
     authorize(p, channel, SUBSCRIBE)
     await this.limits.take(p.accountId, 'objectReads')
-    return this.store.snapshot(p.appId, channel)
+    const recs = await this.store.snapshot(p.appId, channel)
+    this.collectSoon(p.appId, channel, recs)
+    return recs
   }
 
   /** Every object of the channel, `root` first (what an OBJECT_SYNC carries). */
@@ -121,11 +124,12 @@ export class LiveObjectService {
   private readonly collected = new Map<string, number>()
 
   /**
-   * Garbage collection, at most once per COLLECT_EVERY per channel and node, after a sync read
-   * the channel's objects anyway: an object no longer reachable from root whose last operation is
-   * older than the grace period is tombstoned by the server (OBJECT_DELETE, delivered like any
-   * operation), and one tombstoned longer than the grace period is forgotten. Clients forget
-   * tombstones after the same period (objectsGCGracePeriod).
+   * Garbage collection, at most once per COLLECT_EVERY per channel and node, after a sync or a
+   * REST read read the channel's objects anyway: an object no longer reachable from root whose
+   * last operation is older than the grace period is tombstoned by the server (OBJECT_DELETE,
+   * delivered like any operation), one tombstoned longer than the grace period is forgotten, and
+   * so are removed map keys (a write no longer scans its map for them). Clients forget tombstones
+   * after the same period (objectsGCGracePeriod).
    */
   private collectSoon(appId: string, channel: string, recs: LiveObjectRecord[]) {
     const k = `${appId}\u0000${channel}`
@@ -172,6 +176,13 @@ export class LiveObjectService {
     }
     const expired = recs.filter((r) => r.tombstone && (r.tombstonedAt ?? Infinity) < before).map((r) => r.objectId)
     await this.store.remove(appId, channel, expired)
+    // removed keys past the grace period (clients forget them after the same period)
+    const keys: Array<{ objectId: string; key: string; timeserial: string }> = []
+    for (const r of recs)
+      for (const [key, e] of Object.entries(r.entries ?? {}))
+        if (e.tombstone && e.timeserial && (e.serialTimestamp ?? 0) < before)
+          keys.push({ objectId: r.objectId, key, timeserial: e.timeserial })
+    if (keys.length) await this.store.removeEntries(appId, channel, keys)
   }
 
   now(): number {

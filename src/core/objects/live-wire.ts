@@ -172,7 +172,7 @@ function createWithId(type: ObjectType, objectId: string, p: unknown, where: str
 
 /**
  * One operation as a client sends it (realtime `ObjectMessage.operation`), validated and in the
- * form it is applied and fanned out in. Clients may not delete objects or clear maps.
+ * form it is applied and fanned out in. Clients may not delete objects, and may clear root only.
  */
 export function clientOperation(v: unknown, where: string): Operation {
   if (!isRecord(v)) throw invalidObjects(`${where} must be an object`)
@@ -229,8 +229,11 @@ export function clientOperation(v: unknown, where: string): Operation {
         throw invalidObjects(`${where}.counterInc.number must be a number`)
       return { action: OpAction.COUNTER_INC, objectId: id, counterInc: { number: n } }
     }
-    case OpAction.OBJECT_DELETE:
     case OpAction.MAP_CLEAR:
+      // as the hosted service (its own test suite clears root this way): root only
+      if (id !== ROOT) throw invalidObjects(`${where}: MAP_CLEAR applies to root only`)
+      return { action: OpAction.MAP_CLEAR, objectId: id, mapClear: {} }
+    case OpAction.OBJECT_DELETE:
       throw invalidObjects(`${where}: action ${v.action} is the server's only`)
     default:
       throw invalidObjects(`${where}.action ${String(v.action)} is not an object operation`)

@@ -140,6 +140,7 @@ export interface Operation {
   counterCreate?: { count: number }
   counterInc?: { number: number }
   objectDelete?: Record<string, never>
+  mapClear?: Record<string, never>
 }
 
 /** One object as stored. The object's type is its id's (`root` is a map). */
@@ -158,6 +159,42 @@ export interface LiveObjectRecord {
   entries?: Record<string, MapEntry>
   /** Sum of the increments (the create's count excluded). */
   count?: number
+  /** Serial of the last MAP_CLEAR applied to the map (entries older than it are gone; its create's entries hidden). */
+  clearTimeserial?: string
+}
+
+/**
+ * An object as stored apart from its map entries (each entry is stored on its own, so a write
+ * costs what it changes): a record without `entries` and `createEntries`, with the map's live
+ * key count and the object's size by the hosted rule (live-size.ts).
+ */
+export interface LiveHead extends Omit<LiveObjectRecord, 'entries' | 'createEntries'> {
+  /** Live entries of a map. */
+  keys?: number
+  /** The object's size: a counter 8, a map the sizes of its live entries. */
+  bytes?: number
+}
+
+/**
+ * A map entry as stored: `c` marks an entry of the map's create (no serial: sent in the sync's
+ * `createOp`, not in `map.entries`), `z` is a live entry's size (its key and value, live-size.ts).
+ */
+export interface StoredEntry extends MapEntry {
+  c?: true
+  z?: number
+}
+
+/** What applying a batch changes (live-state.ts `applyOps`), for a store to write. */
+export interface LiveChanges {
+  heads: LiveHead[]
+  /** Objects whose stored entries are all dropped first (MAP_CLEAR, OBJECT_DELETE). */
+  cleared: string[]
+  /** Entries written after that. */
+  entries: Array<{ objectId: string; key: string; entry: StoredEntry }>
+  /** New objects, root aside. */
+  added: number
+  /** Change of the channel's total object size. */
+  bytes: number
 }
 
 export interface LiveLimits {
@@ -167,6 +204,8 @@ export interface LiveLimits {
   maxKeys: number
   /** Removed keys are forgotten this long after their removal (ms). */
   gcGraceMs: number
+  /** Total size of a channel's objects (live-size.ts; tombstones not counted). */
+  maxChannelBytes: number
 }
 
 export interface LiveObjectBatch {
@@ -205,4 +244,13 @@ export interface LiveObjectStore {
   snapshot(appId: string, channel: string): Promise<LiveObjectRecord[]>
   /** Forgets these objects (tombstoned ones past the grace period); each in one step. */
   remove(appId: string, channel: string, objectIds: string[]): Promise<void>
+  /**
+   * Forgets removed map keys (tombstoned entries past the grace period): each only while it is
+   * still the tombstone of that serial (a later write to the key keeps it).
+   */
+  removeEntries(
+    appId: string,
+    channel: string,
+    entries: Array<{ objectId: string; key: string; timeserial: string }>,
+  ): Promise<void>
 }
