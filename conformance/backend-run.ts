@@ -68,6 +68,8 @@ async function main(): Promise<void> {
   // address outside fails at once
   sh(['ip', 'route', 'add', '10.0.0.0/8', 'dev', 'lo'])
   sh(['mount', '--bind', plan.tls.hosts, '/etc/hosts'])
+  // names outside the hosts file fail at once: the resolver asks loopback, where no DNS server listens
+  sh(['mount', '--bind', plan.tls.resolver, '/etc/resolv.conf'])
   const logDir = join(plan.out, plan.backend)
   mkdirSync(logDir, { recursive: true })
   const env = await backendEnv(plan.backend, logDir)

@@ -20,6 +20,8 @@ export interface RunTls {
   cert: string
   key: string
   hosts: string
+  /** A resolv.conf naming only 127.0.0.1 (where no DNS server listens in the run's namespace). */
+  resolver: string
 }
 
 function openssl(args: string[], cwd: string): void {
@@ -34,7 +36,9 @@ export function makeRunTls(dir: string): RunTls {
     cert: join(dir, 'server.pem'),
     key: join(dir, 'server.key'),
     hosts: join(dir, 'hosts'),
+    resolver: join(dir, 'resolv.conf'),
   }
+  writeFileSync(t.resolver, 'nameserver 127.0.0.1\noptions timeout:1 attempts:1\n')
   if (existsSync(t.cert)) return t
   const days = ['-days', '30']
   openssl(
