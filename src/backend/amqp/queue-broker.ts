@@ -61,8 +61,6 @@ export class AmqpQueueBroker implements QueueBroker {
   private sweeper?: ReturnType<typeof setInterval>
   private closed = false
   private readonly untrack: () => void
-  /** The move of an earlier layout's queues (done once per start). */
-  readonly migrated: Promise<void>
   /** While it runs, a consumer user missing is one it is making again, not a deleted app's. */
   private migrating = true
 
@@ -89,7 +87,8 @@ export class AmqpQueueBroker implements QueueBroker {
     this.untrack = metrics.gauge('gateway_queue_buffered', 'Queue (AMQP) messages this node holds unconfirmed.', () =>
       this.size(),
     )
-    this.migrated = this.migrate()
+    // what an earlier layout left is moved once per start
+    void this.migrate()
   }
 
   /** Messages held: waiting, to be retried, or published and not yet confirmed. */
