@@ -756,6 +756,53 @@ describe.skipIf(!HAVE)('queues on RabbitMQ (AMQP_URL)', () => {
     }
   }, 60_000)
 
+  test("a node's connection to an app's vhost is closed once idle, and opened again for the next message", async () => {
+    const gw2 = await createTestGateway({
+      amqpUrl: ADMIN_URL,
+      amqpManagementUrl: 'http://guest:guest@127.0.0.1:15672',
+      amqpPublicUrl: 'amqp://127.0.0.1:5672',
+      // long enough for the management API to list the connection (it samples every 5 s)
+      amqpIdleConnectionMs: 6000,
+    })
+    try {
+      const v2 = (path: string, method = 'GET', json?: unknown) =>
+        gw2.request(`/v1${path}`, { method, json, key: null, headers: { authorization: `Bearer ${ACCESS_TOKEN}` } })
+      const accountId = (await body(await v2('/me'))).account.id
+      const app = await body(await v2(`/accounts/${accountId}/apps`, 'POST', { name: 'idle' }))
+      apps.push(app.id)
+      const key = (await body(await v2(`/apps/${app.id}/keys`, 'POST', { name: 'k', capability: { '*': ['*'] } }))).key
+      const q = await body(await v2(`/apps/${app.id}/queues`, 'POST', { name: 'q', ttl: 1, maxLength: 10 }))
+      const rule = { ruleType: 'amqp', source: { channelFilter: '^idle$' }, target: { queueId: q.id } }
+      expect((await v2(`/apps/${app.id}/rules`, 'POST', rule)).status).toBe(201)
+      const { ch, got } = await consume(q.amqp.uri, q.amqp.queueName, consumers)
+      /** The gateway's connections (guest's) to the app's vhost, as the management API lists them. */
+      const gatewayConnections = async () =>
+        (
+          (await (await rabbit(`/vhosts/${encodeURIComponent(`app.${app.id}`)}/connections`)).json()) as Array<{
+            user: string
+          }>
+        ).filter((c) => c.user === 'guest').length
+      const send = async (data: string) =>
+        expect((await gw2.request('/channels/idle/messages', { method: 'POST', json: { data }, key })).status).toBe(201)
+      await send('first')
+      await waitFor(
+        () => got.length,
+        (n) => n === 1,
+      )
+      await waitFor(gatewayConnections, (n) => n === 1, 30_000)
+      await waitFor(gatewayConnections, (n) => n === 0, 30_000)
+      await send('second')
+      await waitFor(
+        () => got.length,
+        (n) => n === 2,
+      )
+      expect(got.map((m) => envelope(m).messages[0].data)).toEqual(['first', 'second'])
+      for (const m of got) ch.ack(m)
+    } finally {
+      await gw2.close()
+    }
+  }, 90_000)
+
   test("a node's buffer is bounded: beyond it deliveries are dropped and counted, publishes still answer 201", async () => {
     // a second node whose broker never answers, holding at most 2 messages
     const gw2 = await createTestGateway({
