@@ -1,3 +1,4 @@
+import { brokerQueue } from '../core/control/integrations'
 import type { Clock } from '../core/ports'
 import type { Backend } from './backend'
 import { createAmqpQueueBroker, type AmqpSettings } from './amqp'
@@ -18,7 +19,10 @@ export async function createBackend(
 ): Promise<Backend> {
   const backend = s.redisUrl ? await createRedisBackend(s, onError) : createMemoryBackend(s, clock)
   if (!s.amqpUrl) return backend
-  const queueBroker = createAmqpQueueBroker(s, () => backend.control.secret(), onError)
+  const control = backend.control
+  const appQueues = async (appId: string) =>
+    (await control.getApp(appId)) ? (await control.listQueues(appId)).map(brokerQueue) : undefined
+  const queueBroker = createAmqpQueueBroker(s, () => control.secret(), appQueues, onError)
   const close = backend.close.bind(backend)
   backend.queueBroker = queueBroker
   backend.close = async () => {

@@ -562,7 +562,7 @@ export const SETTINGS = {
   amqpUrl: setting(
     'AMQP_URL',
     '',
-    'AMQP 0-9-1 broker (RabbitMQ) of the app queues, e.g. amqp://guest:guest@127.0.0.1:5672 (its user declares queues and publishes); empty: queues are embedded and read over HTTP.',
+    "AMQP 0-9-1 broker (RabbitMQ) of the app queues, e.g. amqp://guest:guest@127.0.0.1:5672 (its user declares queues and publishes, each app's in a vhost `app.<appId>` of its own; its vhost is where earlier versions kept every app's queues, moved from there at start); empty: queues are embedded and read over HTTP.",
     amqpUrl,
     true,
   ),
@@ -576,14 +576,20 @@ export const SETTINGS = {
   amqpPublicUrl: setting(
     'AMQP_PUBLIC_URL',
     '',
-    "Scheme, host, port and vhost that queue records tell consumers to connect to (the app's credentials are added), e.g. amqps://queues.example.com:5671; empty: those of AMQP_URL.",
+    "Scheme, host and port that queue records tell consumers to connect to (the app's credentials and vhost are added), e.g. amqps://queues.example.com:5671; empty: those of AMQP_URL.",
     amqpUrl,
   ),
   amqpBufferMessages: setting(
     'AMQP_BUFFER_MESSAGES',
     '10000',
-    'Queue messages one node holds while the broker is unreachable or has not confirmed them; beyond, new ones are dropped and counted.',
+    "Queue messages one node holds while the broker is unreachable or has not confirmed them, shared fairly between accounts: when it is full, the account holding the most loses its oldest waiting message (a message of that account itself is dropped); every drop is counted, also in the app's stats.",
     int(1, 10_000_000),
+  ),
+  amqpIdleConnectionMs: setting(
+    'AMQP_IDLE_CONNECTION_MS',
+    '60000',
+    "An app's AMQP connection (one per app with queue traffic on this node, to its vhost) is closed after this long without a message once it holds none.",
+    int(1000, 86_400_000),
   ),
   redisAcceptDataLoss: setting(
     'REDIS_ACCEPT_DATA_LOSS',

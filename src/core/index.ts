@@ -176,6 +176,10 @@ export function createCore(backend: CorePorts, clock: Clock, timers: Timers, s: 
   // rule webhooks are tenant-set: only public addresses unless the operator allows others; the
   // push relay (PUSH_WEBHOOK_URL) is the operator's own, so it may be anywhere
   const webhooks = new WebhookDispatcher(createPoster({ allowPrivate: s.webhookAllowPrivateTargets }), clock, s, stats)
+  // what app queues on the broker took and gave up shows in the app's stats
+  backend.queueBroker?.observe((appId, accountId, outcome, n) =>
+    outcome === 'delivered' ? stats.queueDelivered(appId, accountId, n) : stats.queueDropped(appId, accountId, n),
+  )
   const rules = new RulesEngine(backend.control, backend.queues, webhooks, clock, () => {}, backend.queueBroker)
   const appRemoval = new AppRemoval(backend.control, backend.queues, backend.queueBroker)
   const removeApp = (appId: string) => appRemoval.remove(appId)

@@ -304,13 +304,24 @@ export interface QueueBroker {
   /** Message counts as the broker last reported them (zero when it cannot say). */
   counts(q: BrokerQueue): Promise<{ ready: number; unacknowledged: number; total: number }>
   /**
-   * Hands one message to this node's bounded delivery buffer. Never waits and never throws:
-   * delivered in order with publisher confirms, retried while the broker is unreachable (so at
-   * least once), dropped and counted when the buffer is full or once older than the queue's ttl.
+   * Hands one message of the account's app to this node's bounded delivery buffer. Never waits
+   * and never throws: delivered in order with publisher confirms, retried while the broker is
+   * unreachable (so at least once), dropped and counted once older than the queue's ttl or when
+   * the buffer is full (the account holding the most of it loses its oldest message; no account
+   * loses one while another holds more).
    */
-  send(q: BrokerQueue, body: string, props: { messageId: string; headers: Record<string, string> }): void
+  send(
+    q: BrokerQueue,
+    body: string,
+    props: { accountId: string; messageId: string; headers: Record<string, string> },
+  ): void
+  /** Calls `listener` as messages are confirmed by the broker or given up (for the app's stats). */
+  observe(listener: QueueOutcome): void
   close(): Promise<void>
 }
+
+/** Messages of an app's queues the broker confirmed (`delivered`) or that were given up (`dropped`). */
+export type QueueOutcome = (appId: string, accountId: string, outcome: 'delivered' | 'dropped', n: number) => void
 
 /** `cost` tokens of the bucket `key` (capacity `burst`, refilled at `rate` per second), as of `now` ms. */
 export interface Charge {

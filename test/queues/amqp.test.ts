@@ -1,10 +1,14 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import { connect, type Channel, type ChannelModel, type ConsumeMessage } from 'amqplib'
+import { mkdtempSync, rmSync } from 'node:fs'
 import { createServer } from 'node:net'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { hmacSha256 } from '../../src/lib/crypto'
 import { metrics } from '../../src/lib/metrics'
 import { waitFor } from '../helpers/wait'
 import { consume } from './consumer'
-import { ACCESS_TOKEN, APP_ID, createTestGateway, type TestGateway } from '../helpers/gateway'
+import { ACCESS_TOKEN, addApp, APP_ID, createTestGateway, type TestGateway } from '../helpers/gateway'
 import { closeClients, connectedClient, FORMATS } from '../helpers/realtime'
 import { requireSystem } from '../helpers/system'
 import { TcpProxy } from '../helpers/tcp-proxy'
@@ -58,9 +62,38 @@ async function routeInto(appId: string, queueId: string, channelFilter: string) 
 const publish = (key: string, channel: string, message: unknown) =>
   gw.request(`/channels/${encodeURIComponent(channel)}/messages`, { method: 'POST', json: message, key })
 
-/** Ready messages of a queue (undefined: there is no such queue). */
+/** The vhost of an app's queues (each app has its own). */
+const vhostOf = (queueName: string) => `app.${queueName.slice(0, queueName.lastIndexOf(':'))}`
+const adminOf = new Map<string, Promise<ChannelModel>>()
+/** The administrator's connection to a vhost. */
+function adminIn(vhost: string): Promise<ChannelModel> {
+  let c = adminOf.get(vhost)
+  if (!c) {
+    c = connect(`${ADMIN_URL}/${encodeURIComponent(vhost)}`).then((m) => {
+      m.on('error', () => {})
+      m.on('close', () => adminOf.delete(vhost))
+      return m
+    })
+    c.catch(() => adminOf.delete(vhost))
+    adminOf.set(vhost, c)
+  }
+  return c
+}
+
+/** Ready messages of a queue in its app's vhost (undefined: there is no such queue, or no such vhost). */
 async function readyCount(queueName: string): Promise<number | undefined> {
-  const ch = await admin.createChannel()
+  let ch: Channel
+  try {
+    ch = await (await adminIn(vhostOf(queueName))).createChannel()
+  } catch {
+    // the vhost is gone (its connection closed with it, or it opens no more)
+    adminOf.delete(vhostOf(queueName))
+    try {
+      ch = await (await adminIn(vhostOf(queueName))).createChannel()
+    } catch {
+      return undefined
+    }
+  }
   ch.on('error', () => {})
   try {
     return (await ch.checkQueue(queueName)).messageCount
@@ -111,27 +144,25 @@ describe.skipIf(!HAVE)('queues on RabbitMQ (AMQP_URL)', () => {
     closeClients()
     await stale?.gw.close()
     await stale?.proxy.stop()
-    if (stale) {
-      const ch = await admin.createChannel()
-      await ch.deleteQueue(stale.queueName).catch(() => {})
-      await ch.close().catch(() => {})
-    }
     for (const c of consumers) await c.close().catch(() => {})
     await gw?.close()
     await proxy?.stop()
-    // what a failed test left behind: the apps' queues and consumer users
-    for (const appId of apps) {
-      const r = await fetch(`${MANAGEMENT}/queues/%2F`, { headers: { authorization: MANAGEMENT_AUTH } })
-      for (const q of (await r.json()) as Array<{ name: string }>)
-        if (q.name.startsWith(`${appId}:`)) {
-          const ch = await admin.createChannel()
-          await ch.deleteQueue(q.name).catch(() => {})
-          await ch.close().catch(() => {})
-        }
-      await fetch(`${MANAGEMENT}/users/${encodeURIComponent(`app.${appId}`)}`, {
-        method: 'DELETE',
-        headers: { authorization: MANAGEMENT_AUTH },
-      })
+    for (const c of adminOf.values()) await (await c.catch(() => undefined))?.close().catch(() => {})
+    // what a failed test left behind: the apps' vhosts (with their queues), consumer users, and
+    // queues in the shared vhost (an earlier layout's)
+    const shared = (await (await rabbit('/queues/%2F?columns=name')).json()) as Array<{ name: string }>
+    for (const appId of [...apps, ...(stale ? [APP_ID] : [])]) {
+      for (const q of shared)
+        if (q.name.startsWith(`${appId}:`))
+          await fetch(`${MANAGEMENT}/queues/%2F/${encodeURIComponent(q.name)}`, {
+            method: 'DELETE',
+            headers: { authorization: MANAGEMENT_AUTH },
+          })
+      for (const what of ['users', 'vhosts'])
+        await fetch(`${MANAGEMENT}/${what}/${encodeURIComponent(`app.${appId}`)}`, {
+          method: 'DELETE',
+          headers: { authorization: MANAGEMENT_AUTH },
+        })
     }
     await admin?.close().catch(() => {})
   })
@@ -146,16 +177,20 @@ describe.skipIf(!HAVE)('queues on RabbitMQ (AMQP_URL)', () => {
     expect(q).toMatchObject({ name: 'orders', ttl: 1, maxLength: 100, state: 'Running' })
     expect(q.amqp.queueName).toBe(`${appId}:orders`)
     expect(q.amqp.uri).toStartWith(`amqp://app.${appId}:`)
-    expect(q.amqp.uri).toEndWith('@127.0.0.1:5672')
+    // the app's own vhost
+    expect(q.amqp.uri).toEndWith(`@127.0.0.1:5672/app.${appId}`)
     // STOMP is not served: the record does not advertise it (the hosted record has a stomp block)
     expect(q).not.toHaveProperty('stomp')
 
     // declared durable with the queue's bounds (the broker's own view)
     const info = await waitFor(
       async () =>
-        (await fetch(`${MANAGEMENT}/queues/%2F/${encodeURIComponent(q.amqp.queueName)}`, {
-          headers: { authorization: MANAGEMENT_AUTH },
-        })) as Response,
+        (await fetch(
+          `${MANAGEMENT}/queues/${encodeURIComponent(`app.${appId}`)}/${encodeURIComponent(q.amqp.queueName)}`,
+          {
+            headers: { authorization: MANAGEMENT_AUTH },
+          },
+        )) as Response,
       (r) => r.status === 200,
     )
     expect(await info.json()).toMatchObject({
@@ -342,6 +377,12 @@ describe.skipIf(!HAVE)('queues on RabbitMQ (AMQP_URL)', () => {
       maxLength: 10,
       created: now,
     }
+    // its consumer user exists, as when a node that reached the broker created the queue
+    await fetch(`${MANAGEMENT}/users/${encodeURIComponent(`app.${APP_ID}`)}`, {
+      method: 'PUT',
+      headers: { authorization: MANAGEMENT_AUTH, 'content-type': 'application/json' },
+      body: JSON.stringify({ password: 'unused', tags: '' }),
+    })
     await staleGw.backend.control.putQueue(queue)
     await staleGw.backend.control.putRule({
       id: name,
@@ -373,7 +414,7 @@ describe.skipIf(!HAVE)('queues on RabbitMQ (AMQP_URL)', () => {
     const own = await conn.createChannel()
     own.on('error', () => {})
     await own.checkQueue(qb.amqp.queueName)
-    // the other app's queue: ACCESS_REFUSED (403)
+    // the other app's queue: ACCESS_REFUSED (403; its own vhost has none of that name either)
     const other: Channel = await conn.createChannel()
     other.on('error', () => {})
     await expect(other.consume(qa.amqp.queueName, () => {})).rejects.toMatchObject({ code: 403 })
@@ -385,6 +426,149 @@ describe.skipIf(!HAVE)('queues on RabbitMQ (AMQP_URL)', () => {
     const wrong = new URL(qa.amqp.uri)
     wrong.password = 'not-the-password'
     await expect(connect(wrong.toString())).rejects.toThrow(/ACCESS[-_]REFUSED/)
+  })
+
+  test("another app's credentials learn nothing of a queue: a passive declare finds none, its vhost does not open", async () => {
+    const a = await newApp()
+    const qa = await newQueue(a.appId, 'secret', 5, 10)
+    await routeInto(a.appId, qa.id, '^secret$')
+    const delivered = metric('gateway_queue_deliveries_total', '{outcome="delivered"}')
+    for (let i = 0; i < 3; i++) expect((await publish(a.key, 'secret', { data: `s${i}` })).status).toBe(201)
+    await waitFor(
+      () => metric('gateway_queue_deliveries_total', '{outcome="delivered"}') - delivered,
+      (n) => n === 3,
+    )
+    const b = await newApp()
+    const qb = await newQueue(b.appId, 'mine', 5, 10)
+    const conn = await connect(qb.amqp.uri)
+    consumers.push(conn)
+    conn.on('error', () => {})
+    const probe = async () => {
+      const ch = await conn.createChannel()
+      ch.on('error', () => {})
+      return ch
+    }
+    expect((await (await probe()).checkQueue(qb.amqp.queueName)).messageCount).toBe(0)
+    // RabbitMQ checks no permission for a passive declare: in a vhost of both apps it answered
+    // A's message and consumer counts to B; in B's vhost there is no such queue
+    await expect((await probe()).checkQueue(qa.amqp.queueName)).rejects.toMatchObject({ code: 404 })
+    // B's credentials open neither A's vhost nor the broker's default one
+    const as = (vhost: string) => {
+      const u = new URL(qb.amqp.uri)
+      u.pathname = `/${encodeURIComponent(vhost)}`
+      return u.toString()
+    }
+    await expect(connect(as(`app.${a.appId}`))).rejects.toThrow()
+    await expect(connect(as('/'))).rejects.toThrow()
+    // nothing of either app is left in the shared vhost
+    const shared = (await (await rabbit('/queues/%2F?columns=name')).json()) as Array<{ name: string }>
+    expect(shared.filter((q) => q.name.startsWith(`${a.appId}:`) || q.name.startsWith(`${b.appId}:`))).toEqual([])
+    expect((await rabbit(`/permissions/%2F/${encodeURIComponent(`app.${b.appId}`)}`)).status).toBe(404)
+  })
+
+  test('an earlier layout (every app in the shared vhost) is moved at start: queues with their messages, permissions, connections', async () => {
+    // what an earlier version made for an app of this deployment: its queue in the shared vhost
+    // with 3 messages and its user reading it there, a consumer connected
+    const dir = mkdtempSync(join(tmpdir(), 'gw-earlier-'))
+    const earlierNode = await createTestGateway({ dataDir: dir })
+    const appId = `earlier${Date.now().toString(36)}`
+    apps.push(appId)
+    await addApp(earlierNode, appId)
+    const now = Date.now()
+    await earlierNode.backend.control.putQueue({
+      id: `${appId}:local:old`,
+      appId,
+      name: 'old',
+      region: 'local',
+      ttl: 10,
+      maxLength: 50,
+      created: now,
+    })
+    // the consumer password every version derives from the store's secret
+    const password = encodeURIComponent(
+      hmacSha256(await earlierNode.backend.control.secret(), `amqp-consumer:${appId}`, 'base64url'),
+    )
+    await earlierNode.close()
+    const name = `${appId}:old`
+    const setup = await admin.createChannel()
+    await setup.assertQueue(name, {
+      durable: true,
+      arguments: { 'x-message-ttl': 600_000, 'x-max-length': 50, 'x-overflow': 'drop-head' },
+    })
+    for (let i = 1; i <= 3; i++)
+      setup.sendToQueue(name, Buffer.from(`{"n":${i}}`), {
+        persistent: true,
+        messageId: `earlier:${i}`,
+        headers: { 'x-ably-envelope-appid': appId },
+      })
+    // and a queue of an app this deployment does not know: left alone
+    const foreign = `foreign${now.toString(36)}:q`
+    await setup.assertQueue(foreign, { durable: false, autoDelete: false })
+    const put = (path: string, json: unknown) =>
+      fetch(`${MANAGEMENT}${path}`, {
+        method: 'PUT',
+        headers: { authorization: MANAGEMENT_AUTH, 'content-type': 'application/json' },
+        body: JSON.stringify(json),
+      })
+    const user = `app.${appId}`
+    await put(`/users/${encodeURIComponent(user)}`, { password: decodeURIComponent(password), tags: '' })
+    await put(`/permissions/%2F/${encodeURIComponent(user)}`, { configure: '^$', write: '^$', read: `^${appId}:` })
+    const earlier = await connect(`amqp://${encodeURIComponent(user)}:${password}@127.0.0.1:5672`)
+    earlier.on('error', () => {})
+    let earlierClosed = false
+    earlier.on('close', () => (earlierClosed = true))
+    // before: the earlier layout leaks (a passive declare reads the counts), as the issue found
+    expect((await (await earlier.createChannel()).checkQueue(name)).messageCount).toBe(3)
+
+    // a node of this version starts
+    const gw2 = await createTestGateway({
+      dataDir: dir,
+      amqpUrl: ADMIN_URL,
+      amqpManagementUrl: 'http://guest:guest@127.0.0.1:15672',
+      amqpPublicUrl: 'amqp://127.0.0.1:5672',
+    })
+    try {
+      await waitFor(
+        () => readyCount(name),
+        (n) => n === 3,
+      )
+      await waitFor(
+        async () => (await rabbit(`/queues/%2F/${encodeURIComponent(name)}`)).status,
+        (st) => st === 404,
+      )
+      expect(earlierClosed).toBe(true)
+      expect((await rabbit(`/permissions/%2F/${encodeURIComponent(user)}`)).status).toBe(404)
+      expect((await rabbit(`/queues/%2F/${encodeURIComponent(foreign)}`)).status).toBe(200)
+      // the record's credentials (the same user and password, now with its vhost) read the moved messages
+      const record = (
+        await body(
+          await gw2.request(`/v1/apps/${appId}/queues`, {
+            key: null,
+            headers: { authorization: `Bearer ${ACCESS_TOKEN}` },
+          }),
+        )
+      )[0]
+      expect(record.amqp.uri).toEndWith(`/app.${appId}`)
+      const { ch, got } = await consume(record.amqp.uri, name, consumers)
+      await waitFor(
+        () => got.length,
+        (n) => n === 3,
+      )
+      expect(got.map((m) => [m.content.toString(), m.properties.messageId, m.properties.deliveryMode])).toEqual([
+        ['{"n":1}', 'earlier:1', 2],
+        ['{"n":2}', 'earlier:2', 2],
+        ['{"n":3}', 'earlier:3', 2],
+      ])
+      for (const m of got) ch.ack(m)
+      // the earlier URI (the shared vhost) opens nothing any more
+      await expect(connect(`amqp://${encodeURIComponent(user)}:${password}@127.0.0.1:5672`)).rejects.toThrow()
+    } finally {
+      await gw2.close()
+      await setup.deleteQueue(foreign).catch(() => {})
+      await setup.close().catch(() => {})
+      await earlier.close().catch(() => {})
+      rmSync(dir, { recursive: true, force: true })
+    }
   })
 
   test('deleting a queue deletes it in RabbitMQ, with its messages', async () => {
@@ -417,7 +601,7 @@ describe.skipIf(!HAVE)('queues on RabbitMQ (AMQP_URL)', () => {
     )
     const user = encodeURIComponent(`app.${appId}`)
     expect((await rabbit(`/users/${user}`)).status).toBe(200)
-    expect((await rabbit(`/permissions/%2F/${user}`)).status).toBe(200)
+    expect((await rabbit(`/permissions/${user}/${user}`)).status).toBe(200)
     const conn = await connect(a.amqp.uri)
     consumers.push(conn)
     conn.on('error', () => {})
@@ -426,7 +610,8 @@ describe.skipIf(!HAVE)('queues on RabbitMQ (AMQP_URL)', () => {
     expect(await readyCount(a.amqp.queueName)).toBeUndefined()
     expect(await readyCount(b.amqp.queueName)).toBeUndefined()
     expect((await rabbit(`/users/${user}`)).status).toBe(404)
-    expect((await rabbit(`/permissions/%2F/${user}`)).status).toBe(404)
+    expect((await rabbit(`/vhosts/${user}`)).status).toBe(404)
+    expect((await rabbit(`/permissions/${user}/${user}`)).status).toBe(404)
     // the credentials the records handed out open nothing any more
     await expect(connect(a.amqp.uri)).rejects.toThrow(/ACCESS[-_]REFUSED/)
     expect((await v1(`/apps/${appId}/queues`)).status).toBe(404)
@@ -477,10 +662,152 @@ describe.skipIf(!HAVE)('queues on RabbitMQ (AMQP_URL)', () => {
     expect(seen).toEqual(['before', 'down1', 'down2', 'down3', 'down4', 'down5', 'after'])
   })
 
+  test("one account flooding the buffer during an outage loses its own oldest messages, never another account's", async () => {
+    // the issue's reproduction, scaled down: a node holding 1,000, RabbitMQ away, account A routes
+    // 3,000 messages into its queue, then account B publishes 100
+    const BUFFER = 1000
+    const FLOOD = 3000
+    const outage = await TcpProxy.start(5672)
+    const gw2 = await createTestGateway({
+      amqpUrl: `amqp://guest:guest@127.0.0.1:${outage.port}`,
+      amqpManagementUrl: 'http://guest:guest@127.0.0.1:15672',
+      amqpPublicUrl: 'amqp://127.0.0.1:5672',
+      amqpBufferMessages: BUFFER,
+    })
+    const v2 = (path: string, token: string, method = 'GET', json?: unknown) =>
+      gw2.request(`/v1${path}`, { method, json, key: null, headers: { authorization: `Bearer ${token}` } })
+    /** A new account (as the operator makes one) with an app, a key, a queue and a rule routing `flood` into it. */
+    const tenant = async (name: string) => {
+      const made = await body(await v2('/accounts', ACCESS_TOKEN, 'POST', { name }))
+      const token = made.accessToken as string
+      const app = await body(await v2(`/accounts/${made.account.id}/apps`, token, 'POST', { name }))
+      apps.push(app.id)
+      const key = (
+        await body(await v2(`/apps/${app.id}/keys`, token, 'POST', { name: 'k', capability: { '*': ['*'] } }))
+      ).key as string
+      const created = await v2(`/apps/${app.id}/queues`, token, 'POST', { name: 'flood', ttl: 10, maxLength: 100_000 })
+      expect(created.status).toBe(201)
+      const q = await body(created)
+      const rule = { ruleType: 'amqp', source: { channelFilter: '^flood$' }, target: { queueId: q.id } }
+      expect((await v2(`/apps/${app.id}/rules`, token, 'POST', rule)).status).toBe(201)
+      return { appId: app.id as string, key, q }
+    }
+    const stats = async (key: string) => {
+      const records = (await (await gw2.request('/stats?unit=minute&limit=10', { key })).json()) as Array<{
+        entries: Record<string, number>
+      }>
+      const sum: Record<string, number> = {}
+      for (const r of records) for (const [k, n] of Object.entries(r.entries)) sum[k] = (sum[k] ?? 0) + n
+      return sum
+    }
+    try {
+      const a = await tenant('flooder')
+      const b = await tenant('bystander')
+      const { ch, got } = await consume(b.q.amqp.uri, b.q.amqp.queueName, consumers)
+      const full = metric('gateway_queue_dropped_total', '{reason="full"}')
+
+      outage.target = await deadPort()
+      outage.cutAll()
+      for (let i = 0; i < FLOOD; i += 100) {
+        const batch = Array.from({ length: 100 }, (_, j) => ({ name: 'a', data: `a${i + j}` }))
+        expect(
+          (await gw2.request('/channels/flood/messages', { method: 'POST', json: batch, key: a.key })).status,
+        ).toBe(201)
+      }
+      for (let i = 0; i < 100; i++)
+        expect(
+          (await gw2.request('/channels/flood/messages', { method: 'POST', json: { data: `b${i}` }, key: b.key }))
+            .status,
+        ).toBe(201)
+      // A's overflow, then one of A's oldest for each of B's
+      await waitFor(
+        () => metric('gateway_queue_dropped_total', '{reason="full"}') - full,
+        (n) => n === FLOOD - BUFFER + 100,
+      )
+
+      outage.target = 5672
+      const seen = await waitFor(
+        () => got.map((m) => envelope(m).messages[0].data as string),
+        (g) => g.length >= 100,
+        30_000,
+      )
+      expect(seen).toEqual(Array.from({ length: 100 }, (_, i) => `b${i}`))
+      for (const m of got) ch.ack(m)
+      // A keeps its newest: what the node held once B's took their places
+      await waitFor(
+        () => readyCount(a.q.amqp.queueName),
+        (n) => n === BUFFER - 100,
+        30_000,
+      )
+      // each app's stats say what its queue took and what was given up
+      await waitFor(
+        () => stats(b.key),
+        (e) => e['messages.outbound.sharedQueue.messages.count'] === 100,
+      )
+      const sa = await waitFor(
+        () => stats(a.key),
+        (e) => e['messages.outbound.sharedQueue.messages.count'] === BUFFER - 100,
+      )
+      expect(sa['messages.outbound.sharedQueue.messages.failed']).toBe(FLOOD - BUFFER + 100)
+      expect((await stats(b.key))['messages.outbound.sharedQueue.messages.failed']).toBeUndefined()
+    } finally {
+      await gw2.close()
+      await outage.stop()
+    }
+  }, 60_000)
+
+  test("a node's connection to an app's vhost is closed once idle, and opened again for the next message", async () => {
+    const gw2 = await createTestGateway({
+      amqpUrl: ADMIN_URL,
+      amqpManagementUrl: 'http://guest:guest@127.0.0.1:15672',
+      amqpPublicUrl: 'amqp://127.0.0.1:5672',
+      // long enough for the management API to list the connection (it samples every 5 s)
+      amqpIdleConnectionMs: 6000,
+    })
+    try {
+      const v2 = (path: string, method = 'GET', json?: unknown) =>
+        gw2.request(`/v1${path}`, { method, json, key: null, headers: { authorization: `Bearer ${ACCESS_TOKEN}` } })
+      const accountId = (await body(await v2('/me'))).account.id
+      const app = await body(await v2(`/accounts/${accountId}/apps`, 'POST', { name: 'idle' }))
+      apps.push(app.id)
+      const key = (await body(await v2(`/apps/${app.id}/keys`, 'POST', { name: 'k', capability: { '*': ['*'] } }))).key
+      const q = await body(await v2(`/apps/${app.id}/queues`, 'POST', { name: 'q', ttl: 1, maxLength: 10 }))
+      const rule = { ruleType: 'amqp', source: { channelFilter: '^idle$' }, target: { queueId: q.id } }
+      expect((await v2(`/apps/${app.id}/rules`, 'POST', rule)).status).toBe(201)
+      const { ch, got } = await consume(q.amqp.uri, q.amqp.queueName, consumers)
+      /** The gateway's connections (guest's) to the app's vhost, as the management API lists them. */
+      const gatewayConnections = async () =>
+        (
+          (await (await rabbit(`/vhosts/${encodeURIComponent(`app.${app.id}`)}/connections`)).json()) as Array<{
+            user: string
+          }>
+        ).filter((c) => c.user === 'guest').length
+      const send = async (data: string) =>
+        expect((await gw2.request('/channels/idle/messages', { method: 'POST', json: { data }, key })).status).toBe(201)
+      await send('first')
+      await waitFor(
+        () => got.length,
+        (n) => n === 1,
+      )
+      await waitFor(gatewayConnections, (n) => n === 1, 30_000)
+      await waitFor(gatewayConnections, (n) => n === 0, 30_000)
+      await send('second')
+      await waitFor(
+        () => got.length,
+        (n) => n === 2,
+      )
+      expect(got.map((m) => envelope(m).messages[0].data)).toEqual(['first', 'second'])
+      for (const m of got) ch.ack(m)
+    } finally {
+      await gw2.close()
+    }
+  }, 90_000)
+
   test("a node's buffer is bounded: beyond it deliveries are dropped and counted, publishes still answer 201", async () => {
     // a second node whose broker never answers, holding at most 2 messages
     const gw2 = await createTestGateway({
       amqpUrl: `amqp://guest:guest@127.0.0.1:${await deadPort()}`,
+      amqpManagementUrl: `http://guest:guest@127.0.0.1:${await deadPort()}`,
       amqpBufferMessages: 2,
     })
     try {

@@ -21,6 +21,8 @@ export class AmqpConnection {
     /** Called when a (new) connection is ready. */
     private readonly onReady: () => void,
     private readonly onError: (e: unknown) => void,
+    /** Run before each attempt to connect (e.g. making the vhost it opens); a rejection counts as a failed attempt. */
+    private readonly prepare?: () => Promise<void>,
   ) {
     void this.loop()
   }
@@ -50,6 +52,8 @@ export class AmqpConnection {
     while (!this.stopped && !this.model) {
       let model: ChannelModel | undefined
       try {
+        await this.prepare?.()
+        if (this.stopped) return
         model = await connect(this.url, { timeout: 5000 })
         model.on('error', this.onError)
         model.on('close', () => this.lost(model!))

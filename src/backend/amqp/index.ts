@@ -1,5 +1,4 @@
-import type { QueueBroker } from '../../core/ports'
-import { AmqpConnection } from './connection'
+import type { BrokerQueue, QueueBroker } from '../../core/ports'
 import { RabbitManagement } from './management'
 import { AmqpQueueBroker } from './queue-broker'
 
@@ -8,19 +7,20 @@ export interface AmqpSettings {
   amqpManagementUrl: string
   amqpPublicUrl: string
   amqpBufferMessages: number
+  amqpIdleConnectionMs: number
 }
 
-/** The broker's vhost as a URL names it (`amqp://host` and `amqp://host/` both mean `/`). */
-const vhostOf = (u: URL) => decodeURIComponent(u.pathname.slice(1)) || '/'
-
 /**
- * App queues on RabbitMQ (AMQP_URL): queues declared and messages published over AMQP as
- * AMQP_URL's user; consumer users and their permissions made through the management API
- * (AMQP_MANAGEMENT_URL, by default AMQP_URL's host and credentials on port 15672).
+ * App queues on RabbitMQ (AMQP_URL): each app's queues in a vhost of its own, declared and
+ * published to over AMQP as AMQP_URL's user; vhosts, consumer users and their permissions made
+ * through the management API (AMQP_MANAGEMENT_URL, by default AMQP_URL's host and credentials on
+ * port 15672). `appQueues` names this deployment's queues of an app (for the move of an earlier
+ * layout's queues).
  */
 export function createAmqpQueueBroker(
   s: AmqpSettings,
   secret: () => Promise<string>,
+  appQueues: (appId: string) => Promise<BrokerQueue[] | undefined>,
   onError: (e: unknown) => void,
 ): QueueBroker {
   const url = new URL(s.amqpUrl)
@@ -34,15 +34,16 @@ export function createAmqpQueueBroker(
     management = m.toString()
   }
   const pub = new URL(s.amqpPublicUrl || s.amqpUrl)
-  const publicUrl = `${pub.protocol}//${pub.host}${pub.pathname}`
-  let broker: AmqpQueueBroker | undefined
-  const conn = new AmqpConnection(url.toString(), () => broker?.pump(), onError)
-  broker = new AmqpQueueBroker(
-    conn,
+  return new AmqpQueueBroker(
     new RabbitManagement(management),
     secret,
-    { vhost: vhostOf(url), publicUrl, bufferMessages: s.amqpBufferMessages },
+    {
+      url: url.toString(),
+      publicUrl: `${pub.protocol}//${pub.host}`,
+      bufferMessages: s.amqpBufferMessages,
+      idleMs: s.amqpIdleConnectionMs,
+      appQueues,
+    },
     onError,
   )
-  return broker
 }

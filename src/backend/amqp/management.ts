@@ -5,9 +5,12 @@
 export class RabbitManagement {
   private readonly base: string
   private readonly authorization: string
+  /** The API's user (the one that makes users, vhosts and permissions). */
+  readonly user: string
 
   constructor(url: string) {
     const u = new URL(url)
+    this.user = decodeURIComponent(u.username)
     this.authorization =
       'Basic ' + Buffer.from(`${decodeURIComponent(u.username)}:${decodeURIComponent(u.password)}`).toString('base64')
     u.username = ''
@@ -32,8 +35,44 @@ export class RabbitManagement {
     await this.call('PUT', `/users/${encodeURIComponent(name)}`, { password, tags: '' })
   }
 
+  async userExists(name: string): Promise<boolean> {
+    const r = await this.call('GET', `/users/${encodeURIComponent(name)}`)
+    await r.arrayBuffer()
+    return r.status !== 404
+  }
+
   async deleteUser(name: string): Promise<void> {
     await this.call('DELETE', `/users/${encodeURIComponent(name)}`)
+  }
+
+  /** Creates the vhost (nothing if it exists); the API's user is given every permission in a vhost it creates. */
+  async putVhost(name: string): Promise<void> {
+    await this.call('PUT', `/vhosts/${encodeURIComponent(name)}`, {})
+  }
+
+  /** Deletes the vhost with its queues and permissions, closing its connections (nothing if it is gone). */
+  async deleteVhost(name: string): Promise<void> {
+    await this.call('DELETE', `/vhosts/${encodeURIComponent(name)}`)
+  }
+
+  /** The permissions held in the vhost (none when there is no such vhost). */
+  async vhostPermissions(
+    vhost: string,
+  ): Promise<Array<{ user: string; configure: string; write: string; read: string }>> {
+    const r = await this.call('GET', `/vhosts/${encodeURIComponent(vhost)}/permissions`)
+    return r.status === 404
+      ? []
+      : ((await r.json()) as Array<{ user: string; configure: string; write: string; read: string }>)
+  }
+
+  /** Names of the vhost's queues (none when there is no such vhost). */
+  async queueNames(vhost: string): Promise<string[]> {
+    const r = await this.call('GET', `/queues/${encodeURIComponent(vhost)}?columns=name`)
+    return r.status === 404 ? [] : ((await r.json()) as Array<{ name: string }>).map((q) => q.name)
+  }
+
+  async deletePermissions(vhost: string, user: string): Promise<void> {
+    await this.call('DELETE', `/permissions/${encodeURIComponent(vhost)}/${encodeURIComponent(user)}`)
   }
 
   /** The user's permissions in the vhost: regular expressions on resource names. */

@@ -143,7 +143,7 @@ export class RulesEngine {
           async () => new Map((await this.control.listQueues(appId)).map((q) => [q.id, q])),
         )
         const q = queues.get(rule.target.queueId ?? '')
-        if (q && this.broker) this.toBroker(this.broker, q, rule, channel, source, items)
+        if (q && this.broker) this.toBroker(this.broker, q, rule, app.accountId, channel, source, items)
         else if (q && source === 'channel.message')
           await this.queues.push(
             q.id,
@@ -164,6 +164,7 @@ export class RulesEngine {
     broker: QueueBroker,
     q: Queue,
     rule: Rule,
+    accountId: string,
     channel: string,
     source: Source,
     items: Array<Record<string, unknown>>,
@@ -180,7 +181,7 @@ export class RulesEngine {
     const groups = rule.requestMode === 'batch' ? [items] : items.map((m) => [m])
     for (const group of groups) {
       const envelope = { source, appId: rule.appId, channel, site: SITE, ruleId: rule.id, [ITEMS_FIELD[source]]: group }
-      broker.send(bq, JSON.stringify(envelope), { messageId: `${rule.id}:${group[0]!.id}`, headers })
+      broker.send(bq, JSON.stringify(envelope), { accountId, messageId: `${rule.id}:${group[0]!.id}`, headers })
     }
   }
 

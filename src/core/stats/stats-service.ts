@@ -29,6 +29,9 @@ interface Pending {
   /** Messages delivered to webhooks, and given up (dropped) on the way. */
   webhookCount: number
   webhookFailed: number
+  /** Messages confirmed into app queues on the broker, and given up on the way. */
+  queueCount: number
+  queueFailed: number
   tokenRequests: number
   apiRequests: number
   connectionsOpened: number
@@ -78,6 +81,8 @@ export class StatsService {
         outCount: 0,
         webhookCount: 0,
         webhookFailed: 0,
+        queueCount: 0,
+        queueFailed: 0,
         tokenRequests: 0,
         apiRequests: 0,
         connectionsOpened: 0,
@@ -129,6 +134,16 @@ export class StatsService {
     this.current(appId, accountId).webhookFailed += count
   }
 
+  /** Messages an amqp rule's queue took (the broker confirmed them). */
+  queueDelivered(appId: string, accountId: string, count: number) {
+    this.current(appId, accountId).queueCount += count
+  }
+
+  /** Messages an amqp rule gave up (the node's buffer full, ttl passed waiting, queue or app deleted). */
+  queueDropped(appId: string, accountId: string, count: number) {
+    this.current(appId, accountId).queueFailed += count
+  }
+
   tokenRequestSucceeded(appId: string, accountId: string) {
     this.current(appId, accountId).tokenRequests++
   }
@@ -167,6 +182,8 @@ export class StatsService {
     put('messages.outbound.realtime.messages.count', p.outCount)
     put('messages.outbound.webhook.messages.count', p.webhookCount)
     put('messages.outbound.webhook.messages.failed', p.webhookFailed)
+    put('messages.outbound.sharedQueue.messages.count', p.queueCount)
+    put('messages.outbound.sharedQueue.messages.failed', p.queueFailed)
     put('messages.persisted.messages.count', p.persistedCount)
     put('messages.persisted.messages.data', p.persistedBytes)
     put('apiRequests.tokenRequests.succeeded', p.tokenRequests)
