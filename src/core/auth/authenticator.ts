@@ -106,10 +106,11 @@ export class Authenticator {
     return c.clientId ? this.withClientId(p, c.clientId) : p
   }
 
-  /** Resolves the API key named `keyName` and its (enabled) app, or throws 40101 / 40131 / 40300. */
+  /** Resolves the API key named `keyName` and its (enabled) app, or throws 40400 (status 401) / 40131 / 40300. */
   async key(keyName: string): Promise<{ key: ApiKey; app: App }> {
     const key = await this.control.getKey(keyName)
-    if (!key) throw new GatewayError(40101, 'Invalid credentials: key not found')
+    // the hosted service's answer to a key name it does not know (ably-js's suites expect it)
+    if (!key) throw new GatewayError(40400, 'Invalid credentials: key not found', { status: 401 })
     if (key.status !== 0) throw new GatewayError(40131, 'Key has been revoked')
     const app = await this.control.getApp(key.appId)
     if (!app || app.status !== 'enabled') throw new GatewayError(40300, 'Application disabled')
@@ -174,7 +175,8 @@ export class Authenticator {
       if (!jwt.header.kid) throw new GatewayError(40144, 'Invalid JWT: kid (key name) missing')
       const { key, app } = await this.key(jwt.header.kid)
       const claims = verifyJwt(jwt, key)
-      if (!claims.capability) throw new GatewayError(40144, 'Invalid JWT: x-ably-capability must be specified')
+      // without x-ably-capability, the key's capability (as the hosted service takes such a JWT)
+      if (!claims.capability) return this.tokenPrincipal('jwt', key, app, JSON.stringify(key.capability), claims)
       const cap = intersectCapability(key.capability, parseCapability(claims.capability))
       if (!cap) throw new GatewayError(40160, 'JWT capability has no intersection with the key', { status: 401 })
       return this.tokenPrincipal('jwt', key, app, JSON.stringify(cap), claims)
