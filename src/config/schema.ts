@@ -359,7 +359,7 @@ export const SETTINGS = {
   tokenRenewLeadMs: setting(
     'TOKEN_RENEW_LEAD_MS',
     '30000',
-    "A realtime connection authenticated with a token is asked to renew it (AUTH) this long before it expires, or a quarter of the token's remaining life when that is less; once per token (ms).",
+    'A realtime connection authenticated with a token is asked to renew it (AUTH) this long before it expires, once per token, as the hosted service does; a token with less than 1.1 times this left when it arrives is not asked for and expires into DISCONNECTED 40142, after which the client renews and resumes. 0: never asked (ms).',
     int(0),
   ),
   presenceLeaseMs: setting(
