@@ -495,6 +495,18 @@ export const SETTINGS = {
     'Refuse Basic auth over plain HTTP with 40103, as the hosted service does.',
     bool,
   ),
+  refusedCredentialsCacheSize: setting(
+    'REFUSED_CREDENTIALS_CACHE_SIZE',
+    '4096',
+    'Refused credentials (an expired, forged or revoked token; an unknown key) a node remembers, so the same one sent again is refused at the cost of a lookup, not a verification; the oldest are forgotten first, all on any key or app change. Credentials over 4,096 characters are not remembered. 0: none.',
+    int(0, 1_000_000),
+  ),
+  refusedCredentialsCacheMs: setting(
+    'REFUSED_CREDENTIALS_CACHE_MS',
+    '60000',
+    'How long a refused credential is remembered (ms; see REFUSED_CREDENTIALS_CACHE_SIZE).',
+    int(0),
+  ),
   pushWebhookUrl: setting(
     'PUSH_WEBHOOK_URL',
     '',
