@@ -5,7 +5,7 @@
  * one. Verifications are counted by the key lookups they make.
  */
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
-import { addKey, createTestGateway, ROOT_KEY, TestClock, type TestGateway } from '../helpers/gateway'
+import { addApp, addKey, createTestGateway, ROOT_KEY, TestClock, type TestGateway } from '../helpers/gateway'
 import { expectError } from '../helpers/errors'
 import { makeJwt } from '../helpers/tokens'
 
@@ -19,11 +19,11 @@ beforeAll(async () => {
   gw = await createTestGateway({ refusedCredentialsCacheSize: 3, refusedCredentialsCacheMs: TTL_MS }, clock)
   const control = gw.backend.control
   // any control change forgets every verdict: on Redis the announcements of the bootstrap arrive
-  // after it, so one more change is made and its echo awaited (the channel keeps their order)
+  // after it, so a change of an app of its own is made and its echo awaited (the announcements
+  // come back in order): a write is applied where it was made, and on Redis again when it comes back
   let echoes = 0
-  control.onChange((e) => e.kind === 'key' && echoes++)
-  await addKey(gw, 'settle')
-  // on Redis a write is applied where it was made and again when its announcement comes back
+  control.onChange((e) => e.kind === 'key' && e.appId === 'settle' && echoes++)
+  await addApp(gw, 'settle')
   for (let i = 0; i < 500 && echoes < (gw.config.redisUrl ? 2 : 1); i++) await Bun.sleep(10)
   const getKey = control.getKey.bind(control)
   control.getKey = (name: string) => {
