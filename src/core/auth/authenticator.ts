@@ -67,7 +67,8 @@ export class Authenticator {
 
   /**
    * The principal of credentials verified before, synchronously (the hot path: a map lookup,
-   * nothing decoded); undefined when they must be verified first. Throws for an expired token.
+   * nothing decoded); undefined when they must be verified first. Throws for an expired token,
+   * and for credentials refused within REFUSED_CREDENTIALS_CACHE_MS (refusals.ts).
    */
   cached(c: Credentials): Principal | undefined {
     const raw = rawKey(c)
