@@ -387,7 +387,7 @@ export const SETTINGS = {
   tokenRenewLeadMs: setting(
     'TOKEN_RENEW_LEAD_MS',
     '30000',
-    "A realtime connection authenticated with a token is asked to renew it (AUTH) this long before it expires, or a quarter of the token's remaining life when that is less; once per token (ms).",
+    'A realtime connection authenticated with a token is asked to renew it (AUTH) this long before it expires, once per token, as the hosted service does; a token with less than 1.1 times this left when it arrives is not asked for and expires into DISCONNECTED 40142, after which the client renews and resumes. 0: never asked (ms).',
     int(0),
   ),
   presenceLeaseMs: setting(
@@ -528,6 +528,18 @@ export const SETTINGS = {
     'false',
     'Refuse Basic auth over plain HTTP with 40103, as the hosted service does.',
     bool,
+  ),
+  refusedCredentialsCacheSize: setting(
+    'REFUSED_CREDENTIALS_CACHE_SIZE',
+    '4096',
+    'Refused credentials (an expired, forged or revoked token; an unknown key) a node remembers, so the same one sent again is refused at the cost of a lookup, not a verification; the oldest are forgotten first, all on any key or app change. Credentials over 4,096 characters are not remembered. 0: none.',
+    int(0, 1_000_000),
+  ),
+  refusedCredentialsCacheMs: setting(
+    'REFUSED_CREDENTIALS_CACHE_MS',
+    '60000',
+    'How long a refused credential is remembered (ms; see REFUSED_CREDENTIALS_CACHE_SIZE).',
+    int(0),
   ),
   pushWebhookUrl: setting(
     'PUSH_WEBHOOK_URL',

@@ -1,4 +1,4 @@
-import { Authenticator } from './auth/authenticator'
+import { Authenticator, type AuthenticatorSettings } from './auth/authenticator'
 import { TokenRequests, type TokenRequestSettings } from './auth/token-requests'
 import { ConnectionKeys } from './auth/connection-keys'
 import { EndedConnections, type EndedConnectionSettings } from './auth/ended-connections'
@@ -60,8 +60,8 @@ export type CoreSettings = TokenRequestSettings &
   WebhookSettings &
   IntegrationSettings &
   ConnectionPresenceSettings &
-  SummarySettings & {
-    basicAuthRequiresTls: boolean
+  SummarySettings &
+  AuthenticatorSettings & {
     liveObjectsMaxObjects: number
     liveObjectsMaxMapKeys: number
     liveObjectsGcGraceMs: number

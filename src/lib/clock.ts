@@ -20,9 +20,28 @@ export interface Timers {
 
 export const systemClock: Clock = { now: () => Date.now() }
 
+/**
+ * The longest delay the runtime's timers take (2^31-1 ms, 24.8 days): a longer one fires at once,
+ * so a token valid for a month would "expire" the moment it was checked.
+ */
+export const MAX_TIMER_MS = 2 ** 31 - 1
+
 export const systemTimers: Timers = {
+  /** Any delay: one past MAX_TIMER_MS is waited in steps of at most that (an infinite one never fires). */
   after(ms, fn) {
-    const t = setTimeout(fn, ms)
+    if (!(ms > MAX_TIMER_MS)) {
+      const t = setTimeout(fn, ms)
+      return () => clearTimeout(t)
+    }
+    let left = ms
+    let t: ReturnType<typeof setTimeout>
+    const step = () => {
+      if (left <= 0) return fn()
+      const wait = Math.min(left, MAX_TIMER_MS)
+      left -= wait
+      t = setTimeout(step, wait)
+    }
+    step()
     return () => clearTimeout(t)
   },
   every(ms, fn) {

@@ -20,7 +20,7 @@ import {
 } from '../helpers/realtime'
 
 /** Tokens live this long in these tests; the server asks for a new one this long before expiry. */
-const TTL = 1500
+const TTL = 3000
 const LEAD = 1000
 
 const rt = realtimeGateway({ tokenRenewLeadMs: LEAD })
@@ -104,6 +104,44 @@ describe.each(FORMATS)('ably-js Realtime over %s', (_format, binary) => {
     expect([kept.state, client.connection.state]).toEqual(['attached', 'connected'])
   })
 
+  test('re-auth adding publish to a channel attached subscribe-only: publishing is then accepted (reauthCapabilityUpgradeAddPublish)', async () => {
+    const name = fresh('widen')
+    let capability = JSON.stringify({ [name]: ['subscribe'] })
+    const { authCallback } = authCallbackOf(() => rt.rest().auth.requestToken({ clientId: 'wid', capability }))
+    const client = await connectedClient(rt.port, { authCallback, clientId: 'wid' }, binary)
+    const ch = client.channels.get(name)
+    const got = await collect(ch)
+    expect(
+      (
+        await ch.publish('n', 'refused').then(
+          () => undefined,
+          (e: Ably.ErrorInfo) => e,
+        )
+      )?.code,
+    ).toBe(40160)
+    capability = JSON.stringify({ [name]: ['subscribe', 'publish'] })
+    const seen = updates(client)
+    await client.auth.authorize({ clientId: 'wid', capability })
+    expect(seen.length).toBe(1)
+    expect(ch.state).toBe('attached')
+    await ch.publish('n', 'accepted')
+    expect((await got.until(1)).map((m) => m.data)).toEqual(['accepted'])
+    // and narrowed again: still attached and receiving, publishing refused
+    capability = JSON.stringify({ [name]: ['subscribe'] })
+    await client.auth.authorize({ clientId: 'wid', capability })
+    expect(
+      (
+        await ch.publish('n', 'refused again').then(
+          () => undefined,
+          (e: Ably.ErrorInfo) => e,
+        )
+      )?.code,
+    ).toBe(40160)
+    await rt.rest().channels.get(name).publish('n', 'from rest')
+    expect((await got.until(2)).map((m) => m.data)).toEqual(['accepted', 'from rest'])
+    expect([ch.state, client.connection.state]).toEqual(['attached', 'connected'])
+  })
+
   test('re-auth with a token of another clientId: the connection fails with 40102', async () => {
     let clientId = 'first'
     const { authCallback } = authCallbackOf(async () => (await rt.rest().auth.requestToken({ clientId })).token)
@@ -153,7 +191,7 @@ describe.each(FORMATS)('ably-js Realtime over %s', (_format, binary) => {
     expect((await got.until(1)).map((x) => x.data)).toEqual(['after expiry'])
   })
 
-  test('a token with no way to renew it: the AUTH request of the server fails the client (40171, its own verdict)', async () => {
+  test('a token literal that outlives the lead: the AUTH request of the server fails the client (40171, its own verdict)', async () => {
     const token = await rt.rest().auth.requestToken({ ttl: TTL })
     const client = await connectedClient(rt.port, { token: token.token }, binary)
     const reason = await reach(client.connection, 'failed', TTL + 3000, [])

@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import { APP_ID, createTestGateway, listen, type TestGateway } from '../helpers/gateway'
 import { messages, openSse, type SseClient } from '../helpers/sse'
+import { makeJwt } from '../helpers/tokens'
 
 let gw: TestGateway
 let base: string
@@ -175,6 +176,18 @@ describe('server-side endings', () => {
     const err = JSON.parse(c.events.find((x) => x.event === 'error')!.data)
     expect(err).toMatchObject({ code: 40142, statusCode: 401 })
     expect(typeof err.message).toBe('string')
+  })
+  test('a JWT valid for 30 days (past the longest timer of the runtime): the stream stays open and delivers', async () => {
+    const now = Math.floor(Date.now() / 1000)
+    const [keyName, secret] = gw.key.split(':') as [string, string]
+    const jwt = makeJwt(keyName, secret, { iat: now, exp: now + 30 * 86_400, 'x-ably-capability': '{"*":["*"]}' })
+    const c = await sse(`v=1.2&channels=long-token&accessToken=${encodeURIComponent(jwt)}`)
+    await subscribed('long-token')
+    // before the fix its expiry timer fired at once: error 40142, stream ended
+    await Bun.sleep(500)
+    await publish('long-token', { data: 'still open' })
+    await c.until((e) => messages(e).length === 1)
+    expect(c.events.filter((x) => x.event === 'error')).toEqual([])
   })
 })
 

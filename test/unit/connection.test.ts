@@ -227,3 +227,38 @@ test('token renewal: AUTH before expiry; a new token keeps the connection; witho
   expect(gone.error.code).toBe(40142)
   expect(a.t.ended).toBe('closed')
 })
+
+test('a token with no more than the renewal lead (30 s) left: no AUTH; it runs until it expires, then DISCONNECTED 40142 / 401', async () => {
+  const [keyName, secret] = ROOT_KEY.split(':') as [string, string]
+  for (const ttlS of [5, 30, 32]) {
+    clock.t = Math.ceil(clock.t / 1000) * 1000 // a whole second, as the JWT's times are
+    const now = clock.now() / 1000
+    const a = await connect(
+      params({
+        accessToken: makeJwt(keyName, secret, { iat: now, exp: now + ttlS, 'x-ably-capability': '{"*":["*"]}' }),
+      }),
+    )
+    timers.advance(ttlS * 1000 - 1)
+    expect(a.t.sent.map((m) => m.action)).toEqual([Action.CONNECTED])
+    timers.advance(1)
+    const gone = await a.t.next(Action.DISCONNECTED)
+    expect([gone.error.code, gone.error.statusCode]).toEqual([40142, 401])
+  }
+})
+
+test('a token valid for 30 days: AUTH 30 s before its expiry, not before', async () => {
+  const [keyName, secret] = ROOT_KEY.split(':') as [string, string]
+  clock.t = Math.ceil(clock.t / 1000) * 1000
+  const now = clock.now() / 1000
+  const days30 = 30 * 86_400
+  const a = await connect(
+    params({
+      accessToken: makeJwt(keyName, secret, { iat: now, exp: now + days30, 'x-ably-capability': '{"*":["*"]}' }),
+    }),
+  )
+  timers.advance(days30 * 1000 - 30_001)
+  expect(a.t.sent.map((m) => m.action)).toEqual([Action.CONNECTED])
+  timers.advance(1)
+  expect(a.t.sent.map((m) => m.action)).toEqual([Action.CONNECTED, Action.AUTH])
+  a.conn.receive({ action: Action.CLOSE })
+})

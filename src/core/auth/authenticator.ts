@@ -5,6 +5,7 @@ import type { Clock, ControlStore, RevocationStore } from '../ports'
 import type { ApiKey, App } from '../types'
 import { CapabilityMatcher, intersectCapability, parseCapability } from './capability'
 import { checkClientIdLength, type Principal } from './principal'
+import { Refusals } from './refusals'
 import { REVOCABLE_TOKEN_MAX_TTL_MS, revocationError } from './revocation'
 import { parseJwt, parseTokenKeyName, verifyJwt, verifyToken, type TokenClaims } from './tokens'
 
@@ -25,6 +26,13 @@ export interface Credentials {
 
 const CACHE_MAX = 20_000
 
+export interface AuthenticatorSettings {
+  basicAuthRequiresTls: boolean
+  /** Refused credentials remembered at most (0: none), each for at most `refusedCredentialsCacheMs`. */
+  refusedCredentialsCacheSize: number
+  refusedCredentialsCacheMs: number
+}
+
 /** Cache key: the credential exactly as it arrived (header values never hold control characters). */
 const rawKey = (c: Credentials): string =>
   c.authorization || (c.key ? '\u0001K' + c.key : c.accessToken ? '\u0001T' + c.accessToken : '')
@@ -37,16 +45,19 @@ const rawKey = (c: Credentials): string =>
 export class Authenticator {
   private cache = new Map<string, Principal>()
   private matchers = new Map<string, CapabilityMatcher>()
+  private readonly refusals: Refusals
 
   constructor(
     private readonly control: ControlStore,
     private readonly revocations: RevocationStore,
     private readonly clock: Clock,
-    private readonly opts: { basicAuthRequiresTls: boolean },
+    private readonly opts: AuthenticatorSettings,
   ) {
+    this.refusals = new Refusals(opts.refusedCredentialsCacheSize, opts.refusedCredentialsCacheMs)
     control.onChange(() => {
       this.cache.clear()
       this.matchers.clear()
+      this.refusals.clear()
     })
   }
 
@@ -56,30 +67,48 @@ export class Authenticator {
 
   /**
    * The principal of credentials verified before, synchronously (the hot path: a map lookup,
-   * nothing decoded); undefined when they must be verified first. Throws for an expired token.
+   * nothing decoded); undefined when they must be verified first. Throws for an expired token,
+   * and for credentials refused within REFUSED_CREDENTIALS_CACHE_MS (refusals.ts).
    */
   cached(c: Credentials): Principal | undefined {
-    const p = this.cache.get(rawKey(c))
-    if (!p) return undefined
+    const raw = rawKey(c)
+    const p = this.cache.get(raw)
+    if (!p) {
+      const refused = this.refusals.get(raw, this.clock.now())
+      if (refused) throw refused
+      return undefined
+    }
     if (p.expires !== undefined && p.expires <= this.clock.now()) {
-      this.cache.delete(rawKey(c))
-      throw new GatewayError(40142, 'Token expired')
+      this.cache.delete(raw)
+      throw this.refuse(raw, new GatewayError(40142, 'Token expired'))
     }
     const revoked = p.revocable && this.revoked(p)
     if (revoked) {
-      this.cache.delete(rawKey(c))
-      throw revoked
+      this.cache.delete(raw)
+      throw this.refuse(raw, revoked)
     }
     return this.finish(c, p)
   }
 
   private async verifyAndCache(c: Credentials): Promise<Principal> {
-    const p = await this.verify(this.credentialString(c))
+    const raw = rawKey(c)
+    let p: Principal
+    try {
+      p = await this.verify(this.credentialString(c))
+    } catch (e) {
+      throw e instanceof GatewayError && e.statusCode < 500 ? this.refuse(raw, e) : e
+    }
     const revoked = p.revocable && this.revoked(p)
-    if (revoked) throw revoked
+    if (revoked) throw this.refuse(raw, revoked)
     if (this.cache.size >= CACHE_MAX) this.cache.clear()
-    this.cache.set(rawKey(c), p)
+    this.cache.set(raw, p)
     return p
+  }
+
+  /** Remembers the verdict on credentials (they are refused again at the cost of a lookup); returns it. */
+  private refuse(raw: string, err: GatewayError): GatewayError {
+    if (raw) this.refusals.remember(raw, err, this.clock.now())
+    return err
   }
 
   /** The 40141 error when a revocation in force now refuses the token of `p`; undefined otherwise. */
@@ -106,10 +135,11 @@ export class Authenticator {
     return c.clientId ? this.withClientId(p, c.clientId) : p
   }
 
-  /** Resolves the API key named `keyName` and its (enabled) app, or throws 40101 / 40131 / 40300. */
+  /** Resolves the API key named `keyName` and its (enabled) app, or throws 40400 (status 401) / 40131 / 40300. */
   async key(keyName: string): Promise<{ key: ApiKey; app: App }> {
     const key = await this.control.getKey(keyName)
-    if (!key) throw new GatewayError(40101, 'Invalid credentials: key not found')
+    // the hosted service's answer to a key name it does not know (ably-js's suites expect it)
+    if (!key) throw new GatewayError(40400, 'Invalid credentials: key not found', { status: 401 })
     if (key.status !== 0) throw new GatewayError(40131, 'Key has been revoked')
     const app = await this.control.getApp(key.appId)
     if (!app || app.status !== 'enabled') throw new GatewayError(40300, 'Application disabled')
@@ -174,7 +204,8 @@ export class Authenticator {
       if (!jwt.header.kid) throw new GatewayError(40144, 'Invalid JWT: kid (key name) missing')
       const { key, app } = await this.key(jwt.header.kid)
       const claims = verifyJwt(jwt, key)
-      if (!claims.capability) throw new GatewayError(40144, 'Invalid JWT: x-ably-capability must be specified')
+      // without x-ably-capability, the key's capability (as the hosted service takes such a JWT)
+      if (!claims.capability) return this.tokenPrincipal('jwt', key, app, JSON.stringify(key.capability), claims)
       const cap = intersectCapability(key.capability, parseCapability(claims.capability))
       if (!cap) throw new GatewayError(40160, 'JWT capability has no intersection with the key', { status: 401 })
       return this.tokenPrincipal('jwt', key, app, JSON.stringify(cap), claims)

@@ -2,6 +2,7 @@ import { GatewayError } from '../../errors'
 import { base64url, fromBase64url } from '../../lib/encoding'
 import { hmacSha256, safeEqual } from '../../lib/crypto'
 import type { ApiKey } from '../types'
+import { checkClientIdLength } from './principal'
 import { ROOM_CLAIM_PREFIX, roomClaimsOf } from './user-claims'
 
 /**
@@ -116,6 +117,7 @@ export function verifyJwt(
     throw new GatewayError(40144, 'Invalid JWT: exp must be specified as a number of seconds')
   const cap = jwt.claims['x-ably-capability']
   const clientId = jwt.claims['x-ably-clientId']
+  if (typeof clientId === 'string') checkClientIdLength(clientId)
   const revocationKey = jwt.claims['x-ably-revocation-key']
   return {
     issued: iat * 1000,

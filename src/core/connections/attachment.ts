@@ -8,6 +8,18 @@ import { Action, Flag } from './protocol'
 import { occupancyMessage } from './occupancy-message'
 import type { OccupancyEvent } from '../presence/occupancy-events'
 
+/** How an attachment with these modes counts in its channel's occupancy. */
+export function occupancyRole(modes: number): OccupancyRole {
+  return {
+    publish: (modes & Flag.PUBLISH) !== 0,
+    subscribe: (modes & Flag.SUBSCRIBE) !== 0,
+    presenceSubscribe: (modes & Flag.PRESENCE_SUBSCRIBE) !== 0,
+    // granted only with the object-publish / object-subscribe capability (grantedModes)
+    objectPublish: (modes & Flag.OBJECT_PUBLISH) !== 0,
+    objectSubscribe: (modes & Flag.OBJECT_SUBSCRIBE) !== 0,
+  }
+}
+
 /** What an attachment needs of its connection. */
 export interface AttachmentHost {
   readonly id: string
@@ -38,6 +50,8 @@ export class Attachment implements SessionSink {
   reattached?: () => void
   /** The channel counted in occupancy when `channel` is a filtered channel's name (its base channel). */
   base?: string
+  /** The modes the ATTACH asked for (0: the default set), which a re-auth grants again (`regrant`). */
+  requested = 0
   /** Ends the occupancy events of an `occupancy=metrics` attachment. */
   unwatch?: () => void
   private closed = false
@@ -47,7 +61,8 @@ export class Attachment implements SessionSink {
   constructor(
     private readonly host: AttachmentHost,
     readonly channel: string,
-    readonly modes: number,
+    /** Granted; the sending modes among them follow the capability on re-auth (`regrant`). */
+    public modes: number,
     /** Flags of ATTACHED besides the modes (RESUMED, HAS_PRESENCE; HAS_BACKLOG is found when the session begins). */
     private readonly flags: number,
     /** Channel params the server recognised, echoed in ATTACHED. */
@@ -85,6 +100,20 @@ export class Attachment implements SessionSink {
     if (error) pm.error = error.toBody()
     this.attached = true
     this.host.send(pm)
+  }
+
+  /**
+   * New modes granted on re-auth (only sending modes added or removed: the deliveries stay as they
+   * are); the channel's occupancy counts it in its new role.
+   */
+  regrant(modes: number): void {
+    if (modes === this.modes) return
+    this.modes = modes
+    if (this.closed || !this.role) return
+    const role = occupancyRole(modes)
+    this.host.core.occupancy.detach(this.appId!, this.base ?? this.channel, this.role)
+    this.host.core.occupancy.attach(this.appId!, this.base ?? this.channel, role)
+    this.role = role
   }
 
   deliver(_index: number, batch: Message[]): boolean {

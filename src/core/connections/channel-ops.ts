@@ -4,7 +4,7 @@ import { dropsRefusals } from '../model/sub-channels'
 import { isFiltered, parseFilteredChannel } from '../channels/filtered-channel'
 import { asGatewayError, GatewayError } from '../../errors'
 import type { ConnectionServices } from './services'
-import { Attachment, type AttachmentHost } from './attachment'
+import { Attachment, occupancyRole, type AttachmentHost } from './attachment'
 import {
   Action,
   Flag,
@@ -12,6 +12,7 @@ import {
   loggedName,
   modeRefused,
   requestedModes,
+  SENDING_MODES,
   wireError,
   type ProtocolMessage,
 } from './protocol'
@@ -201,7 +202,8 @@ export class ChannelOps {
     const derived = isFiltered(wireName) ? parseFilteredChannel(wireName) : undefined
     const channel = derived?.base ?? wireName
     const params = { ...derived?.params, ...(typeof pm.params === 'object' && pm.params !== null ? pm.params : {}) }
-    const modes = grantedModes(principal.capability, channel, requestedModes(pm.flags, params))
+    const requested = requestedModes(pm.flags, params)
+    const modes = grantedModes(principal.capability, channel, requested)
     if (!modes) throw new GatewayError(40160, `No capability on channel "${channel}" for any of the requested modes`)
     const serial = typeof pm.channelSerial === 'string' && pm.channelSerial ? pm.channelSerial : undefined
     // an attach that resumes (ATTACH_RESUME, or a channelSerial: the client was attached before)
@@ -242,15 +244,9 @@ export class ChannelOps {
       error,
     )
     att.base = channel
+    att.requested = requested
     this.attachments.set(wireName, att)
-    att.role = {
-      publish: (modes & Flag.PUBLISH) !== 0,
-      subscribe: (modes & Flag.SUBSCRIBE) !== 0,
-      presenceSubscribe: (modes & Flag.PRESENCE_SUBSCRIBE) !== 0,
-      // granted only with the object-publish / object-subscribe capability (grantedModes)
-      objectPublish: (modes & Flag.OBJECT_PUBLISH) !== 0,
-      objectSubscribe: (modes & Flag.OBJECT_SUBSCRIBE) !== 0,
-    }
+    att.role = occupancyRole(modes)
     att.appId = principal.appId
     core.occupancy.attach(principal.appId, channel, att.role)
     if (modes & (Flag.SUBSCRIBE | Flag.PRESENCE_SUBSCRIBE | Flag.OBJECT_SUBSCRIBE | Flag.ANNOTATION_SUBSCRIBE)) {
@@ -299,17 +295,26 @@ export class ChannelOps {
       att.unwatch = core.occupancyEvents.watch(principal.appId, channel, att)
   }
 
-  /** New credentials: attachments the capability no longer allows fail; the others carry on under them. */
+  /**
+   * New credentials: an attachment the capability no longer allows all it delivers fails (40160);
+   * the others carry on under them, their sending modes (publish, presence...) widened or narrowed
+   * to what the new capability grants of what the ATTACH asked for.
+   */
   reauthorized(principal: Principal): void {
     for (const [channel, att] of this.attachments) {
-      if (grantedModes(principal.capability, att.base ?? channel, att.modes) !== att.modes) {
+      const granted = grantedModes(principal.capability, att.base ?? channel, att.requested)
+      const kept = (att.modes & ~SENDING_MODES) | (granted & SENDING_MODES)
+      if ((granted & kept) !== kept || !kept) {
         att.close()
         this.attachments.delete(channel)
         this.channelError(
           channel,
           new GatewayError(40160, `The new credentials no longer permit the modes attached on "${channel}"`),
         )
-      } else att.session?.renew(principal)
+      } else {
+        att.regrant(kept)
+        att.session?.renew(principal)
+      }
     }
   }
 

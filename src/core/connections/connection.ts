@@ -266,9 +266,12 @@ export class Connection implements AttachmentHost, PublishHost, ObjectHost {
   }
 
   /**
-   * Asks for a new token once per token, ahead of its expiry by TOKEN_RENEW_LEAD_MS or a quarter
-   * of what is left of it, whichever is less (a short-lived token is not asked again the moment
-   * it arrives); DISCONNECTED 40142 at expiry when no new token came.
+   * The hosted service's rule: AUTH TOKEN_RENEW_LEAD_MS before a token expires, once per token,
+   * and only to a token that has more than that left when it arrives (by a tenth of the lead at
+   * least, so tokens that barely outlive the lead cannot make a renewal loop); a shorter-lived
+   * token is let expire. At expiry, when no newer token came: DISCONNECTED 40142, which a client
+   * that can renew answers by resuming with a new token, and one that cannot (a token literal,
+   * which an AUTH request fails at once with 40171) by failing.
    */
   private scheduleExpiry() {
     this.renewTimer?.()
@@ -276,9 +279,9 @@ export class Connection implements AttachmentHost, PublishHost, ObjectHost {
     const expires = this.principal.expires
     if (expires === undefined) return
     const left = expires - this.core.clock.now()
-    if (this.renewalAskedFor !== expires) {
-      const lead = Math.min(this.s.tokenRenewLeadMs, left / 4)
-      this.renewTimer = this.core.timers.after(Math.max(0, left - lead), () => {
+    const lead = this.s.tokenRenewLeadMs
+    if (this.renewalAskedFor !== expires && lead > 0 && left - lead >= lead / 10) {
+      this.renewTimer = this.core.timers.after(left - lead, () => {
         this.renewalAskedFor = expires
         this.send({ action: Action.AUTH })
       })

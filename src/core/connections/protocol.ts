@@ -58,6 +58,13 @@ export const MODES =
   Flag.OBJECT_SUBSCRIBE |
   Flag.OBJECT_PUBLISH
 
+/**
+ * Modes that only permit what the client sends (nothing is delivered by them): on re-auth they
+ * follow the new capability in place. The others shape the attachment's deliveries, which begin
+ * at ATTACH (presence sync, object sync), so they are granted by attaching again.
+ */
+export const SENDING_MODES = Flag.PUBLISH | Flag.PRESENCE | Flag.ANNOTATION_PUBLISH | Flag.OBJECT_PUBLISH
+
 /** The capability operation each mode needs. */
 const MODE_OPERATIONS: Array<[number, string]> = [
   [Flag.PUBLISH, 'publish'],
