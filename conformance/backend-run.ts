@@ -95,7 +95,17 @@ async function main(): Promise<void> {
     const code = await proc.exited
     appendFileSync(join(logDir, `${slug}.log`), errText)
     const seconds = Math.round((performance.now() - started) / 100) / 10
-    const r = { suite: name, ...readResults(suite.runner, resultsPath, file, code === 124 || code === 137, seconds) }
+    const r = {
+      suite: name,
+      ...readResults(
+        suite.runner,
+        resultsPath,
+        file,
+        code === 124 || code === 137,
+        seconds,
+        join(logDir, `${slug}.log`),
+      ),
+    }
     results.push(r)
     const gone = gateway.exitCode !== null || gateway.signalCode !== null ? ' (the gateway exited)' : ''
     console.log(

@@ -16,6 +16,8 @@ export const CAUSES: Cause[] = [
   },
 ]
 
-export function causeOf(text: string): string {
+/** The cause of a failure: the outside hosts its log names, else the first entry whose pattern matches. */
+export function causeOf(text: string, outside?: string[]): string {
+  if (outside?.length) return `internet: the test reaches ${outside.join(', ')} (no network in the run)`
   return CAUSES.find((c) => c.match.test(text))?.cause ?? 'not yet analysed'
 }

@@ -5,6 +5,8 @@ import type { Runner } from './suites'
 export interface Failure {
   title: string
   error: string
+  /** Hosts outside the run that the test's own log (the client's log lines printed for it) names. */
+  outside?: string[]
 }
 
 export interface FileResult {
@@ -32,12 +34,34 @@ function tally(r: FileResult, title: string, ok: boolean): void {
   if (p) r.byProtocol[p][ok ? 'passed' : 'failed']++
 }
 
+/** Hosts the suites name that are this run's own (the gateway) or no host at all (help links). */
+const OWN_HOSTS =
+  /^(localhost|127\.0\.0\.1|help\.ably\.io|.*\.fallback\.ably-realtime-nonprod\.com|sandbox\.realtime\.ably-nonprod\.net|sandbox-rest\.ably\.io)$/
+
+/**
+ * The hosts outside the run named in each failed test's part of the file's log (the reporter's
+ * `FAIL  <title>` line up to the next test's line): what a test reached for that the run cannot give.
+ */
+function outsideHosts(log: string, failures: Failure[]): void {
+  const lines = log.split('\n')
+  for (const f of failures) {
+    const at = lines.findIndex((l) => l.startsWith(`  FAIL  ${f.title}`))
+    if (at < 0) continue
+    const hosts = new Set<string>()
+    for (let i = at; i < lines.length && (i === at || !/^  (ok|FAIL)  /.test(lines[i]!)); i++)
+      for (const m of lines[i]!.matchAll(/\b(?:https?|wss?):\/\/([a-z0-9.-]+)/gi))
+        if (!OWN_HOSTS.test(m[1]!)) hosts.add(m[1]!)
+    if (hosts.size) f.outside = [...hosts]
+  }
+}
+
 export function readResults(
   runner: Runner,
   path: string,
   file: string,
   timedOut: boolean,
   seconds: number,
+  logPath?: string,
 ): FileResult {
   const r: FileResult = {
     file,
@@ -90,5 +114,6 @@ export function readResults(
   }
   r.notRun = Math.max(0, total - r.passed - r.failed - r.skipped)
   if (!ended && !timedOut) r.ending = 'crashed'
+  if (logPath && existsSync(logPath) && r.failures.length) outsideHosts(readFileSync(logPath, 'utf8'), r.failures)
   return r
 }

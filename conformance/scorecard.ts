@@ -71,7 +71,7 @@ function failureList(s: RunSummary): string[] {
         const e = byTest.get(key) ?? {
           backends: [],
           error: f.error.split('\n')[0]!.slice(0, 200),
-          cause: causeOf(`${r.suite} ${r.file} ${f.title}\n${f.error}`),
+          cause: causeOf(`${r.suite} ${r.file} ${f.title}\n${f.error}`, f.outside),
         }
         e.backends.push(b.backend)
         byTest.set(key, e)
