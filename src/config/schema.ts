@@ -213,13 +213,13 @@ export const SETTINGS = {
   historyTtlMs: setting(
     'HISTORY_TTL_MS',
     '120000',
-    'History retention of channels outside persisted namespaces (ms).',
+    'History retention (messages and presence events) of channels outside persisted namespaces (ms).',
     int(1000),
   ),
   persistedHistoryTtlMs: setting(
     'PERSISTED_HISTORY_TTL_MS',
     '86400000',
-    'History retention of channels in `persisted` namespaces (ms).',
+    'History retention (messages and presence events) of channels in `persisted` namespaces (ms).',
     int(1000),
   ),
   ringSize: setting(

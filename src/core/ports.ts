@@ -188,6 +188,9 @@ export interface ControlStore {
   close(): Promise<void>
 }
 
+/** Which retention window a channel's history is kept for (a `persisted` namespace's, or the short one). */
+export type HistoryRetention = Pick<PublishOptions, 'persisted'>
+
 /** A present member that left without saying so (its connection dropped, or its node died). */
 export interface OrphanMember {
   appId: string
@@ -206,10 +209,14 @@ export interface PresenceStore {
   count(appId: string, channel: string): Promise<number>
   /**
    * Applies enter (2) / present (1) / update (4) / leave (3) events in order: a member is keyed
-   * by (connectionId, clientId) and recorded as one of its connection's.
+   * by (connectionId, clientId) and recorded as one of its connection's. The events join the
+   * channel's presence history, which is kept as long as its message history (`persisted`: the
+   * long retention, else HISTORY_TTL_MS): older events are dropped, and a channel with no member
+   * and no event left in its window holds nothing.
    */
-  apply(appId: string, channel: string, events: PresenceMessage[]): Promise<void>
-  history(appId: string, channel: string, query: HistoryQuery): Promise<PresenceMessage[]>
+  apply(appId: string, channel: string, events: PresenceMessage[], retention: HistoryRetention): Promise<void>
+  /** Presence history within the channel's retention window (as its message history's). */
+  history(appId: string, channel: string, query: HistoryQuery, retention: HistoryRetention): Promise<PresenceMessage[]>
   /** The members entered over a connection that are present now (a resumed connection learns its own). */
   ofConnection(connectionId: string): Promise<OrphanMember[]>
   /** This node holds connection `connectionId` now (a new connection, or one resumed here). */

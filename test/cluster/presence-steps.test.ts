@@ -37,8 +37,17 @@ afterAll(async () => {
   await conns?.quit()
 })
 
+/** Presence history retention (the defaults: not what these tests look at). */
+const RETENTION = { historyTtlMs: 120_000, persistedHistoryTtlMs: 86_400_000 }
+
 const store = (keys: RedisKeys, node: string, leaseMs = 60_000) => {
-  const s = new RedisPresenceStore(client, keys, node, { redisTimeoutMs: 2000, presenceLeaseMs: leaseMs }, () => {})
+  const s = new RedisPresenceStore(
+    client,
+    keys,
+    node,
+    { redisTimeoutMs: 2000, presenceLeaseMs: leaseMs, ...RETENTION },
+    () => {},
+  )
   stores.push(s)
   return s
 }
@@ -56,7 +65,7 @@ describe.skipIf(!available)('presence steps on Redis', () => {
     const keys = new RedisKeys(`psteps-${Date.now()}-a:`)
     const a = store(keys, 'node-a')
     await a.claim('conn-1')
-    await a.apply('app', 'room', [enter('conn-1', 'alice')])
+    await a.apply('app', 'room', [enter('conn-1', 'alice')], { persisted: false })
     // what a crash after the list step of an enter leaves: an entry, no member
     await client.sendCommand(['SADD', keys.presenceConnection('conn-1'), 'app\u0000other\u0000bob'])
     const taken = await a.take('conn-1')
@@ -71,7 +80,7 @@ describe.skipIf(!available)('presence steps on Redis', () => {
     const dead = store(keys, 'node-dead', 300)
     for (let i = 0; i < 20; i++) {
       await dead.claim(`c${i}`)
-      await dead.apply('app', `room-${i % 3}`, [enter(`c${i}`, `client-${i}`)])
+      await dead.apply('app', `room-${i % 3}`, [enter(`c${i}`, `client-${i}`)], { persisted: false })
     }
     dead.close() // stops renewing its lease: killed
     await Bun.sleep(700)
@@ -102,7 +111,7 @@ describe.skipIf(!available)('presence steps on Redis', () => {
       slowLeases,
       keys,
       'node-dead',
-      { redisTimeoutMs: 5000, presenceLeaseMs: 300 },
+      { redisTimeoutMs: 5000, presenceLeaseMs: 300, ...RETENTION },
       () => {},
     )
     stores.push(dead)
@@ -113,7 +122,7 @@ describe.skipIf(!available)('presence steps on Redis', () => {
     release()
     await claimed
     expect(await client.sendCommand(['ZSCORE', keys.presenceNodes(), 'node-dead'])).not.toBeNull()
-    await dead.apply('app', 'room', [enter('only', 'alice')])
+    await dead.apply('app', 'room', [enter('only', 'alice')], { persisted: false })
     dead.close() // killed right after its first connection
     await Bun.sleep(700)
     const reaped = await store(keys, 'node-live').reap()
@@ -144,7 +153,7 @@ describe.skipIf(!available)('presence steps on Redis', () => {
     const keys = new RedisKeys(`psteps-${Date.now()}-e:`)
     const live = store(keys, 'node-new')
     // what a node of the earlier version leaves: its lease (run out), its set, holder and member list
-    await live.apply('app', 'room', [enter('old-conn', 'alice')])
+    await live.apply('app', 'room', [enter('old-conn', 'alice')], { persisted: false })
     await client.sendCommand(['DEL', keys.presenceConnection('old-conn')])
     await client.sendCommand(['ZADD', keys.legacyPresenceNodes(), String(Date.now() + 60_000), 'node-old'])
     await client.sendCommand(['SADD', keys.legacyPresenceNodeConnections('node-old'), 'old-conn'])

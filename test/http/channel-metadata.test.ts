@@ -41,12 +41,12 @@ describe('presence', () => {
     expect(await json(await gw.request('/channels/nobody/presence'))).toEqual([])
   })
   test('members are listed with action 1 (present) and can be filtered', async () => {
-    await gw.backend.presence.apply(APP_ID, 'room', [
-      member('ann', 2, 0),
-      member('ben', 2, 1),
-      member('cat', 2, 2),
-      member('ben', 3, 3),
-    ])
+    await gw.backend.presence.apply(
+      APP_ID,
+      'room',
+      [member('ann', 2, 0), member('ben', 2, 1), member('cat', 2, 2), member('ben', 3, 3)],
+      { persisted: false },
+    )
     const all = await json(await gw.request('/channels/room/presence'))
     expect(all.map((m: any) => m.clientId).sort()).toEqual(['ann', 'cat'])
     expect(all[0]).toMatchObject({ action: 1, connectionId: 'conn1' })

@@ -26,11 +26,12 @@ export function createMemoryBackend(s: MemoryBrokerSettings & { dataDir: string 
   const broker = new MemoryBroker(new SqliteMessageLog(db), clock, s, limits, new RingSnapshot(db))
   const control = new SqliteControlStore(db)
   const objects = new SqliteObjectStore(db, clock, { historyTtlMs: s.persistedHistoryTtlMs })
+  const presence = new MemoryPresenceStore(clock, s)
   return {
     kind: 'memory',
     broker,
     control,
-    presence: new MemoryPresenceStore(),
+    presence,
     stats: new MemoryStatsStore(clock),
     nonces: new MemoryNonceStore(clock),
     marks: new MemoryMarkStore(clock),
@@ -45,6 +46,7 @@ export function createMemoryBackend(s: MemoryBrokerSettings & { dataDir: string 
     push: new SqlitePushStore(db),
     async close() {
       await broker.close()
+      presence.close()
       await objects.close()
       db.close()
     },

@@ -21,12 +21,16 @@ end
 
 /**
  * Applies presence events to a channel. KEYS[1] presence hash, KEYS[2] history list.
- * ARGV: history cap, then per event: action, member field, packed member (as present), packed event.
+ * ARGV: history cap, retention ms, then per event: action, member field, packed member (as
+ * present), packed event. The history is kept as the channel's stream is: at most the cap, none
+ * older than the retention (by the events' timestamps, Redis time as the stream ids are), and the
+ * list expires with its newest event's retention (so a list an earlier version wrote without an
+ * expiry gets one at its next write).
  */
-export const APPLY_PRESENCE_SCRIPT = `
-local n = (#ARGV - 1) / 4
+export const APPLY_PRESENCE_SCRIPT = `${NOW_LUA}
+local n = (#ARGV - 2) / 4
 for i = 0, n - 1 do
-  local b = 2 + i * 4
+  local b = 3 + i * 4
   if tonumber(ARGV[b]) == 3 then
     redis.call('HDEL', KEYS[1], ARGV[b + 1])
   else
@@ -35,6 +39,17 @@ for i = 0, n - 1 do
   redis.call('RPUSH', KEYS[2], ARGV[b + 3])
 end
 redis.call('LTRIM', KEYS[2], -tonumber(ARGV[1]), -1)
+local ttl = tonumber(ARGV[2])
+local since = now_ms() - ttl
+while true do
+  local head = redis.call('LINDEX', KEYS[2], 0)
+  if not head then break end
+  local ok, e = pcall(cmsgpack.unpack, head)
+  local at = ok and type(e) == 'table' and tonumber(e.timestamp)
+  if not at or at >= since then break end
+  redis.call('LPOP', KEYS[2])
+end
+redis.call('PEXPIRE', KEYS[2], ttl)
 return n
 `
 

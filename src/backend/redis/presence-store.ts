@@ -1,6 +1,6 @@
-import type { OrphanMember, PresenceStore } from '../../core/ports'
+import type { HistoryRetention, OrphanMember, PresenceStore } from '../../core/ports'
 import { PresenceAction, type HistoryQuery, type PresenceMessage } from '../../core/types'
-import { presenceHistoryPage } from '../shared/presence-history'
+import { presenceHistoryPage, PRESENCE_HISTORY_MAX } from '../shared/presence-history'
 import { BUFFERS, withTimeout, type RedisCommander } from './connection'
 import { pack, unpack } from './codec'
 import { PRESENCE_BUCKETS, presenceBucket, type RedisKeys } from './keys'
@@ -18,7 +18,6 @@ import {
 } from './presence-scripts'
 import { ScriptRunner } from './script-runner'
 
-const HISTORY_MAX = 1000
 /** Connections reaped per script call (a dead node's are taken in steps, so Redis is never held long). */
 const REAP_STEP = 100
 /** Script calls of one reap at most (the next reap goes on where it stopped). */
@@ -28,6 +27,9 @@ export interface RedisPresenceSettings {
   redisTimeoutMs: number
   /** A node that has not renewed its lease for this long is dead: its members leave (ms). */
   presenceLeaseMs: number
+  /** Presence history is kept as long as message history: HISTORY_TTL_MS, or PERSISTED_HISTORY_TTL_MS. */
+  historyTtlMs: number
+  persistedHistoryTtlMs: number
 }
 
 /**
@@ -51,7 +53,8 @@ function splitEntry(e: string): [string, string, string] {
 }
 
 /**
- * Presence sets (hash member -> message), capped presence history (list), and the members of
+ * Presence sets (hash member -> message), presence history (a list kept as long as the channel's
+ * stream: the APPLY_PRESENCE_SCRIPT), and the members of
  * each connection with the node holding it (presence-scripts.ts). Every node renews a lease; the
  * members of a node that stops (killed) are reaped by the others, and the keys it issued no longer
  * name a live connection (publish on behalf) unless the connection is held by a live node now.
@@ -155,9 +158,13 @@ export class RedisPresenceStore implements PresenceStore {
     return Number(await this.t(this.cmd.sendCommand(['HLEN', this.keys.presence(app, channel)])))
   }
 
-  async apply(app: string, channel: string, events: PresenceMessage[]): Promise<void> {
+  private ttl(retention: HistoryRetention) {
+    return retention.persisted ? this.s.persistedHistoryTtlMs : this.s.historyTtlMs
+  }
+
+  async apply(app: string, channel: string, events: PresenceMessage[], retention: HistoryRetention): Promise<void> {
     if (!events.length) return
-    const args: Array<string | Buffer> = [String(HISTORY_MAX)]
+    const args: Array<string | Buffer> = [String(PRESENCE_HISTORY_MAX), String(this.ttl(retention))]
     const enters = new Map<string, string[]>()
     const leaves = new Map<string, string[]>()
     for (const e of events) {
@@ -191,13 +198,19 @@ export class RedisPresenceStore implements PresenceStore {
     )
   }
 
-  async history(app: string, channel: string, q: HistoryQuery): Promise<PresenceMessage[]> {
+  async history(
+    app: string,
+    channel: string,
+    q: HistoryQuery,
+    retention: HistoryRetention,
+  ): Promise<PresenceMessage[]> {
     const raw = (await this.t(
       this.cmd.sendCommand(['LRANGE', this.keys.presenceHistory(app, channel), '0', '-1'], BUFFERS),
     )) as unknown as Buffer[]
     return presenceHistoryPage(
       raw.map((b) => unpack<PresenceMessage>(b)),
       q,
+      Date.now() - this.ttl(retention),
     )
   }
 

@@ -75,7 +75,11 @@ export class PresenceService {
     const channel = checkChannelName(channelName)
     authorize(p, channel, 'history')
     await this.limits.take(p.accountId, 'history')
-    return this.store.history(p.appId, channel, q)
+    return this.store.history(p.appId, channel, q, { persisted: await this.persisted(p.appId, channel) })
+  }
+
+  private async persisted(appId: string, channel: string): Promise<boolean> {
+    return this.namespaces.persistedCached(appId, channel) ?? (await this.namespaces.isPersisted(appId, channel))
   }
 
   /**
@@ -84,14 +88,13 @@ export class PresenceService {
    * Returns the entries' serials.
    */
   async publish(appId: string, channel: string, events: PresenceMessage[]): Promise<string[]> {
-    const persisted =
-      this.namespaces.persistedCached(appId, channel) ?? (await this.namespaces.isPersisted(appId, channel))
+    const persisted = await this.persisted(appId, channel)
     const drafts = events.map(presenceEntry)
     const { serials } = await this.broker.publish(appId, channel, drafts, { persisted })
     events.forEach((e, i) => {
       e.timestamp = parseSerial(serials[i]!)?.ms ?? e.timestamp
     })
-    await this.store.apply(appId, channel, events)
+    await this.store.apply(appId, channel, events, { persisted })
     this.rules?.presenceChanged(appId, channel, events)
     return serials
   }
