@@ -5,6 +5,7 @@ import type { Message } from '../types'
 import { formatSerial, parseSerial } from '../model/serial'
 import type { Hub, Subscriber } from './hub'
 import type { StatsService } from '../stats/stats-service'
+import type { SharedFilter } from './channel-filters'
 
 /** Where a session's output goes (a transport's writer). */
 export interface SessionSink {
@@ -74,8 +75,11 @@ export class StreamSession implements Subscriber {
   private expiry?: () => void
   /** Where the session starts (set by the streams service that created it). */
   startAt?: SessionStart
-  /** A filtered channel's filter: messages it refuses are skipped (live, rewind, resume alike), presence passes. */
-  filter?: (m: Message) => boolean
+  /**
+   * A filtered channel's filter (one-channel sessions only): messages it refuses are skipped (live,
+   * rewind, resume alike), presence passes; a filter refused for its cost ends the session.
+   */
+  filter?: SharedFilter
   /** Told once when the session closes (the streams service that tracks it). */
   owner?: { closed(session: StreamSession): void }
 
@@ -253,9 +257,13 @@ export class StreamSession implements Subscriber {
     }
     this.positions[i] = out[out.length - 1]!.serial
     if (this.filter) {
-      const f = this.filter
-      out = out.filter((m) => m.kind === 'presence' || f(m))
-      if (out.length === 0) return true
+      const kept = this.filter.apply(out)
+      if (kept === undefined) {
+        this.end(this.filter.refused())
+        return true
+      }
+      if (kept.length === 0) return true
+      out = kept
     }
     this.stats?.messagesDelivered(this.principal.appId, this.principal.accountId, out.length)
     return this.sink.deliver(i, out)
@@ -287,6 +295,7 @@ export class StreamSession implements Subscriber {
     if (this.closed) return
     this.closed = true
     this.expiry?.()
+    this.filter?.release()
     for (const ch of this.channels) this.hub.remove(this.principal.appId, ch, this)
     if (this.counted) this.stats?.connectionClosed(this.principal.appId)
     this.owner?.closed(this)
