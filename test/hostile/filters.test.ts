@@ -74,7 +74,10 @@ test('many costly filters on one channel: no stall, the costly ones refused with
     expect(r.status).toBe(201)
     expect((await publish(channel, { name: 'after', data: 'x' })).status).toBe(201)
     await bystander.next((f) => f.action === MESSAGE && f.channel === cheap, 20_000)
-    await bystander.next((f) => f.action === MESSAGE && f.messages.some((m: Pm) => m.name === 'after'), 20_000)
+    await bystander.next(
+      (f) => f.action === MESSAGE && f.channel === channel && f.messages.some((m: Pm) => m.name === 'after'),
+      20_000,
+    )
   } catch (e) {
     failure = e
   }
