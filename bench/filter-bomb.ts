@@ -7,7 +7,10 @@
  * is polled. Prints the slowest `/health` answer and how long each publish took to be answered.
  *
  *   bun bench/filter-bomb.ts [--connections 2] [--attachments 1000] [--messages 500] [--publishes 3]
- *                            [--kind literals|headers|pairs] [--redis] [--profile <dir>]
+ *                            [--kind literals|headers|pairs] [--redis] [--reattach] [--profile <dir>]
+ *
+ * With --reattach, the refused attachments attach again before each publish (an attacker that
+ * persists).
  *
  * The gateway runs in its own process (test/helpers/node-process.ts), so its stalls show in its
  * own `/health` answers.
@@ -28,6 +31,7 @@ const { values } = parseArgs({
     publishes: { type: 'string', default: '3' },
     kind: { type: 'string', default: 'literals' },
     redis: { type: 'boolean', default: false },
+    reattach: { type: 'boolean', default: false },
     profile: { type: 'string' },
   },
 })
@@ -57,6 +61,14 @@ try {
   const body = JSON.stringify(bombMessages(kind, Number(values.messages), Number(values.bytes)))
   console.log(`publish: ${Number(values.messages)} messages, ${body.length} bytes of JSON`)
   for (let p = 0; p < Number(values.publishes); p++) {
+    if (values.reattach && p > 0) {
+      for (const c of clients) {
+        const refused = c.frames.filter((f) => f.action === 9).map((f) => f.channel as string)
+        c.frames.length = 0
+        for (const channel of refused) c.send({ action: 10, channel })
+        await c.next(() => c.frames.filter((f) => f.action === 11).length >= refused.length, 120_000)
+      }
+    }
     let slowest = 0
     let polling = true
     const poll = (async () => {
