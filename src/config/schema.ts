@@ -360,6 +360,12 @@ export const SETTINGS = {
     'Most channels one realtime connection may have attached (more: a channel ERROR 90021).',
     int(1, 100_000),
   ),
+  filterBudgetSteps: setting(
+    'FILTER_BUDGET_STEPS',
+    '1000000',
+    "Work all the filtered-channel subscriptions of one channel may cost a node on one delivered batch, in steps of a filter evaluation (about 5-30 ns each), shared evenly among the channel's distinct filters; a filter needing more than its share fails its attachments with 90000.",
+    int(1000),
+  ),
   realtimeBufferBytes: setting(
     'REALTIME_BUFFER_BYTES',
     '1048576',

@@ -50,6 +50,7 @@ import type { ChatStore } from './chat/ports'
 import type { LiveObjectStore, ObjectStore } from './objects/ports'
 import type { PushStore } from './push/ports'
 import { StatsService } from './stats/stats-service'
+import { ChannelFilters, type FilterSettings } from './fanout/channel-filters'
 
 export type CoreSettings = TokenRequestSettings &
   EndedConnectionSettings &
@@ -61,7 +62,8 @@ export type CoreSettings = TokenRequestSettings &
   IntegrationSettings &
   ConnectionPresenceSettings &
   SummarySettings &
-  AuthenticatorSettings & {
+  AuthenticatorSettings &
+  FilterSettings & {
     liveObjectsMaxObjects: number
     liveObjectsMaxMapKeys: number
     liveObjectsGcGraceMs: number
@@ -271,6 +273,7 @@ export function createCore(backend: CorePorts, clock: Clock, timers: Timers, s: 
       clock,
       timers,
       stats,
+      new ChannelFilters(s),
       (appId, channel, entries) => messages.rewound(appId, channel, entries),
     ),
     limits,

@@ -41,6 +41,7 @@ export const ERROR_CODES = {
   80018: { status: 400, message: 'Invalid connection key' },
   80020: { status: 429, message: 'Subscriber too slow: buffered data limit exceeded' },
   50003: { status: 503, message: 'Service unavailable' },
+  90000: { status: 400, message: 'Channel operation failed' },
   90003: { status: 404, message: 'Unable to recover channel (messages expired)' },
   91000: { status: 400, message: 'Unable to enter presence channel (no clientId)' },
   91003: { status: 400, message: 'Unable to enter presence channel (maximum member limit exceeded)' },

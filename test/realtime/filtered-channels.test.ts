@@ -3,8 +3,9 @@
  * with the official `ably` client, msgpack and JSON, on the backend TEST_BACKEND names: a filtered
  * subscription receives exactly the messages its expression accepts (over `name`, `headers` and
  * `extras`), live, on rewind and on resume after a dropped transport; the channel itself, attached
- * on the same connection, receives everything; a malformed filter fails that attach with 40010
- * and leaves the connection up.
+ * on the same connection, receives everything; one expression under two names is shared and each
+ * name gets its own frames; a malformed filter fails that attach with 40010 and leaves the
+ * connection up.
  */
 import { describe, expect, test } from 'bun:test'
 import type * as Ably from 'ably'
@@ -124,5 +125,26 @@ describe.each(FORMATS)('filtered channels over %s', (_format, binary) => {
     await got.until(1)
     expect(got.messages.map((m) => m.data)).toEqual(['kept'])
     expect(c.connection.state).toBe('connected')
+  })
+
+  test('one expression under two names (one with qualifier params) and the channel itself: each gets its own frames', async () => {
+    // the filter runs once per batch for both names, and a batch it passes whole is the channel's
+    // own: every name still gets frames naming it
+    const name = fresh('filtered-shared')
+    const c = await connectedClient(rt.port, { key: rt.gw.key }, binary)
+    const filter = "headers.flavor == 'mint'"
+    const plain = await collect(c.channels.getDerived(name, { filter }))
+    const qualified = await collect(c.channels.getDerived(`[?rewind=0]${name}`, { filter }))
+    const all = await collect(c.channels.get(name))
+    const ch = rt.rest({ binary }).channels.get(name)
+    await ch.publish({ name: 'a', data: 'mint-1', extras: { headers: { flavor: 'mint' } } })
+    await ch.publish({ name: 'b', data: 'vanilla', extras: { headers: { flavor: 'vanilla' } } })
+    await ch.publish({ name: 'c', data: 'mint-2', extras: { headers: { flavor: 'mint' } } })
+    await all.until(3)
+    await plain.until(2)
+    await qualified.until(2)
+    expect(all.messages.map((m) => m.data)).toEqual(['mint-1', 'vanilla', 'mint-2'])
+    expect(plain.messages.map((m) => m.data)).toEqual(['mint-1', 'mint-2'])
+    expect(qualified.messages.map((m) => m.data)).toEqual(['mint-1', 'mint-2'])
   })
 })

@@ -90,8 +90,8 @@ describe('filtered channel names', () => {
     const f = parseFilteredChannel(`[filter=${b64("name == 'a'")}?rewind=2]ns:chan`)
     expect(f.base).toBe('ns:chan')
     expect(f.params).toEqual({ rewind: '2' })
-    expect(f.filter(msg('a'))).toBe(true)
-    expect(f.filter(msg('b'))).toBe(false)
+    expect(f.filter.matches(msg('a'), { left: 100 })).toBe(true)
+    expect(f.filter.matches(msg('b'), { left: 100 })).toBe(false)
   })
   test.each([
     `[filter=${b64("name == 'a'")}]`, // no channel

@@ -106,13 +106,35 @@ export interface DeliveryFrame {
  * The frames of one delivered batch, per format, cached on the batch: the hub hands the same
  * array to every subscriber of the channel for one event-loop turn, so each format is encoded
  * once however many sockets receive it. Consecutive entries of one kind share a frame, so the
- * channel order holds across messages and presence events.
+ * channel order holds across messages and presence events. A frame names its channel, and one
+ * batch can go out under several names (the channel, and filtered channels of it whose filter
+ * let all of it through: fanout/channel-filters.ts), so the cache is per name; the first name
+ * (nearly always the only one) is kept without a map.
  */
-const cache = new WeakMap<Message[], Partial<Record<Format, DeliveryFrame[]>>>()
+interface CachedFrames {
+  channel: string
+  byFormat: Partial<Record<Format, DeliveryFrame[]>>
+  /** The batch's frames under other channel names. */
+  others?: Map<string, Partial<Record<Format, DeliveryFrame[]>>>
+}
+const cache = new WeakMap<Message[], CachedFrames>()
+
+function framesOf(batch: Message[], channel: string): Partial<Record<Format, DeliveryFrame[]>> {
+  const cached = cache.get(batch)
+  if (!cached) {
+    const byFormat = {}
+    cache.set(batch, { channel, byFormat })
+    return byFormat
+  }
+  if (cached.channel === channel) return cached.byFormat
+  const others = (cached.others ??= new Map())
+  let byFormat = others.get(channel)
+  if (!byFormat) others.set(channel, (byFormat = {}))
+  return byFormat
+}
 
 export function batchFrames(batch: Message[], channel: string, format: Format): DeliveryFrame[] {
-  let byFormat = cache.get(batch)
-  if (!byFormat) cache.set(batch, (byFormat = {}))
+  const byFormat = framesOf(batch, channel)
   let frames = byFormat[format]
   if (!frames) {
     frames = []

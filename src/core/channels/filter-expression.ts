@@ -1,5 +1,8 @@
 import { GatewayError } from '../../errors'
 import type { Message } from '../types'
+import type { CompiledFilter, Meter } from '../fanout/channel-filters'
+
+export type { CompiledFilter, Meter }
 
 /**
  * Subscription filter expressions (the hosted service's filtered channels): the JMESPath subset
@@ -18,8 +21,10 @@ import type { Message } from '../types'
  * null, `&&` / `||` answer one of their operands, and null, false, '', [] and {} are false. A
  * message matches when the whole expression is true in that sense.
  *
- * Bounded in cost: at most MAX_FILTER_LENGTH characters, MAX_FILTER_DEPTH levels of nesting and
- * MAX_FILTER_NODES nodes, so evaluating one message is a walk of at most that many nodes.
+ * Bounded in size: at most MAX_FILTER_LENGTH characters, MAX_FILTER_DEPTH levels of nesting and
+ * MAX_FILTER_NODES nodes. The work of one evaluation also depends on the message (comparing two of
+ * its parts walks them), so it is measured in steps against a meter (`Meter`), and the node bounds
+ * what all filters of a channel may spend on one delivered batch (fanout/channel-filters.ts).
  */
 export const MAX_FILTER_LENGTH = 1024
 export const MAX_FILTER_DEPTH = 32
@@ -167,32 +172,68 @@ class Parser {
   }
 }
 
-const truthy = (v: unknown): boolean =>
-  !(
-    v === null ||
-    v === undefined ||
-    v === false ||
-    v === '' ||
-    (Array.isArray(v) && v.length === 0) ||
-    (typeof v === 'object' && Object.keys(v as object).length === 0)
-  )
+/**
+ * Spends `steps`; true once the meter has run out. From then on every step of the evaluation
+ * answers at once (null, false) without further work, and the caller reads `left < 0`.
+ */
+const charge = (meter: Meter, steps: number): boolean => (meter.left -= steps) < 0
 
-function equal(a: unknown, b: unknown): boolean {
-  if (a === b) return true
-  if (a === undefined || a === null) return b === undefined || b === null
-  if (typeof a !== 'object' || typeof b !== 'object' || a === null || b === null) return false
-  if (Array.isArray(a) !== Array.isArray(b)) return false
-  const ka = Object.keys(a)
-  const kb = Object.keys(b)
-  if (ka.length !== kb.length) return false
-  return ka.every((k) => equal((a as Record<string, unknown>)[k], (b as Record<string, unknown>)[k]))
+/**
+ * The own keys of an object, listed once per object and remembered while it lives: a message's
+ * objects are shared by every filter and subscriber, so a large `headers` is listed once per
+ * message, not once per filter or comparison. Listing is charged to the meter that needs it first.
+ */
+const keyLists = new WeakMap<object, string[]>()
+function keysOf(o: object, meter: Meter): string[] {
+  let keys = keyLists.get(o)
+  if (keys === undefined) {
+    keys = Object.keys(o)
+    keyLists.set(o, keys)
+    meter.left -= keys.length
+  }
+  return keys
 }
 
-function evaluate(n: Node, root: Record<string, unknown>): unknown {
+function truthy(v: unknown, meter: Meter): boolean {
+  if (v === null || v === undefined || v === false || v === '') return false
+  if (typeof v !== 'object') return true
+  return Array.isArray(v) ? v.length > 0 : keysOf(v, meter).length > 0
+}
+
+/**
+ * JMESPath equality. Work is bounded by the smaller operand: lengths and key counts are compared
+ * before any element, and a comparison stops at the first difference.
+ */
+function equal(a: unknown, b: unknown, meter: Meter): boolean {
+  if (charge(meter, 1)) return false
+  if (a === b) return true
+  if (a === undefined || a === null) return b === undefined || b === null
+  if (typeof a === 'string') {
+    if (typeof b !== 'string' || a.length !== b.length) return false
+    return !charge(meter, a.length >> 6) && a === b
+  }
+  if (typeof a !== 'object' || typeof b !== 'object' || b === null) return false
+  if (Array.isArray(a)) {
+    if (!Array.isArray(b) || a.length !== b.length) return false
+    for (let i = 0; i < a.length; i++) if (!equal(a[i], b[i], meter)) return false
+    return true
+  }
+  if (Array.isArray(b)) return false
+  const ka = keysOf(a, meter)
+  if (ka.length !== keysOf(b, meter).length) return false
+  const ra = a as Record<string, unknown>
+  const rb = b as Record<string, unknown>
+  for (const k of ka) if (!Object.hasOwn(rb, k) || !equal(ra[k], rb[k], meter)) return false
+  return true
+}
+
+function evaluate(n: Node, root: Record<string, unknown>, meter: Meter): unknown {
+  if (charge(meter, 1)) return null
   switch (n.t) {
     case 'lit':
       return n.v
     case 'path': {
+      if (charge(meter, n.p.length)) return null
       let v: unknown = root
       for (const k of n.p) {
         if (typeof v !== 'object' || v === null || Array.isArray(v) || !Object.hasOwn(v, k)) return null
@@ -201,34 +242,78 @@ function evaluate(n: Node, root: Record<string, unknown>): unknown {
       return v ?? null
     }
     case 'not':
-      return !truthy(evaluate(n.a, root))
+      return !truthy(evaluate(n.a, root, meter), meter)
     case 'and': {
-      const a = evaluate(n.a, root)
-      return truthy(a) ? evaluate(n.b, root) : a
+      const a = evaluate(n.a, root, meter)
+      return truthy(a, meter) ? evaluate(n.b, root, meter) : a
     }
     case 'or': {
-      const a = evaluate(n.a, root)
-      return truthy(a) ? a : evaluate(n.b, root)
+      const a = evaluate(n.a, root, meter)
+      return truthy(a, meter) ? a : evaluate(n.b, root, meter)
+    }
+    case 'cmp':
+      return compare(n.op, evaluate(n.a, root, meter), evaluate(n.b, root, meter), meter)
+  }
+}
+
+function compare(op: string, a: unknown, b: unknown, meter: Meter): unknown {
+  if (op === '==') return equal(a, b, meter)
+  if (op === '!=') return !equal(a, b, meter)
+  if (typeof a !== 'number' || typeof b !== 'number') return null
+  return op === '<' ? a < b : op === '<=' ? a <= b : op === '>' ? a > b : a >= b
+}
+
+/** A meter that never runs out (parsing, and callers that bound the work otherwise). */
+const unmetered = (): Meter => ({ left: Infinity })
+
+/**
+ * The tree with every part that reads nothing of the message computed once, at parse time: a
+ * comparison of two literals, or `&&`, `||` and `!` over a literal, cost nothing per message.
+ */
+function fold(n: Node): Node {
+  switch (n.t) {
+    case 'lit':
+    case 'path':
+      return n
+    case 'not': {
+      const a = fold(n.a)
+      return a.t === 'lit' ? { t: 'lit', v: !truthy(a.v, unmetered()) } : { t: 'not', a }
+    }
+    case 'and':
+    case 'or': {
+      const a = fold(n.a)
+      const b = fold(n.b)
+      if (a.t !== 'lit') return { t: n.t, a, b }
+      return truthy(a.v, unmetered()) === (n.t === 'and') ? b : a
     }
     case 'cmp': {
-      const a = evaluate(n.a, root)
-      const b = evaluate(n.b, root)
-      if (n.op === '==') return equal(a, b)
-      if (n.op === '!=') return !equal(a, b)
-      if (typeof a !== 'number' || typeof b !== 'number') return null
-      return n.op === '<' ? a < b : n.op === '<=' ? a <= b : n.op === '>' ? a > b : a >= b
+      const a = fold(n.a)
+      const b = fold(n.b)
+      if (a.t === 'lit' && b.t === 'lit') return { t: 'lit', v: compare(n.op, a.v, b.v, unmetered()) }
+      return { t: 'cmp', op: n.op, a, b }
     }
   }
 }
 
 /** Parses a filter expression (40010 when malformed or over the bounds). */
-export function parseFilter(expression: string): MessageFilter {
+export function compileFilter(expression: string): CompiledFilter {
   if (expression.length > MAX_FILTER_LENGTH) throw invalid(`longer than ${MAX_FILTER_LENGTH} characters`)
   if (!expression.trim()) throw invalid('empty')
-  const tree = new Parser(expression).parse()
-  return (m) => {
-    const extras = m.extras
-    const headers = extras?.headers
-    return truthy(evaluate(tree, { name: m.name ?? null, headers: headers ?? null, extras: extras ?? null }))
+  const tree = fold(new Parser(expression).parse())
+  return {
+    expression,
+    matches(m, meter) {
+      const extras = m.extras
+      const headers = extras?.headers
+      const root = { name: m.name ?? null, headers: headers ?? null, extras: extras ?? null }
+      const pass = truthy(evaluate(tree, root, meter), meter)
+      return meter.left < 0 ? undefined : pass
+    },
   }
+}
+
+/** Parses a filter expression into a test without a bound on its work (tests, trusted callers). */
+export function parseFilter(expression: string): MessageFilter {
+  const filter = compileFilter(expression)
+  return (m) => filter.matches(m, unmetered()) === true
 }

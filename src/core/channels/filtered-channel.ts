@@ -1,6 +1,6 @@
 import { GatewayError } from '../../errors'
 import { checkChannelName, MAX_CHANNEL_NAME } from '../model/names'
-import { parseFilter, type MessageFilter } from './filter-expression'
+import { compileFilter, type CompiledFilter } from './filter-expression'
 
 /**
  * A filtered (derived) channel as the official client names it (`channels.getDerived`):
@@ -11,7 +11,7 @@ import { parseFilter, type MessageFilter } from './filter-expression'
 export interface FilteredChannel {
   /** The channel the messages come from (capabilities, occupancy and the log are its). */
   base: string
-  filter: MessageFilter
+  filter: CompiledFilter
   /** Channel params given in the qualifier. */
   params: Record<string, string>
 }
@@ -36,7 +36,7 @@ export function parseFilteredChannel(name: string): FilteredChannel {
   const expression = Buffer.from(encoded, 'base64').toString('utf8')
   const params: Record<string, string> = {}
   if (m[2]) for (const [k, v] of new URLSearchParams(m[2])) params[k] = v
-  return { base, filter: parseFilter(expression), params }
+  return { base, filter: compileFilter(expression), params }
 }
 
 /** The whole name, qualifier included, is bounded as a channel name is (and with it the expression). */

@@ -318,6 +318,13 @@ export class ChannelOps {
     }
   }
 
+  /** A subscription of `att` ended with an error of its channel alone (a filter refused for its cost): that channel fails. */
+  failed(att: Attachment, err: GatewayError): void {
+    if (this.attachments.get(att.channel) !== att) return
+    this.attachments.delete(att.channel)
+    this.channelError(att.channel, err)
+  }
+
   drained(): void {
     for (const att of this.attachments.values()) void att.session?.drained()
   }

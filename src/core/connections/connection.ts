@@ -320,8 +320,12 @@ export class Connection implements AttachmentHost, PublishHost, ObjectHost {
     for (const resolve of this.roomWaiters?.splice(0) ?? []) resolve()
   }
 
-  /** A subscription ended with an error: credentials → the connection fails; otherwise the client resumes. */
-  ended(_a: Attachment, err: GatewayError): void {
+  /**
+   * A subscription ended with an error: credentials → the connection fails; a channel operation
+   * failure (90000: a filter refused for its cost) → that channel fails; otherwise the client resumes.
+   */
+  ended(a: Attachment, err: GatewayError): void {
+    if (err.code === 90000) return this.channels.failed(a, err)
     if (err.code === 80020) slowCut.value++
     if (err.statusCode === 401 || err.statusCode === 403) this.fail(err)
     else void this.disconnect(err)

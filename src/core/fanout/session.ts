@@ -6,6 +6,7 @@ import { formatSerial, parseSerial } from '../model/serial'
 import type { EphemeralHold } from './ephemeral-hold'
 import type { Hub, Subscriber } from './hub'
 import type { StatsService } from '../stats/stats-service'
+import type { SharedFilter } from './channel-filters'
 
 /** Where a session's output goes (a transport's writer). */
 export interface SessionSink {
@@ -75,8 +76,11 @@ export class StreamSession implements Subscriber {
   private expiry?: () => void
   /** Where the session starts (set by the streams service that created it). */
   startAt?: SessionStart
-  /** A filtered channel's filter: messages it refuses are skipped (live, rewind, resume alike), presence passes. */
-  filter?: (m: Message) => boolean
+  /**
+   * A filtered channel's filter (one-channel sessions only): messages it refuses are skipped (live,
+   * rewind, resume alike), presence passes; a filter refused for its cost ends the session.
+   */
+  filter?: SharedFilter
   /**
    * What the session keeps of the entries that go only live (annotations, summaries) while it is
    * not live (a realtime attachment that delivers them; see EphemeralHold). Without it, such
@@ -237,7 +241,15 @@ export class StreamSession implements Subscriber {
             `Continuity lost on channel "${this.channels[i]}": ${missed} annotation events or summaries were not delivered while this client was not reading; read them with the annotations of their messages`,
           ),
         )
-      const out = this.filter ? summaries.filter(this.filter) : summaries
+      let out = summaries
+      if (this.filter && out.length) {
+        const kept = this.filter.apply(out)
+        if (kept === undefined) {
+          this.end(this.filter.refused())
+          return true
+        }
+        out = kept
+      }
       if (!out.length) continue
       this.stats?.messagesDelivered(this.principal.appId, this.principal.accountId, out.length)
       if (!this.sink.deliver(i, out)) room = false
@@ -290,9 +302,13 @@ export class StreamSession implements Subscriber {
     }
     this.positions[i] = out[out.length - 1]!.serial
     if (this.filter) {
-      const f = this.filter
-      out = out.filter((m) => m.kind === 'presence' || f(m))
-      if (out.length === 0) return true
+      const kept = this.filter.apply(out)
+      if (kept === undefined) {
+        this.end(this.filter.refused())
+        return true
+      }
+      if (kept.length === 0) return true
+      out = kept
     }
     this.stats?.messagesDelivered(this.principal.appId, this.principal.accountId, out.length)
     return this.sink.deliver(i, out)
@@ -324,6 +340,7 @@ export class StreamSession implements Subscriber {
     if (this.closed) return
     this.closed = true
     this.expiry?.()
+    this.filter?.release()
     for (const ch of this.channels) this.hub.remove(this.principal.appId, ch, this)
     if (this.counted) this.stats?.connectionClosed(this.principal.appId)
     this.owner?.closed(this)

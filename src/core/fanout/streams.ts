@@ -5,13 +5,14 @@ import type { Principal } from '../auth/principal'
 import { IdGenerator } from '../model/ids'
 import { parseSerial } from '../model/serial'
 import type { Broker, Clock, ControlStore, RevocationStore, Timers } from '../ports'
-import type { Message, TokenRevocation } from '../types'
+import type { TokenRevocation } from '../types'
 import type { StatsService } from '../stats/stats-service'
 import { EphemeralHold, type HeldKinds } from './ephemeral-hold'
 import type { Hub } from './hub'
 import { STREAM_ROLE, type Occupancy } from './occupancy'
 import { channelsHash, decodeEventId } from './resume-token'
 import { StreamSession, type RewindView, type SessionSink } from './session'
+import type { ChannelFilters, CompiledFilter } from './channel-filters'
 
 /** What a transport asks for when it opens a stream (names already checked with checkChannelName). */
 export interface OpenStream {
@@ -25,8 +26,12 @@ export interface OpenStream {
   rewind?: number
   /** With `rewind`: only entries of this last window (ms). */
   rewindMs?: number
-  /** Deliver only the messages that pass this (a filtered channel, see channels/filtered-channel.ts). */
-  filter?: (m: Message) => boolean
+  /**
+   * Deliver only the messages that pass this (a filtered channel, see channels/filtered-channel.ts;
+   * a stream of one channel). It runs shared with the channel's other subscribers of the same
+   * expression, within the channel's filter budget (channel-filters.ts).
+   */
+  filter?: CompiledFilter
   /**
    * The transport tracks the connection itself (a realtime connection holds many sessions): the
    * session counts no connection in stats and sets no expiry timer.
@@ -70,6 +75,7 @@ export class Streams {
     private readonly clock: Clock,
     private readonly timers: Timers,
     private readonly stats: StatsService,
+    private readonly filters: ChannelFilters,
     private readonly rewindView?: RewindView,
   ) {
     // a revoked key (or a disabled app) ends the streams opened with it, on every node
@@ -113,7 +119,10 @@ export class Streams {
     // an event stream counts in each channel's occupancy; a managed session's transport counts
     // its attachments itself
     if (!req.managed) for (const ch of req.channels) this.occupancy.attach(req.principal.appId, ch, STREAM_ROLE)
-    if (req.filter) session.filter = req.filter
+    if (req.filter) {
+      if (req.channels.length !== 1) throw new GatewayError(40010, 'A filtered stream has one channel')
+      session.filter = this.filters.acquire(req.principal.appId, req.channels[0]!, req.filter)
+    }
     if (req.held) session.hold = new EphemeralHold(req.held)
     session.owner = this
     this.live.add(session)
