@@ -360,6 +360,12 @@ export const SETTINGS = {
     'Most channels one realtime connection may have attached (more: a channel ERROR 90021).',
     int(1, 100_000),
   ),
+  deltaMaxBytes: setting(
+    'DELTA_MAX_BYTES',
+    '65536',
+    'Largest message payload (bytes) sent as a VCDIFF delta, or used as the base of one, to subscribers that asked for deltas (`delta=vcdiff`); larger payloads go whole. Bounds the encoding work per message.',
+    int(0, 16 * 1024 * 1024),
+  ),
   realtimeBufferBytes: setting(
     'REALTIME_BUFFER_BYTES',
     '1048576',
