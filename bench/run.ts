@@ -54,6 +54,8 @@
  * delivery percentiles), realtime-connections (K idle attached realtime connections vs K idle
  * event streams: memory per connection). presence (M members enter one channel: enters/s; new
  * attachers timed until their SYNC is complete, its frames and bytes; the official client's get()).
+ * delta-fanout (one channel to N realtime subscribers with and without delta=vcdiff, for a JSON state
+ * and a growing text: bytes per subscriber and gateway CPU per delivery, and their ratios).
  * scale (K gateway processes on one port × an M-master Redis Cluster started by the bench, beside a
  * bare Bun route and nchan with K workers: publishes/s, CPU per publish of the nodes and of redis-server).
  *
@@ -70,6 +72,7 @@ import type { RunOptions, Scenario } from './lib/scenario'
 import { accountsScenario } from './scenarios/accounts'
 import { channelsScenario } from './scenarios/channels'
 import { connectionsScenario } from './scenarios/connections'
+import { deltaFanoutScenario } from './scenarios/delta-fanout'
 import { fanoutScenario } from './scenarios/fanout'
 import { latencyScenario } from './scenarios/latency'
 import { presenceScenario } from './scenarios/presence'
@@ -95,6 +98,7 @@ const SCENARIOS: Record<string, Scenario> = {
   presence: presenceScenario,
   liveobjects: liveObjectsScenario,
   scale: scaleScenario,
+  'delta-fanout': deltaFanoutScenario,
 }
 
 async function main(): Promise<number> {

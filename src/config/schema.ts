@@ -366,6 +366,12 @@ export const SETTINGS = {
     "Work all the filtered-channel subscriptions of one channel may cost a node on one delivered batch, in steps of a filter evaluation (about 5-30 ns each), shared evenly among the channel's distinct filters; a filter needing more than its share fails its attachments with 90000.",
     int(1000),
   ),
+  deltaMaxBytes: setting(
+    'DELTA_MAX_BYTES',
+    '65536',
+    'Largest message payload (bytes) sent as a VCDIFF delta, or used as the base of one, to subscribers that asked for deltas (`delta=vcdiff`); larger payloads go whole. Bounds the encoding work per message.',
+    int(0, 16 * 1024 * 1024),
+  ),
   realtimeBufferBytes: setting(
     'REALTIME_BUFFER_BYTES',
     '1048576',

@@ -3,6 +3,7 @@ import { utf8Encode } from '../../lib/encoding'
 import { deliveredBy, metrics } from '../../lib/metrics'
 import type { SessionSink, StreamSession } from '../../core/fanout/session'
 import type { Message } from '../../core/types'
+import type { DeltaStage } from '../../core/fanout/delta-stage'
 import { compactSerial, encodeEventId } from '../../core/fanout/resume-token'
 import { entryRecord, errorRecord, keepaliveBytes, payloads, streamed, type StreamMode } from './format'
 
@@ -18,6 +19,8 @@ export interface ConnectionOptions {
   stallMs: number
   now: () => number
   onClose: (c: EventStreamConnection) => void
+  /** Per channel, its delta stage when it asked for deltas (`[?delta=vcdiff]`); absent when none did. */
+  deltas?: Array<DeltaStage | undefined>
 }
 
 /**
@@ -105,7 +108,9 @@ export class EventStreamConnection implements SessionSink {
 
   deliver(index: number, all: Message[]): boolean {
     if (this.closed) return true
-    const batch = streamed(all)
+    const entries = streamed(all)
+    const stage = this.o.deltas?.[index]
+    const batch = stage ? stage.apply(entries) : entries
     if (!batch.length) return true
     delivered.value += batch.length
     const { mode, enveloped, channels, hash } = this.o

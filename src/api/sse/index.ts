@@ -1,6 +1,7 @@
 import { Elysia } from 'elysia'
 import type { Core } from '../../core'
-import { checkChannelName } from '../../core/model/names'
+import { parseQualifiedChannel } from '../../core/model/qualified-channel'
+import { DeltaStage } from '../../core/fanout/delta-stage'
 import { GatewayError } from '../../errors'
 import { trackConnections } from '../../lib/metrics'
 import { credentialsOf } from '../http/credentials'
@@ -16,6 +17,8 @@ export interface SseSettings {
   sseKeepaliveMs: number
   sseMaxChannels: number
   sseBufferBytes: number
+  /** Largest payload sent as a delta, or used as the base of one (`[?delta=vcdiff]`; bytes). */
+  deltaMaxBytes: number
   /** A stalled client is cut after this long: by then its position has left non-persisted retention. */
   historyTtlMs: number
 }
@@ -33,12 +36,29 @@ const flag = (q: Q, name: string, def: boolean): boolean => {
   throw new GatewayError(40003, `Invalid ${name} param: must be true or false`)
 }
 
-function channelList(q: Q, max: number): string[] {
+/** Channel params a stream takes in a channel's qualifier (`[?delta=vcdiff]name`). */
+const QUALIFIER_PARAMS = new Set(['delta'])
+/** The delta format there is; a `delta` of another value is ignored (whole messages), as on a realtime attach. */
+const DELTA_FORMAT = 'vcdiff'
+
+/**
+ * The stream's channels, each once, and which of them asked for deltas: by the `delta` query
+ * param (every channel) or a channel's own qualifier. Another qualifier param is 40010.
+ */
+function channelList(q: Q, max: number): { names: string[]; deltas: boolean[] } {
   const raw = q.channels ?? q.channel
   if (!raw) throw new GatewayError(40003, 'Missing channels param')
-  const names = [...new Set(raw.split(q.separator || ','))].map(checkChannelName)
-  if (names.length > max) throw new GatewayError(40003, `Too many channels: at most ${max} per stream`)
-  return names
+  const all = q.delta === DELTA_FORMAT
+  const wanted = new Map<string, boolean>()
+  for (const name of raw.split(q.separator || ',')) {
+    const { channel, params } = parseQualifiedChannel(name)
+    for (const k of Object.keys(params))
+      if (!QUALIFIER_PARAMS.has(k))
+        throw new GatewayError(40010, `Invalid channel name: channel param "${k}" is not supported on event streams`)
+    wanted.set(channel, wanted.get(channel) || all || params.delta === DELTA_FORMAT)
+  }
+  if (wanted.size > max) throw new GatewayError(40003, `Too many channels: at most ${max} per stream`)
+  return { names: [...wanted.keys()], deltas: [...wanted.values()] }
 }
 
 /**
@@ -77,7 +97,7 @@ export function sseRoutes(core: Core, s: SseSettings) {
         40003,
         `Unsupported protocol version "${q.v}" (supported: ${[...SUPPORTED_VERSIONS].join(', ')})`,
       )
-    const channels = channelList(q, s.sseMaxChannels)
+    const { names: channels, deltas } = channelList(q, s.sseMaxChannels)
     const rewind = intParam(q, 'rewind', 0, 0, MAX_REWIND)
     const enveloped = flag(q, 'enveloped', true)
     const heartbeats = flag(q, 'heartbeats', false)
@@ -94,6 +114,8 @@ export function sseRoutes(core: Core, s: SseSettings) {
       stallMs: s.historyTtlMs,
       now,
       onClose: untrack,
+      // deltas (fanout/delta-stage.ts): a stage per channel that asked, from the stream's first message
+      deltas: deltas.includes(true) ? deltas.map((d) => (d ? new DeltaStage(s.deltaMaxBytes) : undefined)) : undefined,
     })
     conn.session = core.streams.create({ principal, channels, resumeToken, rewind }, conn)
     track(conn)

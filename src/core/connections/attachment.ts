@@ -7,6 +7,7 @@ import type { DeliveryFilter } from './transport'
 import { Action, Flag } from './protocol'
 import { occupancyMessage } from './occupancy-message'
 import type { OccupancyEvent } from '../presence/occupancy-events'
+import type { DeltaStage } from '../fanout/delta-stage'
 
 /** How an attachment with these modes counts in its channel's occupancy. */
 export function occupancyRole(modes: number): OccupancyRole {
@@ -54,6 +55,8 @@ export class Attachment implements SessionSink {
   requested = 0
   /** Ends the occupancy events of an `occupancy=metrics` attachment. */
   unwatch?: () => void
+  /** Messages go as deltas (`delta=vcdiff`); a new attachment (a re-attach) starts with a whole message. */
+  deltas?: DeltaStage
   private closed = false
   /** Which entries this attachment delivers (by its modes and the connection's `echo`). */
   private readonly filter: DeliveryFilter
@@ -118,7 +121,11 @@ export class Attachment implements SessionSink {
 
   deliver(_index: number, batch: Message[]): boolean {
     if (this.closed) return true
-    return this.host.deliver(this.channel, batch, this.filter)
+    if (!this.deltas) return this.host.deliver(this.channel, batch, this.filter)
+    // a delta starts a frame of its own (fanout/delta-stage.ts); every frame goes, room or not
+    let room = true
+    for (const frame of this.deltas.framed(batch)) room = this.host.deliver(this.channel, frame, this.filter) && room
+    return room
   }
 
   /** An occupancy event (`occupancy=metrics`), once ATTACHED went out. */

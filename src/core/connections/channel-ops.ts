@@ -23,6 +23,7 @@ import { wantsOccupancy } from './occupancy-message'
 import type { RealtimeSettings } from './settings'
 import type { Logger } from '../../lib/logger'
 import { sendObjectSync, type ObjectHost } from './object-ops'
+import { DeltaStage } from '../fanout/delta-stage'
 
 /** What channel operations need of their connection. */
 export interface ChannelHost extends AttachmentHost, ObjectHost {
@@ -38,10 +39,12 @@ export interface ChannelHost extends AttachmentHost, ObjectHost {
 
 /**
  * Channel params the server recognises, echoed in ATTACHED as sent (others are dropped, as the
- * hosted service does): `rewind`, `modes` (which overrides the mode flags), and `delta` (recognised
- * but not acted on: full payloads are sent, which a client asking for deltas also reads).
+ * hosted service does): `rewind`, `modes` (which overrides the mode flags), and `delta`, echoed
+ * only when honoured (`vcdiff`, the one format there is; another value is dropped and full
+ * payloads are sent).
  */
 const RECOGNISED_PARAMS = new Set(['rewind', 'modes', 'delta'])
+const DELTA_FORMAT = 'vcdiff'
 
 /**
  * The attachments of one connection. Operations on one channel run one after another (an
@@ -213,6 +216,7 @@ export class ChannelOps {
     const rewind = resuming ? undefined : parsed
     const echoed: Record<string, string> = {}
     for (const [k, v] of Object.entries(params)) if (RECOGNISED_PARAMS.has(k)) echoed[k] = String(v)
+    if (echoed.delta !== undefined && echoed.delta !== DELTA_FORMAT) delete echoed.delta
     // occupancy events need channel-metadata; without it the attach goes on, without events
     const occupancy = wantsOccupancy(params) && principal.capability.allows(channel, 'channel-metadata')
     if (occupancy) echoed.occupancy = 'metrics'
@@ -245,6 +249,9 @@ export class ChannelOps {
     )
     att.base = channel
     att.requested = requested
+    // deltas (fanout/delta-stage.ts): a stage of this attachment's own, from its first message
+    if (echoed.delta && modes & Flag.SUBSCRIBE)
+      att.deltas = new DeltaStage(this.conn.s.deltaMaxBytes, this.conn.echo ? undefined : this.conn.id)
     this.attachments.set(wireName, att)
     att.role = occupancyRole(modes)
     att.appId = principal.appId

@@ -10,6 +10,8 @@ export interface RealtimeSettings {
   realtimeMaxChannels: number
   /** Unsent bytes a socket may hold before its subscriptions pause (they catch up from the log). */
   realtimeBufferBytes: number
+  /** Largest payload sent as a delta, or used as the base of one (`delta=vcdiff`; bytes). */
+  deltaMaxBytes: number
   /** Server-sent AUTH this long before a token expires (ms). */
   tokenRenewLeadMs: number
   /** A dropped connection keeps its presence members this long, unless it asked otherwise (ms). */
