@@ -435,6 +435,12 @@ export const SETTINGS = {
     str,
   ),
   tlsKeyFile: setting('TLS_KEY_FILE', '', 'PEM private key file of TLS_CERT_FILE.', str, true),
+  http2: setting(
+    'HTTP2',
+    'on',
+    'HTTP/2 on the TLS listener (clients offering `h2` by ALPN get it, the others HTTP/1.1, WebSockets included): its streams share one connection, so a browser is not held to ~6 event streams per origin. `off`: HTTP/1.1 only. No effect without TLS.',
+    onOff,
+  ),
   rateLimits: setting(
     'RATE_LIMITS',
     'on',
