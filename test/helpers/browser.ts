@@ -9,9 +9,10 @@ export const CHROMIUM = '/usr/bin/chromium'
 export const chromiumAvailable = () => requireSystem(CHROMIUM, "Debian's chromium")
 
 /** Debian's chromium, headless, with a fresh profile dir (playwright passes it as --user-data-dir); never a downloaded browser. */
-export async function launchChromium(profile: string) {
+export async function launchChromium(profile: string, options: { ignoreHTTPSErrors?: boolean } = {}) {
   const { chromium } = await import('playwright-core')
   return chromium.launchPersistentContext(profile, {
+    ...options,
     executablePath: CHROMIUM,
     headless: true,
     args: [
