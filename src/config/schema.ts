@@ -441,6 +441,12 @@ export const SETTINGS = {
     'HTTP/2 on the TLS listener (clients offering `h2` by ALPN get it, the others HTTP/1.1, WebSockets included): its streams share one connection, so a browser is not held to ~6 event streams per origin. `off`: HTTP/1.1 only. No effect without TLS.',
     onOff,
   ),
+  http3: setting(
+    'HTTP3',
+    'off',
+    'HTTP/3 (QUIC, UDP on PORT) beside the TLS listener, announced to clients by an `Alt-Svc` header on every answer. Experimental in Bun, and its bounds against hostile QUIC clients are untested here: see docs/security.md. No effect without TLS.',
+    onOff,
+  ),
   rateLimits: setting(
     'RATE_LIMITS',
     'on',

@@ -30,7 +30,7 @@ beforeAll(async () => {
       TLS_CERT_FILE: cert,
       TLS_KEY_FILE: key,
       LOG_LEVEL: 'silent',
-      IDLE_CONNECTION_TIMEOUT_MS: '2000',
+      IDLE_CONNECTION_TIMEOUT_MS: '5000', // whole seconds on a ~4 s tick: well above the body deadline
       REQUEST_BODY_TIMEOUT_MS: '1000',
       SSE_BUFFER_BYTES: '65536',
     },
@@ -221,8 +221,8 @@ describe.skipIf(!available)('HTTP/2 abuse', () => {
     const idle = await rawH2(port())
     const holding = await rawH2(port())
     holding.write(holding.request(1, '/sse?v=1.2&channels=held', [['authorization', AUTH]]))
-    // whole seconds, checked every ~4 s by the runtime: 2 s closes within ~6 s
-    await settle(idle, 12_000)
+    // whole seconds, checked on a ~4 s tick by the runtime: 5 s closes within ~9 s
+    await settle(idle, 15_000)
     expect(idle.isClosed()).toBe(true)
     await Bun.sleep(6000) // past the setting and a whole check interval more
     expect(holding.isClosed()).toBe(false)

@@ -65,8 +65,10 @@ const session = (b: string) => {
 }
 
 describe.skipIf(!available)('HTTP/2 on the TLS listener', () => {
-  test('ALPN: h2 when offered (HTTP2 on by default), HTTP/1.1 with HTTP2=off', async () => {
+  test('ALPN: h2 when offered (HTTP2 on by default), HTTP/1.1 with HTTP2=off; no HTTP/3 announced by default', async () => {
     expect(await alpn(base)).toBe('h2')
+    const plain = await fetch(`${base}/health`, { tls: { rejectUnauthorized: false } } as RequestInit)
+    expect(plain.headers.get('alt-svc')).toBeNull()
     // without h2 Bun selects no protocol by ALPN: the client speaks its default, HTTP/1.1
     expect(await alpn(offBase)).not.toBe('h2')
     const r = await fetch(`${offBase}/health`, { tls: { rejectUnauthorized: false } } as RequestInit)
