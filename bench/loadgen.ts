@@ -13,6 +13,7 @@
  *     --body '{"name":"x","data":"y"}' --seconds 10 --connections 50 --pipeline 4
  */
 import type { Socket } from 'bun'
+import { loadavg } from 'node:os'
 import { parseFlags } from './lib/args'
 import { cpuSeconds } from './lib/cpu'
 import { ResponseParser } from './lib/http-response-parser'
@@ -28,6 +29,8 @@ export interface LoadgenResult {
   serverCpuPercent?: number
   /** Same for the process of --redis-pid. */
   redisCpuPercent?: number
+  /** The machine's 1-minute load average when the window ended (runnable work of every process, others' too). */
+  load1m?: number
   /** Whole run (warmup + window + drain): requests written, responses by status, unexpected ones. */
   sent: number
   received: number
@@ -229,6 +232,7 @@ const result: LoadgenResult = {
   responses,
   rps: responses / elapsed,
   cpuPercent: ((cpu.user + cpu.system) / 1e6 / elapsed) * 100,
+  load1m: loadavg()[0],
   serverCpuPercent:
     serverCpu0 !== undefined && serverCpu1 !== undefined ? ((serverCpu1 - serverCpu0) / elapsed) * 100 : undefined,
   redisCpuPercent:

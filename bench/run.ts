@@ -185,7 +185,7 @@ async function main(): Promise<number> {
   installCleanup()
   try {
     const result = await scenario(o)
-    printTable(result)
+    printTable(result, o.short)
     await writeResults(result, o, startedAt)
     console.log(`\nresults: ${outDir}/{results.json,summary.md}`)
     const failed = result.checks.filter((c) => !c.ok)

@@ -34,6 +34,10 @@ export interface ServerSettings extends SseSettings, BodyLimits, RealtimeLimits 
   logLevel: string
   tlsCertFile: string
   tlsKeyFile: string
+  /** HTTP/2 by ALPN on the TLS listener (HTTP2). */
+  http2: boolean
+  /** HTTP/3 (QUIC) beside the TLS listener (HTTP3). */
+  http3: boolean
   idleConnectionTimeoutMs: number
   corsOrigins: string[]
   reusePort: boolean
@@ -163,6 +167,9 @@ export function serve(app: App, core: Core, s: ServerSettings, log: Logger, o: L
     idleTimeout: Math.ceil(s.idleConnectionTimeoutMs / 1000),
     maxRequestBodySize: runtimeBodyLimit(s.maxBodySize),
     tls: s.tlsCertFile ? { cert: Bun.file(s.tlsCertFile), key: Bun.file(s.tlsKeyFile) } : undefined,
+    // h2 only where ALPN offers it: without TLS Bun would also take cleartext prior-knowledge HTTP/2
+    http2: s.http2 && !!s.tlsCertFile,
+    http3: s.http3 && !!s.tlsCertFile,
     routes: {
       [PUBLISH_ROUTE]: { POST: publishRoute(publishHandler(core, s, log), new CorsPolicy(s.corsOrigins), log) },
     },

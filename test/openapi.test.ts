@@ -159,11 +159,20 @@ test('a browsable UI is served with its assets from this server', async () => {
   expect(r.headers.get('content-type')).toContain('text/html')
   const html = await r.text()
   const assets = [...html.matchAll(/(?:src|href)="([^"]+)"/g)].map((m) => m[1]!)
-  expect(assets.sort()).toEqual(['/openapi/assets/swagger-ui-bundle.js', '/openapi/assets/swagger-ui.css'])
+  expect(assets.sort()).toEqual([
+    '/openapi/assets/favicon-32x32.png',
+    '/openapi/assets/swagger-ui-bundle.js',
+    '/openapi/assets/swagger-ui.css',
+  ])
   for (const a of assets) {
     const asset = await gw.request(a, { key: null })
     expect(asset.status).toBe(200)
-    expect((await asset.arrayBuffer()).byteLength).toBeGreaterThan(10_000)
+    expect((await asset.arrayBuffer()).byteLength).toBeGreaterThan(a.endsWith('.png') ? 500 : 10_000)
   }
+  // the page names its icon, so a browser does not ask for /favicon.ico (a 404)
+  expect(html).toContain('<link rel="icon" type="image/png" href="/openapi/assets/favicon-32x32.png" />')
+  expect((await gw.request('/openapi/assets/favicon-32x32.png', { key: null })).headers.get('content-type')).toBe(
+    'image/png',
+  )
   expect((await gw.request('/openapi/assets/nothing.js', { key: null })).status).toBe(404)
 })

@@ -1,3 +1,4 @@
+import { loadavg } from 'node:os'
 import type { Backend, Deployment } from './deployment'
 import type { Publisher } from './publisher-client'
 import type { Subscribers } from './sse-subscriber-client'
@@ -22,7 +23,13 @@ export async function measureDeliveryWindow(
   }).start()
   const sample = async () => {
     const [s, p] = await Promise.all([subs.snapshot(), pub.counts()])
-    return { t: performance.now(), s, p, cpu: [d.cpuSeconds(), subs.cpuSeconds(), pub.cpuSeconds()] as const }
+    return {
+      t: performance.now(),
+      s,
+      p,
+      cpu: [d.cpuSeconds(), subs.cpuSeconds(), pub.cpuSeconds()] as const,
+      load1m: loadavg()[0] ?? 0,
+    }
   }
   await Bun.sleep(warmupS * 1000)
   const a = await sample()
@@ -44,6 +51,8 @@ export interface DeliveryFigures {
   /** % of one core over the window: gateway (all nodes and Redis), subscriber processes, publisher. */
   cpu: { gateway: number; subscribers: number; publisher: number }
   gatewayRssMiB: number
+  /** The machine's 1-minute load average when the window ended (every process's runnable work). */
+  load1m: number
 }
 
 type Window = Awaited<ReturnType<typeof measureDeliveryWindow>>
@@ -64,5 +73,6 @@ export function deliveryFigures(d: Deployment, w: Window, receivers: number, dra
     drainMs,
     cpu: { gateway: pct(0), subscribers: pct(1), publisher: pct(2) },
     gatewayRssMiB: d.rssBytes() / 2 ** 20,
+    load1m: b.load1m,
   }
 }

@@ -1,7 +1,8 @@
 /** The console table and the files of bench/results/<timestamp>/ (results.json, summary.md, charts as .svg). */
-import { cpus, loadavg } from 'node:os'
+import { availableParallelism, cpus, loadavg } from 'node:os'
 import { join } from 'node:path'
 import type { Headline, RunOptions, ScenarioResult, Table } from './scenario'
+import { boundOf } from './bound'
 import { renderChart } from './svg-chart'
 
 const HEAD = [
@@ -14,6 +15,8 @@ const HEAD = [
   'conn err',
   'loadgen CPU',
   'server CPU',
+  'server µs/req',
+  'bounded by',
 ]
 
 const fmt = (n: number) => Math.round(n).toLocaleString('en-US')
@@ -30,6 +33,13 @@ function rows(r: ScenarioResult): string[][] {
     String(m.load.connectionErrors + m.load.protocolErrors),
     pct(m.load.cpuPercent),
     pct(m.load.serverCpuPercent),
+    m.load.serverCpuPercent === undefined || !(m.load.rps > 0)
+      ? 'n/a'
+      : ((m.load.serverCpuPercent / 100 / m.load.rps) * 1e6).toFixed(1),
+    boundOf(
+      { generator: m.load.cpuPercent, server: m.load.serverCpuPercent, 'redis-server': m.load.redisCpuPercent },
+      { cores: availableParallelism(), load: m.load.load1m ?? loadavg()[0] ?? 0 },
+    ),
   ])
 }
 
@@ -52,11 +62,26 @@ function tables(r: ScenarioResult): Array<Table & { textColumns: number }> {
   return out
 }
 
-const headline = (h: Headline) =>
-  `${h.name}: ${fmtValue(h.value)} ${h.unit}${h.target ? ` (target ${h.target}: ${h.met ? 'met' : 'not met'})` : ''}`
+/** A headline and its target: judged in a measuring run, never in a smoke run (it measures nothing). */
+export const headline = (h: Headline, short: boolean) =>
+  `${h.name}: ${fmtValue(h.value)} ${h.unit}${
+    h.target ? ` (target ${h.target}: ${short ? 'not judged in a smoke run' : h.met ? 'met' : 'not met'})` : ''
+  }`
+
+/** The first words of a smoke run's report. */
+export const SMOKE =
+  'Smoke run (--short): it checks correctness (loss, duplicates, order, errors) in a few seconds on whatever ' +
+  'else the machine runs; its figures measure nothing and no target is judged. Measure without --short.'
+
+/** Why rates of runs on a busy machine differ: see the "bounded by" column. */
+const BOUND_NOTE =
+  '"bounded by": the process whose CPU was saturated (90% of a core or more) over the window, else all cores ' +
+  "busy together, else other processes' CPU (the load average counts every runnable process on the machine), " +
+  "else waits. Rates of runs not bounded by the server are not the server's capacity and do not compare " +
+  'between runs: compare the CPU per request (server µs/req) instead.'
 const fmtValue = (v: number) => (Math.abs(v) >= 100 ? fmt(v) : v.toFixed(Math.abs(v) >= 10 ? 1 : 3))
 
-export function printTable(r: ScenarioResult): void {
+export function printTable(r: ScenarioResult, short = false): void {
   for (const t of tables(r)) {
     const all = [t.head, ...t.rows]
     const width = t.head.map((_, i) => Math.max(...all.map((row) => (row[i] ?? '').length)))
@@ -66,7 +91,9 @@ export function printTable(r: ScenarioResult): void {
     for (const row of t.rows) console.log(line(row))
   }
   console.log('')
-  for (const h of r.headlines ?? []) console.log(headline(h))
+  if (short) console.log(SMOKE)
+  if (r.measurements.length) console.log(`note: ${BOUND_NOTE}`)
+  for (const h of r.headlines ?? []) console.log(headline(h, short))
   for (const [name, v] of Object.entries(r.ratios)) console.log(`${name}: ${v.toFixed(3)}`)
   for (const c of r.checks) console.log(`${c.ok ? 'ok  ' : 'FAIL'} ${c.name}: ${c.detail}`)
   for (const n of r.notes ?? []) console.log(`note: ${n}`)
@@ -86,6 +113,7 @@ function markdown(r: ScenarioResult, o: RunOptions, startedAt: string): string {
   return [
     `# Benchmark: ${r.scenario}${o.short ? ' (short smoke run)' : ''}`,
     '',
+    ...(o.short ? [`**${SMOKE}**`, ''] : []),
     r.description,
     '',
     `- started: ${startedAt}`,
@@ -93,7 +121,8 @@ function markdown(r: ScenarioResult, o: RunOptions, startedAt: string): string {
     `- load: ${r.load ?? `${o.connections} keep-alive connections × pipeline ${o.pipeline}, ${o.warmup} s warm-up + ${o.seconds} s measured per target`}`,
     '',
     ...md,
-    ...(r.headlines ?? []).map((h) => `- **${headline(h)}**`),
+    ...(r.measurements.length ? [BOUND_NOTE, ''] : []),
+    ...(r.headlines ?? []).map((h) => `- **${headline(h, o.short)}**`),
     ...Object.entries(r.ratios).map(([k, v]) => `**${k}: ${v.toFixed(3)}**`),
     '',
     ...(r.charts?.length ? ['## Charts', '', ...r.charts.flatMap((c) => [`![${c.title}](${c.file})`, '']), ''] : []),

@@ -7,6 +7,7 @@
  * (`LoadgenResult`), with what wrk cannot tell approximated: it counts responses, not requests
  * written, and sorts statuses only into below 400 and from 400 up.
  */
+import { loadavg } from 'node:os'
 import { existsSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import type { LoadgenResult } from '../loadgen'
@@ -146,6 +147,7 @@ export async function runWrk(spec: WrkSpec): Promise<LoadgenResult> {
     rps,
     cpuPercent: (cpu / elapsed) * 100,
     serverCpuPercent: serverCpu === undefined ? undefined : (serverCpu / elapsed) * 100,
+    load1m: loadavg()[0],
     sent: s.requests,
     received: s.requests,
     statuses: {

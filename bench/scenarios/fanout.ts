@@ -14,7 +14,7 @@
  */
 import { fmt } from '../lib/delivery-checks'
 import { backendsOf } from '../lib/deployment'
-import { FANOUT_HEAD, fanoutMessageBytes, fanoutRow, runFanout, type FanoutRun } from '../lib/fanout-run'
+import { FANOUT_HEAD, FANOUT_NOTE, fanoutMessageBytes, fanoutRow, runFanout, type FanoutRun } from '../lib/fanout-run'
 import type { Check, Headline, RunOptions, ScenarioResult, Series } from '../lib/scenario'
 
 const TARGET_DELIVERIES = 1_500_000
@@ -76,7 +76,7 @@ export async function fanoutScenario(o: RunOptions): Promise<ScenarioResult> {
     headlines,
     ratios: {},
     checks,
-    notes,
+    notes: [...notes, FANOUT_NOTE],
     details: { subscribers, runs },
     charts: [
       {

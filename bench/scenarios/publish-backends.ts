@@ -26,9 +26,11 @@ import { publishTargets, withTarget } from './publish-compare'
 const REDIS_TARGET_SHARE = 0.4
 
 /** The backends one after the other (Bun generator): the Redis share, the rate limiter's cost, history counted back. */
+/** Measured seconds of each backend run: short mode (CI) splits its seconds between the two formats. */
+export const backendSeconds = (o: RunOptions) => (o.short ? o.seconds / 2 : o.seconds)
+
 export async function backends(o: RunOptions) {
-  // short mode (CI) splits its seconds between the two formats
-  const seconds = o.short ? o.seconds / 2 : o.seconds
+  const seconds = backendSeconds(o)
   const load = { seconds, warmup: o.warmup, connections: o.connections, pipeline: o.pipeline }
   const measurements: Measurement[] = []
   const checks: Check[] = []

@@ -12,7 +12,7 @@ import type { Chart, Check, Headline, Measurement, RunOptions, ScenarioResult } 
 import { startDeployment } from '../lib/deployment'
 import { startBaseline } from '../lib/targets'
 import { startCluster } from '../lib/cluster'
-import { backends } from './publish-backends'
+import { backends, backendSeconds } from './publish-backends'
 import {
   baselineTargets,
   clientHeaders,
@@ -46,6 +46,13 @@ export async function publishScenario(o: RunOptions): Promise<ScenarioResult> {
   const ratios: Record<string, number> = Object.assign({}, ...parts.map((p) => p.ratios))
   const notes: string[] = parts.flatMap((p) => p.notes)
   const charts: Chart[] = parts.map((p) => p.chart)
+  if (o.short || o.redis || o.rateLimits)
+    notes.push(
+      'msgpack ÷ JSON differs between the two parts: the comparison alternates the formats in rounds with wrk ' +
+        '(pipeline 1) and reports their ratio; the backend runs measure JSON, then msgpack, once each with the Bun ' +
+        `generator (pipeline ${o.pipeline}), for their checks. Their rates are what the server got of a shared machine ` +
+        '("bounded by"); their server µs/req is the comparable figure.',
+    )
   notes.push(
     ...measurements
       .filter((m) => m.load.cpuPercent > 90)
@@ -64,7 +71,8 @@ export async function publishScenario(o: RunOptions): Promise<ScenarioResult> {
       `comparison: ${driverOf(o.loadgen)}, ${o.connections} keep-alive connections × 1 in flight, ` +
       `${compareRounds(o)} rounds of every target, ${compareSeconds(o)} s each` +
       (o.short || o.redis || o.rateLimits
-        ? `; backends: Bun generator, ${o.connections} connections × pipeline ${o.pipeline}, ${o.warmup} s warm-up + ${o.seconds} s`
+        ? `; backends: Bun generator, ${o.connections} connections × pipeline ${o.pipeline}, JSON then msgpack, ` +
+          `${o.warmup} s warm-up + ${backendSeconds(o)} s each`
         : ''),
     measurements,
     headlines,

@@ -11,7 +11,7 @@
 import { alternate, mean, range } from '../lib/alternation'
 import { fmt } from '../lib/delivery-checks'
 import { backendsOf } from '../lib/deployment'
-import { FANOUT_HEAD, fanoutMessageBytes, fanoutRow, runFanout, type FanoutRun } from '../lib/fanout-run'
+import { FANOUT_HEAD, FANOUT_NOTE, fanoutMessageBytes, fanoutRow, runFanout, type FanoutRun } from '../lib/fanout-run'
 import type { Check, Headline, RunOptions, ScenarioResult, Series } from '../lib/scenario'
 import type { Transport } from '../lib/sse-subscriber-client'
 
@@ -96,7 +96,7 @@ export async function realtimeFanoutScenario(o: RunOptions): Promise<ScenarioRes
     headlines,
     ratios,
     checks,
-    notes,
+    notes: [...notes, FANOUT_NOTE],
     details: { subscribers, rounds, runs },
     charts: [
       {

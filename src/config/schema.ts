@@ -187,21 +187,21 @@ export const SETTINGS = {
   bootstrapKey: setting(
     'BOOTSTRAP_KEY',
     '',
-    'Root API key `appId.keyId:secret` created on a fresh data dir (random when empty).',
+    'Root API key `appId.keyId:secret` (capability `{"*":["*"]}`) of a fresh store (data dir or Redis), and added at every start to a used store that lacks it (its app too); a key of that name already there keeps its secret. Empty: a random key on a fresh store, printed once.',
     str,
     true,
   ),
   bootstrapAccessToken: setting(
     'BOOTSTRAP_ACCESS_TOKEN',
     '',
-    'Management access token created on a fresh data dir (random when empty).',
+    'Operator (management) access token of a fresh store, and added at every start to a used store that lacks it (earlier tokens stay valid). Empty: a random token on a fresh store, printed once.',
     str,
     true,
   ),
   bootstrapAccountId: setting(
     'BOOTSTRAP_ACCOUNT_ID',
     '',
-    'Account id created on a fresh data dir (random when empty).',
+    "Account id of a fresh store; on a used store, the account BOOTSTRAP_KEY's app and BOOTSTRAP_ACCESS_TOKEN are added to (created when missing). Empty: random on a fresh store; on a used one, the app's owner or the oldest account.",
     str,
   ),
   logLevel: setting(
@@ -481,6 +481,18 @@ export const SETTINGS = {
     str,
   ),
   tlsKeyFile: setting('TLS_KEY_FILE', '', 'PEM private key file of TLS_CERT_FILE.', str, true),
+  http2: setting(
+    'HTTP2',
+    'on',
+    'HTTP/2 on the TLS listener (clients offering `h2` by ALPN get it, the others HTTP/1.1, WebSockets included): its streams share one connection, so a browser is not held to ~6 event streams per origin. `off`: HTTP/1.1 only. No effect without TLS.',
+    onOff,
+  ),
+  http3: setting(
+    'HTTP3',
+    'off',
+    'HTTP/3 (QUIC, UDP on PORT) beside the TLS listener, announced to clients by an `Alt-Svc` header on every answer. Experimental in Bun, and its bounds against hostile QUIC clients are untested here: see docs/security.md. No effect without TLS.',
+    onOff,
+  ),
   rateLimits: setting(
     'RATE_LIMITS',
     'on',

@@ -178,6 +178,13 @@ test.skipIf(!available)(
     expect(tallest).toBeGreaterThanOrEqual(2)
     expect(axis).toContain(tallest === 3 ? '5' : '2')
     expect(await page.locator('#chart-connections rect[data-series="peak"]').count()).toBe(60)
+    // the time axis names every 10th minute back from the newest (not only the two ends)
+    const times = await page
+      .locator('#chart-messages svg text.time')
+      .evaluateAll((els) => els.map((e) => e.textContent!))
+    expect(times).toHaveLength(6)
+    const minutes = times.map((t) => Number(t.slice(0, 2)) * 60 + Number(t.slice(3)))
+    for (let i = 1; i < minutes.length; i++) expect((minutes[i - 1]! - minutes[i]! + 1440) % 1440).toBe(10)
     await shot(page, '3-stats')
 
     expect(blocked).toEqual([])

@@ -63,3 +63,28 @@ test.skipIf(!available)(
   },
   60_000,
 )
+
+test.skipIf(!available)(
+  '"Authorize" opens at the top of its dialog, the first field focused (not scrolled to the last scheme)',
+  async () => {
+    const page = await browser!.newPage()
+    await page.goto(`${base}/openapi`)
+    await page.waitForSelector('.opblock', { timeout: 20_000 })
+    await page.locator('.auth-wrapper .authorize').click()
+    await page.waitForSelector('.modal-ux-content input')
+    // the dialog is taller than its box: there is something to scroll, and it is at the top
+    const state = () =>
+      page.evaluate(() => {
+        const d = document.querySelector('.modal-ux-content') as HTMLElement
+        return {
+          overflow: d.scrollHeight > d.clientHeight,
+          top: d.scrollTop,
+          focusedFirst: document.activeElement === d.querySelector('input'),
+        }
+      })
+    await Bun.sleep(300)
+    expect(await state()).toEqual({ overflow: true, top: 0, focusedFirst: true })
+    await page.close()
+  },
+  60_000,
+)

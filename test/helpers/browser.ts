@@ -9,9 +9,13 @@ export const CHROMIUM = '/usr/bin/chromium'
 export const chromiumAvailable = () => requireSystem(CHROMIUM, "Debian's chromium")
 
 /** Debian's chromium, headless, with a fresh profile dir (playwright passes it as --user-data-dir); never a downloaded browser. */
-export async function launchChromium(profile: string) {
+export async function launchChromium(
+  profile: string,
+  { args = [], ...options }: { ignoreHTTPSErrors?: boolean; args?: string[] } = {},
+) {
   const { chromium } = await import('playwright-core')
   return chromium.launchPersistentContext(profile, {
+    ...options,
     executablePath: CHROMIUM,
     headless: true,
     args: [
@@ -21,6 +25,7 @@ export async function launchChromium(profile: string) {
       '--disable-background-networking',
       '--disable-component-update',
       '--no-first-run',
+      ...args,
     ],
   })
 }

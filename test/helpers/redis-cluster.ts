@@ -1,14 +1,13 @@
-import { spawn, spawnSync, type ChildProcess } from 'node:child_process'
+import { spawnSync } from 'node:child_process'
 import { mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { createClient, createCluster } from 'redis'
-import { freePort, REDIS_SERVER, sharedRedis } from './redis'
+import { LocalRedisCluster } from '../../tools/redis-cluster'
+import { REDIS_SERVER, sharedRedis } from './redis'
 import { requireSystem } from './system'
 
 export const REDIS_CLI = '/usr/bin/redis-cli'
-
-const alive = (p: ChildProcess | undefined) => !!p && p.exitCode === null && p.signalCode === null
 
 /** Runs redis-cli against one node; returns its output (throws on failure). */
 function cli(port: number, ...args: string[]): string {
@@ -19,114 +18,40 @@ function cli(port: number, ...args: string[]): string {
 
 /**
  * A real Redis Cluster of the test's own: 3 masters with a replica each (6 redis-server
- * processes on free ports, nothing kept on disk but the cluster's node files), created with
- * `redis-cli --cluster create`. A master can be killed (SIGKILL): its replica takes over after
- * the node timeout (2 s).
+ * processes on free ports, nothing kept on disk but the cluster's node files), formed by the
+ * code `npm run cluster` runs (tools/redis-cluster.ts). A master can be killed (SIGKILL): its
+ * replica takes over after the node timeout (2 s).
  */
 export class TestRedisCluster {
-  readonly procs = new Map<number, ChildProcess>()
-  private constructor(
-    readonly ports: number[],
-    private readonly dir: string,
-  ) {}
+  private constructor(private readonly c: LocalRedisCluster) {}
 
+  get ports() {
+    return this.c.ports
+  }
   /** The seed nodes, as REDIS_URL takes them with REDIS_CLUSTER=true. */
   get url() {
-    return this.ports.map((p) => `redis://127.0.0.1:${p}`).join(',')
+    return this.c.url
   }
 
   static async start(opts: { masters?: number; replicas?: number } = {}): Promise<TestRedisCluster> {
-    const masters = opts.masters ?? 3
-    const replicas = opts.replicas ?? 1
-    const ports: number[] = []
-    while (ports.length < masters * (1 + replicas)) {
-      const p = await freePort()
-      // a cluster node also listens on port + 10000 (the cluster bus)
-      if (p < 55000 && !ports.includes(p)) ports.push(p)
-    }
-    const c = new TestRedisCluster(ports, mkdtempSync(join(tmpdir(), 'gw-redis-cluster-')))
-    try {
-      for (const p of ports) c.spawn(p)
-      for (const p of ports) await c.waitUp(p)
-      cli(
-        ports[0]!,
-        '--cluster',
-        'create',
-        ...ports.map((p) => `127.0.0.1:${p}`),
-        '--cluster-replicas',
-        String(replicas),
-        '--cluster-yes',
-      )
-      await c.waitOk()
-    } catch (e) {
-      await c.stop()
-      throw e
-    }
-    return c
+    const c = await LocalRedisCluster.start({
+      dir: mkdtempSync(join(tmpdir(), 'gw-redis-cluster-')),
+      masters: opts.masters ?? 3,
+      replicas: opts.replicas ?? 1,
+      persist: false,
+      nodeTimeoutMs: 2000,
+    })
+    return new TestRedisCluster(c)
   }
 
-  private spawn(port: number) {
-    const proc = spawn(
-      REDIS_SERVER,
-      [
-        '--port',
-        String(port),
-        '--bind',
-        '127.0.0.1',
-        '--cluster-enabled',
-        'yes',
-        '--cluster-config-file',
-        join(this.dir, `nodes-${port}.conf`),
-        '--cluster-node-timeout',
-        '2000',
-        '--save',
-        '',
-        '--appendonly',
-        'no',
-        '--dir',
-        this.dir,
-      ],
-      { stdio: 'ignore' },
-    )
-    this.procs.set(port, proc)
-  }
-
-  private async waitUp(port: number) {
-    for (let i = 0; i < 200; i++) {
-      try {
-        if (cli(port, 'PING').trim() === 'PONG') return
-      } catch {
-        // not yet
-      }
-      await Bun.sleep(25)
-    }
-    throw new Error(`redis-server on ${port} did not start`)
-  }
-
-  /** Waits until every live node reports `cluster_state:ok` and agrees on the slots' masters. */
-  async waitOk(timeoutMs = 30_000) {
-    const until = Date.now() + timeoutMs
-    while (Date.now() < until) {
-      const live = this.ports.filter((p) => alive(this.procs.get(p)))
-      try {
-        // every node sees the whole cluster served, and every replica has its master's data flowing
-        const ok = live.every((p) => {
-          if (!cli(p, 'CLUSTER', 'INFO').includes('cluster_state:ok')) return false
-          const repl = cli(p, 'INFO', 'replication')
-          return !repl.includes('role:slave') || repl.includes('master_link_status:up')
-        })
-        if (ok) return
-      } catch {
-        // a node still starting
-      }
-      await Bun.sleep(100)
-    }
-    throw new Error('the Redis Cluster did not reach cluster_state:ok')
+  /** Waits until every live node reports `cluster_state:ok` and every replica's link is up. */
+  waitOk(timeoutMs = 30_000) {
+    return this.c.waitOk(timeoutMs)
   }
 
   /** The port of the master serving `key`'s slot now. */
   masterOf(key: string): number {
-    const live = this.ports.find((p) => alive(this.procs.get(p)))!
+    const live = this.ports.find((p) => this.c.alive(p))!
     const slot = Number(cli(live, 'CLUSTER', 'KEYSLOT', key).trim())
     for (const line of cli(live, 'CLUSTER', 'NODES').split('\n')) {
       const f = line.split(' ')
@@ -141,18 +66,22 @@ export class TestRedisCluster {
 
   /** Starts a killed node again, on its port with its node file: it rejoins (a replaced master as a replica). */
   async restart(port: number): Promise<void> {
-    if (alive(this.procs.get(port))) return
-    this.spawn(port)
-    await this.waitUp(port)
+    if (this.c.alive(port)) return
+    this.c.startNode(port)
+    for (let i = 0; i < 200; i++) {
+      try {
+        if (cli(port, 'PING').trim() === 'PONG') return
+      } catch {
+        // not yet
+      }
+      await Bun.sleep(25)
+    }
+    throw new Error(`redis-server on ${port} did not start`)
   }
 
   /** SIGKILL of one node (a master: its replica is promoted after the node timeout). */
-  async kill(port: number): Promise<void> {
-    const p = this.procs.get(port)
-    if (!p || !alive(p)) return
-    const exited = new Promise((r) => p.once('exit', r))
-    p.kill('SIGKILL')
-    await exited
+  kill(port: number): Promise<void> {
+    return this.c.kill(port)
   }
 
   /** A cluster client of the test (reads and checks beside the gateway). */
@@ -164,8 +93,8 @@ export class TestRedisCluster {
   }
 
   stop = async () => {
-    await Promise.all([...this.procs.keys()].map((p) => this.kill(p)))
-    rmSync(this.dir, { recursive: true, force: true })
+    await this.c.stop()
+    rmSync(this.c.dir, { recursive: true, force: true })
   }
 }
 

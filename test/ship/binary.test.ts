@@ -124,6 +124,7 @@ describe('compiled binary', () => {
       expect(r.status).toBe(200)
       expect((await r.arrayBuffer()).byteLength).toBeGreaterThan(100_000)
     }
+    expect((await fetch(`${node.url}/openapi/assets/favicon-32x32.png`)).headers.get('content-type')).toBe('image/png')
     expect(
       ((await (await fetch(`${node.url}/openapi/json`)).json()) as any).paths['/channels/{channel}/messages'],
     ).toBeDefined()

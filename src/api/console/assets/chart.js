@@ -1,5 +1,5 @@
 // A bar chart in SVG, drawn from numbers: one group of bars per interval, one bar per series,
-// an axis with its maximum, the first and last interval named. Each bar carries its value as a
+// an axis with its maximum, and a time axis naming every few intervals (the newest always). Each bar carries its value as a
 // tooltip and as data attributes, so the chart can be read by people and tests alike.
 import { h, s } from './dom.js'
 
@@ -54,12 +54,7 @@ export function barChart({ title, series, points }) {
       s('text', { x: LEFT - 4, y: y(v) + 4, 'text-anchor': 'end', text: formatCount(v) }),
     ),
   )
-  const labels = points.length
-    ? [
-        s('text', { x: LEFT, y: H - 6, 'text-anchor': 'start', text: points[0].label }),
-        s('text', { x: W, y: H - 6, 'text-anchor': 'end', text: points[points.length - 1].label }),
-      ]
-    : []
+  const labels = timeLabels(points, slot)
   const svg = s(
     'svg',
     { viewBox: `0 0 ${W} ${H}`, role: 'img', 'aria-label': title, class: 'bars' },
@@ -69,6 +64,30 @@ export function barChart({ title, series, points }) {
   )
   const legend = series.map((sr) => h('span', { class: `legend ${sr.cls}`, text: sr.name }))
   return [h('figcaption', {}, h('strong', { text: title }), ' ', ...legend), svg]
+}
+
+/** At most this many interval names under a chart (60 minutes: every 10th; 24 hours: every 4th). */
+const TIME_LABELS = 6
+
+/** Names of every `step`-th interval, counted back from the newest, each under a tick of its slot. */
+function timeLabels(points, slot) {
+  const step = Math.ceil(points.length / TIME_LABELS)
+  const out = []
+  for (let i = points.length - 1; i >= 0; i -= step) {
+    const x = LEFT + (i + 0.5) * slot
+    const last = i === points.length - 1
+    out.push(
+      s('line', { class: 'time-tick', x1: x.toFixed(1), x2: x.toFixed(1), y1: H - BOTTOM, y2: H - BOTTOM + 4 }),
+      s('text', {
+        class: 'time',
+        x: last ? W : x.toFixed(1),
+        y: H - 6,
+        'text-anchor': last ? 'end' : 'middle',
+        text: points[i].label,
+      }),
+    )
+  }
+  return out
 }
 
 /** 1234 -> "1.2k", 2500000 -> "2.5M"; small numbers as they are. */
