@@ -69,6 +69,9 @@ async function main(): Promise<number | undefined> {
     version: VERSION,
   })
 
+  if (node.faults)
+    log.warn('fault control API listening (test runs only: it cuts and forges traffic)', { url: node.faults.url })
+
   let stopping = false
   const stop = async (signal: string) => {
     if (stopping) return

@@ -1,3 +1,4 @@
+import { isLoopbackHost } from '../lib/addresses'
 import { SETTINGS, type Config, type SettingName } from './schema'
 export { SETTINGS, type Config } from './schema'
 
@@ -53,6 +54,11 @@ export function loadConfig(
     )
   if (!problems.length && !out.redisCluster && (out.redisUrl as string).includes(','))
     problems.push('REDIS_URL names several nodes: set REDIS_CLUSTER=true (only a cluster takes several seed nodes)')
+  // the fault API cuts, forges and reads traffic: never reachable from elsewhere unless the operator says so
+  if (!problems.length && out.faults && !out.faultsAllowPublic && !isLoopbackHost(out.faultsHost as string))
+    problems.push(
+      `FAULTS_HOST=${out.faultsHost as string} is not a loopback address: the fault control API lets whoever reaches it cut and forge traffic (set FAULTS_ALLOW_PUBLIC=true to allow it)`,
+    )
   if (problems.length) throw new Error(`invalid configuration:\n  ${problems.join('\n  ')}`)
   return out as Config
 }
