@@ -211,4 +211,3 @@ export class FaultControl {
     return session.log.list()
   }
 }
-
