@@ -2,6 +2,7 @@ import { helpText, parseArgs, USAGE } from './cli'
 import { loadConfig, type Config } from './config'
 import { createLogger, flushLogs } from './lib/logger'
 import { createNode } from './node'
+import { sandbox } from './sandbox'
 import { supervise, supervisorGone } from './supervisor'
 import { VERSION } from './version'
 
@@ -21,6 +22,9 @@ async function main(): Promise<number | undefined> {
       return 0
     case 'healthcheck':
       return (await healthy(loadConfig())) ? 0 : 1
+    case 'sandbox':
+      await sandbox(parsed.sandbox)
+      return undefined
   }
 
   const config = loadConfig()

@@ -63,6 +63,18 @@ export function loadConfig(
   return out as Config
 }
 
+/**
+ * The config of `gateway sandbox`: the environment's settings over the sandbox's defaults (quiet
+ * logs, loopback, rate limits off), then what a sandbox always is (`fixed`: its own data dir, the
+ * embedded store...).
+ */
+export function loadSandboxConfig(
+  fixed: Partial<Config>,
+  env: Record<string, string | undefined> = process.env,
+): Config {
+  return loadConfig({ LOG_LEVEL: 'warn', HOST: '127.0.0.1', RATE_LIMITS: 'off', ...env }, fixed)
+}
+
 /** The settings listing (the table of docs/settings.md and --help), generated from the schema. */
 export function settingsTable(): string {
   const rows = Object.values(SETTINGS).map(
