@@ -1,4 +1,5 @@
 import { isLoopbackHost } from '../lib/addresses'
+import { LIMITS_PROFILES, type LimitsProfile } from './limits-profiles'
 import { SETTINGS, type Config, type SettingName } from './schema'
 export { SETTINGS, type Config } from './schema'
 
@@ -12,13 +13,21 @@ export function loadConfig(
 ): Config {
   const out: Record<string, unknown> = {}
   const problems: string[] = []
+  // the profile first: it gives the defaults of the limit settings
+  let profile: LimitsProfile = 'default'
+  try {
+    profile = overrides.limitsProfile ?? SETTINGS.limitsProfile.parse(env[SETTINGS.limitsProfile.env] ?? 'default')
+  } catch {
+    /* reported with the others below */
+  }
+  const defaults = LIMITS_PROFILES[profile]
   for (const name of Object.keys(SETTINGS) as SettingName[]) {
     if (name in overrides) {
       out[name] = overrides[name]
       continue
     }
     const s = SETTINGS[name]
-    const raw = env[s.env] ?? s.default
+    const raw = env[s.env] ?? defaults[name] ?? s.default
     try {
       out[name] = s.parse(raw)
     } catch (e) {

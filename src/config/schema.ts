@@ -360,6 +360,12 @@ export const SETTINGS = {
     'Most channels one realtime connection may have attached (more: a channel ERROR 90021).',
     int(1, 100_000),
   ),
+  realtimeMaxInboundRate: setting(
+    'REALTIME_MAX_INBOUND_RATE',
+    '0',
+    'Messages one realtime connection may publish per second (a second of it as burst); beyond, a publish is refused with NACK 42911 and the connection stays. 0: no bound (the connection is told 1000).',
+    int(0, 1_000_000),
+  ),
   realtimeBufferBytes: setting(
     'REALTIME_BUFFER_BYTES',
     '1048576',
@@ -506,6 +512,12 @@ export const SETTINGS = {
     str,
   ),
   tlsKeyFile: setting('TLS_KEY_FILE', '', 'PEM private key file of TLS_CERT_FILE.', str, true),
+  limitsProfile: setting(
+    'LIMITS_PROFILE',
+    'default',
+    "Defaults of the limit settings: `default` (this gateway's), or `hosted` (the hosted service's documented limits of its Standard package: 200 channels per connection, 50 messages/s per connection, 200 presence members, 2,500 messages/s per account...; see docs/limits.md). A limit set explicitly wins over its profile.",
+    oneOf('default', 'hosted'),
+  ),
   rateLimits: setting(
     'RATE_LIMITS',
     'on',
