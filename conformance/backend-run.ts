@@ -13,7 +13,7 @@ import { startRedis } from '../bench/lib/redis-server'
 import { startRedisCluster } from '../bench/lib/redis-cluster-server'
 import { readResults, type FileResult } from './results'
 import { SANDBOX_URL, type RunTls } from './sandbox-host'
-import { commandFor, SUITES } from './suites'
+import { commandFor, FAULTS_PORT, SUITES } from './suites'
 
 export type Backend = 'embedded' | 'redis' | 'cluster'
 
@@ -49,6 +49,9 @@ async function startGateway(plan: Plan, env: Record<string, string>, n: number):
       TLS_CERT_FILE: plan.tls.cert,
       TLS_KEY_FILE: plan.tls.key,
       SANDBOX_PROVISIONING: 'true',
+      // the fault API (loopback, inside the run's namespace): the uts-proxy suite's control host
+      FAULTS: 'on',
+      FAULTS_PORT: String(FAULTS_PORT),
       LOG_LEVEL: 'warn',
     },
     stdout: join(plan.out, plan.backend, `gateway-${n}.log`),

@@ -4,6 +4,9 @@
  */
 import { join } from 'node:path'
 
+/** Where the gateway of a run serves its fault control API (the uts-proxy's default control port). */
+export const FAULTS_PORT = 9100
+
 export type Tree = 'ably-js' | 'ably-js-main' | 'chat'
 export type Runner = 'mocha' | 'mocha-uts' | 'vitest'
 
@@ -58,6 +61,13 @@ export const SUITES: Suite[] = [
     what: 'ably-js main, universal test suite `test/uts/**/integration` (without `proxy/`)',
   },
   {
+    name: 'uts-proxy',
+    tree: 'ably-js-main',
+    runner: 'mocha-uts',
+    include: ['test/uts/**/integration/proxy/**/*.test.ts'],
+    what: "ably-js main, universal test suite's fault tests `test/uts/**/integration/proxy` (the gateway's fault API, FAULTS=on, as their proxy: no proxy program)",
+  },
+  {
     name: 'chat',
     tree: 'chat',
     runner: 'vitest',
@@ -86,7 +96,11 @@ export function commandFor(suite: Suite, root: string, file: string, results: st
     case 'mocha':
       return { cmd: [...mocha, file], env: { CONFORMANCE_RESULTS: results, ABLY_LOCAL_SANDBOX_URL: sandboxUrl } }
     case 'mocha-uts':
-      return { cmd: [...mocha, '--no-config', '--require', 'tsx/cjs', file], env: { CONFORMANCE_RESULTS: results } }
+      // the proxy tests' control host: the gateway's fault API (backend-run.ts starts it on FAULTS_PORT)
+      return {
+        cmd: [...mocha, '--no-config', '--require', 'tsx/cjs', file],
+        env: { CONFORMANCE_RESULTS: results, PROXY_CONTROL_HOST: `http://127.0.0.1:${FAULTS_PORT}` },
+      }
     case 'vitest':
       return {
         cmd: [

@@ -2,6 +2,7 @@ import { helpText, parseArgs, USAGE } from './cli'
 import { loadConfig, type Config } from './config'
 import { createLogger, flushLogs } from './lib/logger'
 import { createNode } from './node'
+import { sandbox } from './sandbox'
 import { supervise, supervisorGone } from './supervisor'
 import { VERSION } from './version'
 
@@ -21,6 +22,9 @@ async function main(): Promise<number | undefined> {
       return 0
     case 'healthcheck':
       return (await healthy(loadConfig())) ? 0 : 1
+    case 'sandbox':
+      await sandbox(parsed.sandbox)
+      return undefined
   }
 
   const config = loadConfig()
@@ -68,6 +72,9 @@ async function main(): Promise<number | undefined> {
     app: boot.appId,
     version: VERSION,
   })
+
+  if (node.faults)
+    log.warn('fault control API listening (test runs only: it cuts and forges traffic)', { url: node.faults.url })
 
   let stopping = false
   const stop = async (signal: string) => {

@@ -8,7 +8,8 @@ import { clientAddress } from './api/http/access-log'
 import { createLogger, type Logger } from './lib/logger'
 import { monitorEventLoop, monitorProcess } from './lib/metrics'
 import { VERSION } from './version'
-import { buildApp, serve, type App, type ListenOptions } from './server'
+import { buildApp, internalError, runtimeBodyLimit, serve, type App, type ListenOptions } from './server'
+import { startFaults, type FaultControl } from './api/faults'
 
 export type Server = ReturnType<typeof serve>
 
@@ -25,6 +26,8 @@ export interface GatewayNode {
   log: Logger
   /** Set by `listen()`. */
   server?: Server
+  /** The fault control API (FAULTS=on), started by `listen()`. */
+  faults?: FaultControl
   /** Creates the bootstrap account, app, key and token the store lacks; `/ready` answers 503 until then. */
   bootstrap(): Promise<BootstrapResult>
   /** Starts serving (throws when the port cannot be bound). Defaults: the config's port and host. */
@@ -73,12 +76,34 @@ export async function createNode(config: Config, o: NodeOptions = {}): Promise<G
       return result
     },
     listen(l = { port: config.port, hostname: config.host }) {
-      node.server = serve(app, core, config, log, l)
-      return node.server
+      const server = serve(app, core, config, log, l)
+      node.server = server
+      if (config.faults) {
+        try {
+          node.faults = startFaults(
+            config,
+            {
+              fetch: server.handlers.fetch,
+              websocket: server.handlers.websocket,
+              idleTimeoutSeconds: Math.ceil(config.idleConnectionTimeoutMs / 1000),
+              maxRequestBodySize: runtimeBodyLimit(config.maxBodySize),
+              error: (e) => internalError(e, log),
+            },
+            log,
+          )
+        } catch (e) {
+          void server.stop(true)
+          throw new Error(
+            `the fault control API cannot listen on ${config.faultsHost}:${config.faultsPort}: ${e instanceof Error ? e.message : String(e)}`,
+          )
+        }
+      }
+      return server
     },
     async shutdown() {
       const server = node.server
       let streams = 0
+      await node.faults?.close()
       if (server) {
         const forced = setTimeout(() => {
           log.warn('shutdown timed out; closing the remaining connections', { ms: config.shutdownTimeoutMs })
@@ -99,6 +124,7 @@ export async function createNode(config: Config, o: NodeOptions = {}): Promise<G
       return streams
     },
     async close() {
+      await node.faults?.close()
       node.server?.realtime.close()
       core.connectionPresence.close()
       core.occupancyEvents.close()

@@ -25,7 +25,7 @@ import type { AddressOf } from './api/http/access-log'
 import { isLongLived } from './api/http/long-lived'
 import { sseRoutes, type SseSettings } from './api/sse'
 import { realtime, UPGRADED, type Realtime, type RealtimeLimits } from './api/realtime'
-import type { SocketData } from './api/realtime/socket'
+import type { SocketData, SocketTap } from './api/realtime/socket'
 
 export interface ServerSettings extends SseSettings, BodyLimits, RealtimeLimits {
   sandboxProvisioning: boolean
@@ -105,14 +105,14 @@ export interface ListenOptions {
 }
 
 /** The listening server of a node, with its realtime transport (shutdown disconnects its clients). */
-export type GatewayServer = Server<SocketData> & { realtime: Realtime }
+export type GatewayServer = Server<SocketData> & { realtime: Realtime; handlers: GatewayHandlers }
 
 /**
  * Bun's own body limit, a backstop above ours: a declared length up to twice MAX_BODY_SIZE gets our
  * 413 (checked before anything is read) and a chunked body is refused by our count as it passes
  * MAX_BODY_SIZE. Bun answers beyond it alone, with a bare 413 (see docs/security.md).
  */
-const runtimeBodyLimit = (maxBodySize: number) => 2 * maxBodySize
+export const runtimeBodyLimit = (maxBodySize: number) => 2 * maxBodySize
 
 /**
  * What a request that threw outside every handler's own error handling gets (a backstop: each
@@ -131,15 +131,14 @@ export function internalError(e: unknown, log: Logger): Response {
 }
 
 /**
- * Serves the app: WebSocket upgrades on `/` go to the realtime transport, Bun's native router
- * takes every publish (`POST /channels/{channel}/messages`, any format: the handler the Elysia
- * route calls too), comet requests go to the realtime transport, everything else goes through
- * Elysia. Connections idle (between requests) for IDLE_CONNECTION_TIMEOUT_MS are closed by Bun,
- * which also cuts a request whose body has not fully arrived by then; event streams, open for as
- * long as their client stays, and comet long polls are exempt from it (WebSockets have their own
- * idle handling).
+ * The handlers of a listening port of this node: WebSocket upgrades on `/` go to the realtime
+ * transport, comet requests to the realtime transport, everything else through Elysia (Bun's
+ * native router takes every publish on the main port: `publish`, the handler the Elysia route
+ * calls too). A long-lived answer (event stream, comet long poll) is exempted from the server's
+ * idle timeout. A fault session's port (api/faults) serves the same handlers with its tap on the
+ * sockets it upgrades; the main port passes none.
  */
-export function serve(app: App, core: Core, s: ServerSettings, log: Logger, o: ListenOptions): GatewayServer {
+export function gatewayHandlers(app: App, core: Core, s: ServerSettings, log: Logger) {
   const rt = realtime(core, s, log)
   const corsPolicy = new CorsPolicy(s.corsOrigins)
   const exempt = (res: Response, req: Request, server: Server<SocketData>) => {
@@ -152,14 +151,32 @@ export function serve(app: App, core: Core, s: ServerSettings, log: Logger, o: L
     const res = app.fetch(slash >= 11 ? req : new Request('http://localhost' + req.url.slice(slash), req))
     return res instanceof Promise ? res.then((r) => exempt(r, req, server)) : exempt(res, req, server)
   }
-  const fetch = (req: Request, server: Server<SocketData>) => {
+  const fetch = (req: Request, server: Server<SocketData>, tap?: SocketTap) => {
     if (req.headers.has('upgrade')) {
-      const r = rt.upgrade(req, server)
+      const r = rt.upgrade(req, server, tap)
       if (r === UPGRADED) return undefined
       if (r) return r
     }
     return rt.comet(req, corsPolicy, server) ?? http(req, server)
   }
+  return {
+    realtime: rt,
+    fetch,
+    websocket: rt.websocket,
+    publish: publishRoute(publishHandler(core, s, log), corsPolicy, log),
+  }
+}
+
+export type GatewayHandlers = ReturnType<typeof gatewayHandlers>
+
+/**
+ * Serves the app on one port (see gatewayHandlers). Connections idle (between requests) for
+ * IDLE_CONNECTION_TIMEOUT_MS are closed by Bun, which also cuts a request whose body has not fully
+ * arrived by then; event streams, open for as long as their client stays, and comet long polls are
+ * exempt from it (WebSockets have their own idle handling).
+ */
+export function serve(app: App, core: Core, s: ServerSettings, log: Logger, o: ListenOptions): GatewayServer {
+  const h = gatewayHandlers(app, core, s, log)
   const server = Bun.serve<SocketData>({
     port: o.port,
     hostname: o.hostname,
@@ -170,15 +187,14 @@ export function serve(app: App, core: Core, s: ServerSettings, log: Logger, o: L
     // h2 only where ALPN offers it: without TLS Bun would also take cleartext prior-knowledge HTTP/2
     http2: s.http2 && !!s.tlsCertFile,
     http3: s.http3 && !!s.tlsCertFile,
-    routes: {
-      [PUBLISH_ROUTE]: { POST: publishRoute(publishHandler(core, s, log), new CorsPolicy(s.corsOrigins), log) },
-    },
-    fetch,
+    routes: { [PUBLISH_ROUTE]: { POST: h.publish } },
+    fetch: (req, server) => h.fetch(req, server),
     // never the runtime's development error page (stack, paths, source lines): the spec's 500
     development: false,
     error: (e) => internalError(e, log),
-    websocket: rt.websocket,
+    websocket: h.websocket,
   }) as GatewayServer
-  server.realtime = rt
+  server.realtime = h.realtime
+  server.handlers = h
   return server
 }

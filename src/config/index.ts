@@ -1,3 +1,5 @@
+import { isLoopbackHost } from '../lib/addresses'
+import { LIMITS_PROFILES, type LimitsProfile } from './limits-profiles'
 import { SETTINGS, type Config, type SettingName } from './schema'
 export { SETTINGS, type Config } from './schema'
 
@@ -11,13 +13,21 @@ export function loadConfig(
 ): Config {
   const out: Record<string, unknown> = {}
   const problems: string[] = []
+  // the profile first: it gives the defaults of the limit settings
+  let profile: LimitsProfile = 'default'
+  try {
+    profile = overrides.limitsProfile ?? SETTINGS.limitsProfile.parse(env[SETTINGS.limitsProfile.env] ?? 'default')
+  } catch {
+    /* reported with the others below */
+  }
+  const defaults = LIMITS_PROFILES[profile]
   for (const name of Object.keys(SETTINGS) as SettingName[]) {
     if (name in overrides) {
       out[name] = overrides[name]
       continue
     }
     const s = SETTINGS[name]
-    const raw = env[s.env] ?? s.default
+    const raw = env[s.env] ?? defaults[name] ?? s.default
     try {
       out[name] = s.parse(raw)
     } catch (e) {
@@ -53,8 +63,25 @@ export function loadConfig(
     )
   if (!problems.length && !out.redisCluster && (out.redisUrl as string).includes(','))
     problems.push('REDIS_URL names several nodes: set REDIS_CLUSTER=true (only a cluster takes several seed nodes)')
+  // the fault API cuts, forges and reads traffic: never reachable from elsewhere unless the operator says so
+  if (!problems.length && out.faults && !out.faultsAllowPublic && !isLoopbackHost(out.faultsHost as string))
+    problems.push(
+      `FAULTS_HOST=${out.faultsHost as string} is not a loopback address: the fault control API lets whoever reaches it cut and forge traffic (set FAULTS_ALLOW_PUBLIC=true to allow it)`,
+    )
   if (problems.length) throw new Error(`invalid configuration:\n  ${problems.join('\n  ')}`)
   return out as Config
+}
+
+/**
+ * The config of `gateway sandbox`: the environment's settings over the sandbox's defaults (quiet
+ * logs, loopback, rate limits off), then what a sandbox always is (`fixed`: its own data dir, the
+ * embedded store...).
+ */
+export function loadSandboxConfig(
+  fixed: Partial<Config>,
+  env: Record<string, string | undefined> = process.env,
+): Config {
+  return loadConfig({ LOG_LEVEL: 'warn', HOST: '127.0.0.1', RATE_LIMITS: 'off', ...env }, fixed)
 }
 
 /** The settings listing (the table of docs/settings.md and --help), generated from the schema. */

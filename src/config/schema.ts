@@ -372,6 +372,12 @@ export const SETTINGS = {
     'Largest message payload (bytes) sent as a VCDIFF delta, or used as the base of one, to subscribers that asked for deltas (`delta=vcdiff`); larger payloads go whole. Bounds the encoding work per message.',
     int(0, 16 * 1024 * 1024),
   ),
+  realtimeMaxInboundRate: setting(
+    'REALTIME_MAX_INBOUND_RATE',
+    '0',
+    'Messages one realtime connection may publish per second (a second of it as burst); beyond, a publish is refused with NACK 42911 and the connection stays. 0: no bound (the connection is told 1000).',
+    int(0, 1_000_000),
+  ),
   realtimeBufferBytes: setting(
     'REALTIME_BUFFER_BYTES',
     '1048576',
@@ -462,6 +468,49 @@ export const SETTINGS = {
     'Serve the sandbox endpoints (POST /apps without credentials, DELETE /apps/{id}, POST /stats) for test suites and load tests.',
     bool,
   ),
+  faults: setting(
+    'FAULTS',
+    'off',
+    "Serve the fault-injection control API (the grammar of the hosted service's test proxy, uts-proxy: sessions on their own ports with rules that drop, delay, replace or inject traffic) on FAULTS_HOST:FAULTS_PORT; for test runs only (see docs/testing-your-app.md).",
+    onOff,
+  ),
+  faultsHost: setting(
+    'FAULTS_HOST',
+    '127.0.0.1',
+    'Address the fault control API and its sessions bind to; an address other than loopback is refused at start unless FAULTS_ALLOW_PUBLIC is set.',
+    str,
+  ),
+  faultsPort: setting('FAULTS_PORT', '9100', 'TCP port of the fault control API (0: a free one).', int(0, 65535)),
+  faultsAllowPublic: setting(
+    'FAULTS_ALLOW_PUBLIC',
+    'false',
+    'Let FAULTS_HOST be an address other than loopback: anyone who reaches it can cut, forge or read the traffic of its sessions.',
+    bool,
+  ),
+  faultsMaxSessions: setting(
+    'FAULTS_MAX_SESSIONS',
+    '32',
+    'Fault sessions open at once (each listens on a port of its own); one more is refused with 409.',
+    int(1, 10_000),
+  ),
+  faultsMaxRules: setting(
+    'FAULTS_MAX_RULES',
+    '100',
+    'Rules one fault session holds; a request that would pass it is refused with 400.',
+    int(1, 100_000),
+  ),
+  faultsMaxLogEvents: setting(
+    'FAULTS_MAX_LOG_EVENTS',
+    '10000',
+    "Events one fault session's log keeps (the oldest are dropped beyond, and counted).",
+    int(10, 10_000_000),
+  ),
+  faultsMaxLogBytes: setting(
+    'FAULTS_MAX_LOG_BYTES',
+    '16777216',
+    "Bytes of frames and bodies one fault session's log keeps, as their size on the wire (the oldest events are dropped beyond, and counted).",
+    int(65_536, 1 << 30),
+  ),
   webConsole: setting(
     'CONSOLE',
     'on',
@@ -492,6 +541,12 @@ export const SETTINGS = {
     'off',
     'HTTP/3 (QUIC, UDP on PORT) beside the TLS listener, announced to clients by an `Alt-Svc` header on every answer. Experimental in Bun, and its bounds against hostile QUIC clients are untested here: see docs/security.md. No effect without TLS.',
     onOff,
+  ),
+  limitsProfile: setting(
+    'LIMITS_PROFILE',
+    'default',
+    "Defaults of the limit settings: `default` (this gateway's), or `hosted` (the hosted service's documented limits of its Standard package: 200 channels per connection, 50 messages/s per connection, 200 presence members, 2,500 messages/s per account...; see docs/limits.md). A limit set explicitly wins over its profile.",
+    oneOf('default', 'hosted'),
   ),
   rateLimits: setting(
     'RATE_LIMITS',

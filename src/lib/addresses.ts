@@ -30,3 +30,11 @@ export function privateHostReason(url: URL): string | undefined {
   if (isAddressLiteral(host) && !isPublicAddress(host)) return `${url.hostname} is not a public address`
   return undefined
 }
+
+/** Whether a listening address (HOST-style: an address literal or `localhost`) is loopback only. */
+export function isLoopbackHost(host: string): boolean {
+  const bare = host.startsWith('[') && host.endsWith(']') ? host.slice(1, -1) : host
+  if (bare.toLowerCase() === 'localhost') return true
+  if (!ipaddr.isValid(bare)) return false
+  return ipaddr.process(bare).range() === 'loopback'
+}

@@ -19,6 +19,8 @@ export interface TestGateway {
   app: App
   /** Set by `listen()`. */
   readonly server?: Server
+  /** The fault control API's URL (FAULTS on), set by `listen()`. */
+  readonly faultsUrl?: string
   core: Core
   /** The store under the core, for tests of a port's contract on either backend. */
   backend: Backend
@@ -119,6 +121,9 @@ export async function createTestGateway(
     key: ROOT_KEY,
     get server() {
       return node.server
+    },
+    get faultsUrl() {
+      return node.faults?.url
     },
     listen: () => {
       const server = node.listen({ port: 0, hostname: '127.0.0.1' })

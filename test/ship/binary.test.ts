@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
-import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync } from 'node:fs'
+import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { CONSOLE_ASSETS, PAGE as CONSOLE_PAGE } from '../../src/api/console/assets'
@@ -10,24 +10,7 @@ import { everyRoute, walkMalformed } from '../helpers/route-walk'
 import { GatewayNode } from '../helpers/node-process'
 import { REDIS_SERVER, TestRedis } from '../helpers/redis'
 import { messages, openSse } from '../helpers/sse'
-
-/** The shipped artifact: `npm run build`'s single executable, run as a process outside the repo. */
-const ROOT = join(import.meta.dir, '..', '..')
-const BINARY = join(ROOT, 'dist', 'gateway')
-
-const newest = (p: string): number =>
-  statSync(p).isDirectory() ? Math.max(0, ...readdirSync(p).map((f) => newest(join(p, f)))) : statSync(p).mtimeMs
-
-/** Builds dist/gateway unless it is newer than every file of src/ and package.json (the build flags). */
-function ensureBinary() {
-  if (
-    existsSync(BINARY) &&
-    statSync(BINARY).mtimeMs > Math.max(newest(join(ROOT, 'src')), newest(join(ROOT, 'package.json')))
-  )
-    return
-  const r = Bun.spawnSync([process.execPath, 'run', 'build'], { cwd: ROOT, stdout: 'pipe', stderr: 'pipe' })
-  if (r.exitCode !== 0) throw new Error(`build failed:\n${r.stdout}\n${r.stderr}`)
-}
+import { BINARY, ensureBinary } from '../helpers/binary'
 
 // the binary runs from an empty dir, so nothing can be picked up from the repo's node_modules
 const cwd = mkdtempSync(join(tmpdir(), 'gw-bin-cwd-'))

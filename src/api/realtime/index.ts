@@ -18,10 +18,10 @@ import { respondError } from '../http/responses'
 import { decodeFrame, type ClientFrame, type Format } from './frames'
 import { cometRoutes, unknown, type CometRequestOptions } from './comet'
 import { cometHandover, type CometHandover } from './comet-handover'
-import { SocketTransport, type SocketData } from './socket'
+import { SocketTransport, type SocketData, type SocketTap } from './socket'
 
 export type { RealtimeLimits, RealtimeSettings } from '../../core/connections'
-export type { SocketData } from './socket'
+export type { SocketData, SocketTap } from './socket'
 
 /** Frames a socket may send before its connection exists (authentication still running). */
 const MAX_EARLY_FRAMES = 100
@@ -168,7 +168,7 @@ export function realtime(core: ConnectionServices, s: RealtimeServerSettings, lo
   /** Opens the connection on an upgraded socket, then serves the frames that came meanwhile. */
   async function open(ws: ServerWebSocket<SocketData>) {
     const data = ws.data
-    const transport = new SocketTransport(ws, data.format)
+    const transport = data.tap ? data.tap.transport(ws, data.format) : new SocketTransport(ws, data.format)
     if (data.refusal) return registry.refuse(transport, data.refusal)
     const conn = await registry.open(data.params, transport)
     if (!conn) return
@@ -215,13 +215,13 @@ export function realtime(core: ConnectionServices, s: RealtimeServerSettings, lo
     /**
      * Upgrades a realtime connect request (`GET /` with `Upgrade: websocket`): UPGRADED, or an
      * error response when the upgrade failed; undefined when the request is not one (it goes on to
-     * the HTTP routes).
+     * the HTTP routes). `tap`: the fault session of the port (its socket's transport).
      */
-    upgrade(request: Request, server: Server<SocketData>): typeof UPGRADED | Response | undefined {
+    upgrade(request: Request, server: Server<SocketData>, tap?: SocketTap): typeof UPGRADED | Response | undefined {
       const url = new URL(request.url)
       if (url.pathname !== '/' || request.headers.get('upgrade')?.toLowerCase() !== 'websocket') return undefined
       const { format, ...params } = connectParams(url, request)
-      const data: SocketData = { params, format, refusal: queryRefusal(request, url) }
+      const data: SocketData = { params, format, refusal: queryRefusal(request, url), tap }
       if (server.upgrade(request, { data })) return UPGRADED
       return new Response(JSON.stringify({ error: new GatewayError(40000, 'WebSocket upgrade failed').toBody() }), {
         status: 400,

@@ -11,6 +11,17 @@ export interface SocketData {
   early?: ClientFrame[]
   /** A refusal decided at upgrade time (sent as ERROR once the socket is open). */
   refusal?: GatewayError
+  /** The fault session whose port took the socket (api/faults); none on the node's own port. */
+  tap?: SocketTap
+}
+
+/**
+ * What a fault session puts on the sockets of its port: the transport its connection writes
+ * through (frames pass the session's rules on their way out). Decided once, when the socket
+ * opens: the node's own port pays nothing for it.
+ */
+export interface SocketTap {
+  transport(ws: ServerWebSocket<SocketData>, format: Format): Transport
 }
 
 /** The Transport port over one of Bun's server WebSockets: one frame per protocol message. */

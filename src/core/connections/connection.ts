@@ -87,7 +87,7 @@ export class Connection implements AttachmentHost, PublishHost, ObjectHost {
     this.acks = new AckQueue((pm) => this.send(pm))
     this.channels = new ChannelOps(this)
     this.presence = new PresenceOps(this)
-    this.publishes = new Publishes(this)
+    this.publishes = new Publishes(this, this.s.realtimeMaxInboundRate ?? 0)
   }
 
   /** The transport's wire format (diagnostics). */
@@ -136,7 +136,7 @@ export class Connection implements AttachmentHost, PublishHost, ObjectHost {
       connectionKey: this.key,
       maxMessageSize: this.s.maxMessageSize,
       maxFrameSize: this.s.realtimeMaxFrameSize,
-      maxInboundRate: 1000,
+      maxInboundRate: this.s.realtimeMaxInboundRate || 1000,
       connectionStateTtl: this.s.connectionStateTtlMs,
       maxIdleInterval: this.s.realtimeMaxIdleIntervalMs,
       serverId: this.serverId,

@@ -4,6 +4,7 @@ import type { Answer, PublishResponse } from '../channels/publisher'
 import { asGatewayError, GatewayError } from '../../errors'
 import type { Logger } from '../../lib/logger'
 import type { AckQueue, AckSlot } from './acks'
+import { takeTokens, type Bucket } from '../limits/token-bucket'
 import { Flag, loggedName, modeRefused, wireError, type ProtocolMessage } from './protocol'
 import { dropsRefusals } from '../../core/model/sub-channels'
 
@@ -55,7 +56,22 @@ export class Publishes {
   /** The lookup of each channel gathering the resends of this turn. */
   private lookups?: Map<string, Lookup>
 
-  constructor(private readonly host: PublishHost) {}
+  /** The connection's inbound budget (REALTIME_MAX_INBOUND_RATE), made on its first publish. */
+  private inbound?: Bucket
+
+  constructor(
+    private readonly host: PublishHost,
+    /** Messages per second the connection may publish; 0: no bound (nothing is counted). */
+    private readonly inboundRate = 0,
+  ) {}
+
+  /** Takes the messages of a publish from the inbound budget (one second of the rate): false when over it. */
+  private withinInboundRate(pm: ProtocolMessage): boolean {
+    const n = Array.isArray(pm.messages) ? Math.max(1, pm.messages.length) : 1
+    const r = takeTokens(this.inbound, n, this.inboundRate, this.inboundRate, this.host.core.clock.now())
+    this.inbound = r.bucket
+    return r.ok
+  }
 
   /** Whether a publish is looked up in the log first (no clock read on a connection that never resumed so). */
   private get pastUnknown(): boolean {
@@ -88,6 +104,14 @@ export class Publishes {
     if (earlier) return void earlier.then((s) => (s.error ? acks.nack(slot, s.error) : acks.ack(slot, s.serials!)))
     if (acks.pending > MAX_PENDING)
       return acks.nack(slot, new GatewayError(42910, 'Too many publishes awaiting acknowledgement').toBody())
+    if (this.inboundRate > 0 && !this.withinInboundRate(pm))
+      return acks.nack(
+        slot,
+        new GatewayError(
+          42911,
+          `Publish rate exceeded: at most ${this.inboundRate} messages per second on one connection`,
+        ).toBody(),
+      )
     const channel = typeof pm.channel === 'string' ? pm.channel : ''
     const attaching = this.host.pendingAttach(channel)
     if (attaching || this.pastUnknown) return void this.publishAfter(slot, channel, pm.messages, attaching)

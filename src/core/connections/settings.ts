@@ -8,6 +8,8 @@ export interface RealtimeSettings {
   /** How long a dropped connection may resume with its state (ms), as told to the client. */
   connectionStateTtlMs: number
   realtimeMaxChannels: number
+  /** Messages one connection may publish per second (REALTIME_MAX_INBOUND_RATE); 0 or absent: no bound. */
+  realtimeMaxInboundRate?: number
   /** Unsent bytes a socket may hold before its subscriptions pause (they catch up from the log). */
   realtimeBufferBytes: number
   /** Largest payload sent as a delta, or used as the base of one (`delta=vcdiff`; bytes). */
