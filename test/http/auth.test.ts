@@ -43,9 +43,9 @@ describe('Basic auth', () => {
       40101,
     )
   })
-  test('a key name the gateway does not know is 401 / 40400, as the hosted service answers (Basic, requestToken, JWT)', async () => {
+  test('a key name the app does not have is 401 / 40400, one of no app 401 / 40101, as the hosted service answers (Basic, requestToken, JWT)', async () => {
     await expectError(await gw.request('/channels/a/messages', { key: 'testapp.nokey:whatever' }), 401, 40400)
-    await expectError(await gw.request('/channels/a/messages', { key: 'noapp.nokey:whatever' }), 401, 40400)
+    await expectError(await gw.request('/channels/a/messages', { key: 'noapp.nokey:whatever' }), 401, 40101)
     await expectError(await requestToken('testapp.nokey', {}, 'testapp.nokey:whatever'), 401, 40400)
     await expectError(
       await requestToken('testapp.nokey', signedTokenRequest('testapp.nokey', 'whatever'), null),
@@ -53,8 +53,10 @@ describe('Basic auth', () => {
       40400,
     )
     const now = Math.floor(clock.now() / 1000)
-    const jwt = makeJwt('invalid.invalid', 'invalidinvalid', { iat: now, exp: now + 60 })
+    const jwt = makeJwt('testapp.invalid', 'invalidinvalid', { iat: now, exp: now + 60 })
     await expectError(await gw.request('/channels/a/messages', { key: null, headers: bearer(jwt) }), 401, 40400)
+    const noApp = makeJwt('invalid.invalid', 'invalidinvalid', { iat: now, exp: now + 60 })
+    await expectError(await gw.request('/channels/a/messages', { key: null, headers: bearer(noApp) }), 401, 40101)
   })
   test('the key works as ?key= query parameter', async () => {
     const r = await gw.request(`/channels/a/messages?key=${encodeURIComponent(gw.key)}`, { key: null })

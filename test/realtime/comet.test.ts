@@ -1,6 +1,7 @@
 import { describe, expect, test } from 'bun:test'
 import type * as Ably from 'ably'
 import { collect, fresh, reach, realtimeClient, realtimeGateway } from '../helpers/realtime'
+import { APP_ID } from '../helpers/gateway'
 
 /**
  * The comet transport (HTTP long polling): the official client with `transports: ['comet']`
@@ -105,10 +106,10 @@ describe('ably-js Realtime over comet', () => {
     }
 
     test('a refused connect is answered with ERROR in the array (status 401), never an HTTP error page', async () => {
-      const r = await fetch(`${rt.base}/comet/connect?v=6&key=nope.nope:nope`)
+      const r = await fetch(`${rt.base}/comet/connect?v=6&key=${APP_ID}.nope:nope`)
       const [pm] = (await r.json()) as Array<{ action: number; error: { code: number; statusCode: number } }>
       expect(pm!.action).toBe(9)
-      // an unknown key name: 40400 with status 401, as the hosted service answers
+      // a key name the app does not have: 40400 with status 401, as the hosted service answers
       expect([pm!.error.code, pm!.error.statusCode]).toEqual([40400, 401])
     })
 

@@ -101,10 +101,13 @@ describe.each(FORMATS)('ably-js Realtime over %s', (_format, binary) => {
     expect([reason?.code, reason?.statusCode]).toEqual([40101, 401])
   })
 
-  test('an unknown key: FAILED with 40400 / 401, as the hosted service answers', async () => {
+  test('an unknown key: FAILED with 40400 / 401, and a key of no app with 40101 / 401, as the hosted service answers', async () => {
     const client = realtimeClient(rt.port, { key: `${APP_ID}.nosuchkey:whatever` }, binary)
     const reason = await reach(client.connection, 'failed', 8000, [])
     expect([reason?.code, reason?.statusCode]).toEqual([40400, 401])
+    const other = realtimeClient(rt.port, { key: 'invalid.key:secret' }, binary)
+    const why = await reach(other.connection, 'failed', 8000, [])
+    expect([why?.code, why?.statusCode]).toEqual([40101, 401])
   })
 
   test('a clientId that contradicts the token: FAILED with 40102, from the server or the client', async () => {

@@ -135,11 +135,19 @@ export class Authenticator {
     return c.clientId ? this.withClientId(p, c.clientId) : p
   }
 
-  /** Resolves the API key named `keyName` and its (enabled) app, or throws 40400 (status 401) / 40131 / 40300. */
+  /**
+   * Resolves the API key named `keyName` and its (enabled) app, or throws 40400 / 40101 (status 401),
+   * 40131 or 40300. A key the app does not have is 40400, a key of no app at all 40101: the hosted
+   * service's answers (ably-js's suites expect both: RSA4 with an app's id, RTN14a/RSP with none).
+   */
   async key(keyName: string): Promise<{ key: ApiKey; app: App }> {
     const key = await this.control.getKey(keyName)
-    // the hosted service's answer to a key name it does not know (ably-js's suites expect it)
-    if (!key) throw new GatewayError(40400, 'Invalid credentials: key not found', { status: 401 })
+    if (!key) {
+      const dot = keyName.indexOf('.')
+      if (dot > 0 && (await this.control.getApp(keyName.slice(0, dot))))
+        throw new GatewayError(40400, 'Invalid credentials: key not found', { status: 401 })
+      throw new GatewayError(40101, 'Invalid credentials: no application for this key')
+    }
     if (key.status !== 0) throw new GatewayError(40131, 'Key has been revoked')
     const app = await this.control.getApp(key.appId)
     if (!app || app.status !== 'enabled') throw new GatewayError(40300, 'Application disabled')
