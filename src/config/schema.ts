@@ -372,6 +372,24 @@ export const SETTINGS = {
     'Largest message payload (bytes) sent as a VCDIFF delta, or used as the base of one, to subscribers that asked for deltas (`delta=vcdiff`); larger payloads go whole. Bounds the encoding work per message.',
     int(0, 16 * 1024 * 1024),
   ),
+  appendRollupWindowMs: setting(
+    'APPEND_ROLLUP_WINDOW_MS',
+    '40',
+    'Append rollup window of a subscription to a channel of a mutableMessages namespace whose client sets no `appendRollupWindow` transport param (ms, 0-500; 0: every append as it comes): appends to one message inside a window reach the subscriber as one append of the joined data, so a token stream reaches it at most about 1000/window times a second.',
+    int(0, 500),
+  ),
+  appendRollupMaxMessages: setting(
+    'APPEND_ROLLUP_MAX_MESSAGES',
+    '100',
+    'Messages whose appends one subscription may hold in its rollup window; past it, what is held goes at once.',
+    int(1, 100_000),
+  ),
+  appendRollupMaxBytes: setting(
+    'APPEND_ROLLUP_MAX_BYTES',
+    '65536',
+    'Bytes of appended data one subscription may hold in its rollup window; past it, what is held goes at once.',
+    int(1, 16 * 1024 * 1024),
+  ),
   realtimeBufferBytes: setting(
     'REALTIME_BUFFER_BYTES',
     '1048576',
