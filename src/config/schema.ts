@@ -390,6 +390,18 @@ export const SETTINGS = {
     'Bytes of appended data one subscription may hold in its rollup window; past it, what is held goes at once.',
     int(1, 16 * 1024 * 1024),
   ),
+  deliveryHoldMaxMessages: setting(
+    'DELIVERY_HOLD_MAX_MESSAGES',
+    '1000',
+    'Entries a channel with server-side batching or conflation (namespace rules) may hold on a node during an interval; past it, what is held goes at once.',
+    int(1, 1_000_000),
+  ),
+  deliveryHoldMaxBytes: setting(
+    'DELIVERY_HOLD_MAX_BYTES',
+    '1048576',
+    'Bytes of payloads a channel with server-side batching or conflation may hold on a node during an interval; past it, what is held goes at once.',
+    int(1, 256 * 1024 * 1024),
+  ),
   realtimeBufferBytes: setting(
     'REALTIME_BUFFER_BYTES',
     '1048576',

@@ -210,7 +210,7 @@ export function createCore(backend: CorePorts, clock: Clock, timers: Timers, s: 
   const messages = new MutableMessages(backend.broker, backend.versions, namespaces, limits, stats, s)
   // delivery stages (fanout/delivery-stages.ts): a late joiner's first delivery reads the version store
   const stages = new DeliveryStages(namespaces, timers, (appId, ch, append) => messages.joinedAt(appId, ch, append), s)
-  const hub = new Hub(backend.broker, clock)
+  const hub = new Hub(backend.broker, clock, stages.holdFor)
   const push = new PushService(
     backend.push,
     backend.control,

@@ -1,10 +1,14 @@
 /**
  * Delivery stages with the test clock (no sleeping): append rollup (windows, channel order,
  * bounds, data that cannot be joined), a late joiner's first delivery (order behind the lookup,
- * appends the whole data holds dropped, the session paused and resumed).
+ * appends the whole data holds dropped, the session paused and resumed), batching and conflation
+ * of a channel (order, keys, whole changes superseding, batches of at most 200, bounds), and
+ * conflation keys in the hosted syntax.
  */
 import { describe, expect, test } from 'bun:test'
 import { AppendRollup } from '../../src/core/fanout/append-rollup'
+import { ChannelHold, MAX_BATCH } from '../../src/core/fanout/channel-hold'
+import { compileKey } from '../../src/core/model/conflation-key'
 import { LateJoin, type JoinedState } from '../../src/core/fanout/late-join'
 import { formatSerial } from '../../src/core/model/serial'
 import type { Message } from '../../src/core/types'
@@ -174,5 +178,70 @@ describe('LateJoin', () => {
     expect(resumed).toBe(1)
     expect(out.flat()[0]!.data).toBe('a')
     expect(out.flat().length).toBe(1001)
+  })
+})
+
+describe('ChannelHold', () => {
+  test('batching: an interval of entries in order, whole changes superseding, batches of at most 200', () => {
+    const timers = clock()
+    const out = sink()
+    const h = new ChannelHold('ch', { intervalMs: 20 }, { maxMessages: 10_000, maxBytes: 1 << 30 }, timers, out.next)
+    const m = create('v0')
+    const a = append(m, '+')
+    const u = change(m, 1, 'v1')
+    const p: Message = { id: 'p', serial: serial(), timestamp: 1, kind: 'presence', action: 2 }
+    h.push([m, a])
+    h.push([u, p])
+    expect(out.batches.length).toBe(0)
+    timers.advance(20)
+    expect(out.flat()).toEqual([m, u, p])
+    const many = Array.from({ length: 450 }, () => create())
+    h.push(many)
+    timers.advance(20)
+    expect(out.batches.slice(1).map((b) => b.length)).toEqual([MAX_BATCH, MAX_BATCH, 50])
+  })
+
+  test('conflation: the latest message per key in order; appends and presence kept; bounds flush at once', () => {
+    const timers = clock()
+    const out = sink()
+    const keyOf = compileKey("#{message.extras.headers['market']}")
+    const h = new ChannelHold('ch', { intervalMs: 100, keyOf }, { maxMessages: 4, maxBytes: 1 << 30 }, timers, out.next)
+    const mk = (market: string, v: string) => create(v, { extras: { headers: { market } } })
+    const a1 = mk('A', '1')
+    const b1 = mk('B', '1')
+    const a2 = mk('A', '2')
+    const app = append(b1, '!')
+    h.push([a1, b1, a2, app])
+    timers.advance(100)
+    expect(out.flat()).toEqual([b1, a2, app])
+    h.push(['C', 'D', 'E', 'F'].map((k) => mk(k, '0'))) // four held: the bound
+    expect(out.batches.length).toBe(2)
+  })
+})
+
+describe('conflation keys', () => {
+  const m: Message = {
+    id: 'id1',
+    serial: 's',
+    timestamp: 0,
+    name: 'update',
+    clientId: 'c1',
+    extras: { headers: { market: 'm-A' } },
+  }
+  test('interpolation, headers, hash filters and tuples', () => {
+    expect(compileKey('#{message.name}')(m, 'ch')).toBe('update')
+    expect(compileKey("k-#{ message.extras.headers['market'] }-#{channelName}")(m, 'ch')).toBe('k-m-A-ch')
+    expect(compileKey('#{message.extras.headers["none"]}#{message.id}')(m, 'ch')).toBe('id1')
+    expect(compileKey('constant')(m, 'ch')).toBe('constant')
+    expect(compileKey('#{channelName | hash}')(m, 'ch')).toMatch(/^[0-9a-f]+$/)
+    expect(compileKey('#{channelName | hash(10)}')(m, 'ch')).toMatch(/^\d+$/)
+    expect(Number(compileKey('#{message.id | moduloHash(4, 10)}')(m, 'ch'))).toBeLessThan(4)
+    const tuple = compileKey('#{(message.name, message.clientId) | hash}')
+    expect(tuple(m, 'a')).toBe(tuple(m, 'b'))
+    expect(tuple({ ...m, clientId: 'c2' }, 'a')).not.toBe(tuple(m, 'a'))
+  })
+  test('what is not the syntax is 40000', () => {
+    for (const bad of ['#{message.name', '#{message.data}', '#{channelName | md5}', '#{channelName | moduloHash}'])
+      expect(() => compileKey(bad)).toThrow(expect.objectContaining({ code: 40000 }))
   })
 })

@@ -1,7 +1,9 @@
 import type { Namespaces } from '../control/namespaces'
 import type { Timers } from '../ports'
-import type { Message } from '../types'
+import type { Message, Namespace } from '../types'
 import { AppendRollup } from './append-rollup'
+import { ChannelHold, type HoldRule } from './channel-hold'
+import { compileKey, type KeyOf } from '../model/conflation-key'
 import { LateJoin } from './late-join'
 import type { StreamSession } from './session'
 import { StagedSink, type StageMaker } from './stages'
@@ -12,6 +14,9 @@ export interface StageSettings {
   appendRollupWindowMs: number
   appendRollupMaxMessages: number
   appendRollupMaxBytes: number
+  /** What batching or conflation may hold of one channel on a node. */
+  deliveryHoldMaxMessages: number
+  deliveryHoldMaxBytes: number
 }
 
 /** The longest append rollup window a subscription may ask for (ms; the hosted service's). */
@@ -24,14 +29,24 @@ export type JoinedAt = (
   append: Message,
 ) => Promise<{ entry: Message; through: string } | undefined>
 
+/** Compiled conflation keys kept by their text (beyond it, compiled again). */
+const MAX_KEYS = 1000
+
 /**
- * What stands between a session and a subscriber's transport, by the channel's namespace rule
- * and the subscriber's transport params: per subscription to a channel of a `mutableMessages`
- * namespace (`install`), the first delivery of a message joined mid-stream made whole
- * (late-join.ts), then append rollup (append-rollup.ts). Channels without such a rule get nothing
- * in their way: no stage, no cost per delivery. A rule applies to a subscription when it starts.
+ * What stands between the broker and a subscriber's transport, by the channel's namespace rule
+ * and the subscriber's transport params:
+ * - per channel on a node, ahead of all its subscribers (the hub): server-side batching or
+ *   conflation (`holdFor`, channel-hold.ts);
+ * - per subscription to a channel of a `mutableMessages` namespace (`install`): the first
+ *   delivery of a message joined mid-stream made whole (late-join.ts), then append rollup
+ *   (append-rollup.ts).
+ * Channels without such a rule get nothing in their way: no stage, no cost per delivery. A rule
+ * applies to the channel's hold when the channel gains its first subscriber on the node, and to a
+ * subscription when it starts.
  */
 export class DeliveryStages {
+  private readonly keys = new Map<string, KeyOf | undefined>()
+
   constructor(
     private readonly namespaces: Namespaces,
     private readonly timers: Timers,
@@ -39,9 +54,19 @@ export class DeliveryStages {
     private readonly s: StageSettings,
   ) {}
 
+  /** The hold of a channel whose (cached) rule asks for batching or conflation; see hub.ts. */
+  readonly holdFor = (appId: string, channel: string, emit: (batch: Message[]) => void): ChannelHold | undefined => {
+    if (channel.includes('::$')) return undefined // chat rooms and LiveObjects: their SDKs' own deliveries
+    const ns = this.namespaces.cached(appId, channel)
+    const rule = ns && this.holdRule(ns)
+    if (!rule) return undefined
+    const bounds = { maxMessages: this.s.deliveryHoldMaxMessages, maxBytes: this.s.deliveryHoldMaxBytes }
+    return new ChannelHold(channel, rule, bounds, this.timers, emit)
+  }
+
   /**
-   * Reads the rules of the session's channels and puts the stages they ask for in front of its
-   * sink. `resumed`: per channel, the session resumes it.
+   * Reads the rules of the session's channels (so the hub finds them cached) and puts the stages
+   * they ask for in front of its sink. `resumed`: per channel, the session resumes it.
    */
   async install(session: StreamSession, resumed: boolean[]): Promise<void> {
     const appId = session.principalOf.appId
@@ -73,6 +98,29 @@ export class DeliveryStages {
       const all = makers
       session.interpose((sink) => new StagedSink(sink, all, resumed))
     }
+  }
+
+  private holdRule(ns: Namespace): HoldRule | undefined {
+    const conflation = ns.conflationInterval
+    if (ns.conflationEnabled === true && typeof conflation === 'number' && conflation > 0)
+      return { intervalMs: conflation, keyOf: this.key(typeof ns.conflationKey === 'string' ? ns.conflationKey : '') }
+    const batching = ns.batchingInterval
+    if (ns.batchingEnabled === true && typeof batching === 'number' && batching > 0) return { intervalMs: batching }
+    return undefined
+  }
+
+  /** A compiled conflation key; one that does not compile (stored before keys were checked) conflates nothing by key. */
+  private key(template: string): KeyOf | undefined {
+    if (this.keys.has(template)) return this.keys.get(template)
+    let k: KeyOf | undefined
+    try {
+      k = compileKey(template)
+    } catch {
+      k = undefined
+    }
+    if (this.keys.size >= MAX_KEYS) this.keys.clear()
+    this.keys.set(template, k)
+    return k
   }
 }
 
