@@ -19,13 +19,16 @@
  *   --shards L        scale: the Redis Cluster masters of each run (default 1,2)
  *   --subscribers N   fanout / connections / latency: event streams to open (default 1000 / 50,000 / 5);
  *                     channels: subscribers per channel (default 2); realtime-fanout: subscribers of each kind
- *                     (default 1000); realtime-connections: connections of each kind (default 10,000); scale:
+ *                     (default 1000); conflation: realtime subscribers (default 1000); realtime-connections:
+ *                     connections of each kind (default 10,000); scale:
  *                     event streams held on the 100 channels during each gateway and nchan run (default 100)
  *   --publishers L    fanout / realtime-fanout: publishing connections, one run per comma-separated entry
  *                     (default 1,20 / 20)
  *   --rate N          latency: publishes per second (default 2000); accounts / realtime-latency: messages/s per
- *                     account (default its limit, 2000)
- *   --channels N      channels: channels published to (default 10,000; 100 per event stream)
+ *                     account (default its limit, 2000); append-rollup: appends/s per stream (default 150);
+ *                     conflation: messages/s on the channel (default 400: 4 keys × 10 per 100 ms interval)
+ *   --channels N      channels: channels published to (default 10,000; 100 per event stream); append-rollup:
+ *                     streams (default 1,000)
  *   --accounts N      accounts / realtime-latency: accounts publishing at their limit (default 50)
  *   --batch N         accounts / realtime-latency: messages per publish (default 10)
  *   --window N        fanout / realtime-fanout: publishers stay at most N messages ahead of the slowest subscriber
@@ -56,6 +59,10 @@
  * attachers timed until their SYNC is complete, its frames and bytes; the official client's get()).
  * delta-fanout (one channel to N realtime subscribers with and without delta=vcdiff, for a JSON state
  * and a growing text: bytes per subscriber and gateway CPU per delivery, and their ratios).
+ * append-rollup (S streams, one subscriber each, a message per stream appended to at R appends/s, with the
+ * default rollup window and with appendRollupWindow=0: deliveries per stream per second, gateway CPU).
+ * conflation (one channel to N realtime subscribers, 4 keys at 10 messages per conflation interval each,
+ * with a conflation rule and without: deliveries per subscriber per second, gateway CPU).
  * scale (K gateway processes on one port × an M-master Redis Cluster started by the bench, beside a
  * bare Bun route and nchan with K workers: publishes/s, CPU per publish of the nodes and of redis-server).
  *
@@ -73,6 +80,8 @@ import { accountsScenario } from './scenarios/accounts'
 import { channelsScenario } from './scenarios/channels'
 import { connectionsScenario } from './scenarios/connections'
 import { deltaFanoutScenario } from './scenarios/delta-fanout'
+import { appendRollupScenario } from './scenarios/append-rollup'
+import { conflationScenario } from './scenarios/conflation'
 import { fanoutScenario } from './scenarios/fanout'
 import { latencyScenario } from './scenarios/latency'
 import { presenceScenario } from './scenarios/presence'
@@ -99,6 +108,8 @@ const SCENARIOS: Record<string, Scenario> = {
   liveobjects: liveObjectsScenario,
   scale: scaleScenario,
   'delta-fanout': deltaFanoutScenario,
+  'append-rollup': appendRollupScenario,
+  conflation: conflationScenario,
 }
 
 async function main(): Promise<number> {

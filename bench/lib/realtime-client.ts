@@ -35,6 +35,8 @@ export interface RealtimeOptions {
   base: string
   key: string
   clientId?: string
+  /** Transport params of the connect request (e.g. `appendRollupWindow`). */
+  params?: Record<string, string>
   connectTimeoutMs?: number
   /** A MESSAGE frame delivered on an attached channel, as received. */
   onMessageFrame?: (frame: Uint8Array) => void

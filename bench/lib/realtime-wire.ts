@@ -61,7 +61,13 @@ export const describeError = (e: ErrorInfo | undefined) =>
   e ? `${e.code ?? '?'} ${e.message ?? ''}`.trim() : 'no error'
 
 /** The connect URL the official Node client opens (its agent parameter aside). */
-export function connectUrl(o: { base: string; key: string; clientId?: string }): string {
+export function connectUrl(o: {
+  base: string
+  key: string
+  clientId?: string
+  /** Transport params added to the query (e.g. appendRollupWindow). */
+  params?: Record<string, string>
+}): string {
   const u = new URL(o.base)
   u.protocol = u.protocol === 'https:' ? 'wss:' : 'ws:'
   u.pathname = '/'
@@ -71,5 +77,6 @@ export function connectUrl(o: { base: string; key: string; clientId?: string }):
   u.searchParams.set('heartbeats', 'false')
   u.searchParams.set('v', '6')
   if (o.clientId !== undefined) u.searchParams.set('clientId', o.clientId)
+  for (const [k, v] of Object.entries(o.params ?? {})) u.searchParams.set(k, v)
   return u.toString()
 }

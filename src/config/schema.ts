@@ -378,6 +378,36 @@ export const SETTINGS = {
     'Messages one realtime connection may publish per second (a second of it as burst); beyond, a publish is refused with NACK 42911 and the connection stays. 0: no bound (the connection is told 1000).',
     int(0, 1_000_000),
   ),
+  appendRollupWindowMs: setting(
+    'APPEND_ROLLUP_WINDOW_MS',
+    '40',
+    'Append rollup window of a subscription to a channel of a mutableMessages namespace whose client sets no `appendRollupWindow` transport param (ms, 0-500; 0: every append as it comes): appends to one message inside a window reach the subscriber as one append of the joined data, so a token stream reaches it at most about 1000/window times a second.',
+    int(0, 500),
+  ),
+  appendRollupMaxMessages: setting(
+    'APPEND_ROLLUP_MAX_MESSAGES',
+    '100',
+    'Messages whose appends one subscription may hold in its rollup window; past it, what is held goes at once.',
+    int(1, 100_000),
+  ),
+  appendRollupMaxBytes: setting(
+    'APPEND_ROLLUP_MAX_BYTES',
+    '65536',
+    'Bytes of appended data one subscription may hold in its rollup window; past it, what is held goes at once.',
+    int(1, 16 * 1024 * 1024),
+  ),
+  deliveryHoldMaxMessages: setting(
+    'DELIVERY_HOLD_MAX_MESSAGES',
+    '1000',
+    'Entries a channel with server-side batching or conflation (namespace rules) may hold on a node during an interval; past it, what is held goes at once.',
+    int(1, 1_000_000),
+  ),
+  deliveryHoldMaxBytes: setting(
+    'DELIVERY_HOLD_MAX_BYTES',
+    '1048576',
+    'Bytes of payloads a channel with server-side batching or conflation may hold on a node during an interval; past it, what is held goes at once.',
+    int(1, 256 * 1024 * 1024),
+  ),
   realtimeBufferBytes: setting(
     'REALTIME_BUFFER_BYTES',
     '1048576',

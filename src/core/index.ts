@@ -20,6 +20,7 @@ import { createPoster } from '../lib/http-post'
 import { Namespaces } from './control/namespaces'
 import { Sandbox } from './control/sandbox'
 import { Hub } from './fanout/hub'
+import { DeliveryStages, type StageSettings } from './fanout/delivery-stages'
 import { Occupancy } from './fanout/occupancy'
 import { Streams } from './fanout/streams'
 import { RateLimiter, type LimitSettings } from './limits/rate-limiter'
@@ -63,7 +64,8 @@ export type CoreSettings = TokenRequestSettings &
   ConnectionPresenceSettings &
   SummarySettings &
   AuthenticatorSettings &
-  FilterSettings & {
+  FilterSettings &
+  StageSettings & {
     liveObjectsMaxObjects: number
     liveObjectsMaxMapKeys: number
     liveObjectsGcGraceMs: number
@@ -171,7 +173,6 @@ export interface Core {
 export function createCore(backend: CorePorts, clock: Clock, timers: Timers, s: CoreSettings): Core {
   const auth = new Authenticator(backend.control, backend.revocations, clock, s)
   const namespaces = new Namespaces(backend.control)
-  const hub = new Hub(backend.broker, clock)
   const occupancy = new Occupancy(backend.occupancy)
   const stats = new StatsService(backend.stats, clock)
   const limits = new RateLimiter(backend.limits, backend.control, clock, s)
@@ -207,6 +208,9 @@ export function createCore(backend: CorePorts, clock: Clock, timers: Timers, s: 
     s,
   )
   const messages = new MutableMessages(backend.broker, backend.versions, namespaces, limits, stats, s)
+  // delivery stages (fanout/delivery-stages.ts): a late joiner's first delivery reads the version store
+  const stages = new DeliveryStages(namespaces, timers, (appId, ch, append) => messages.joinedAt(appId, ch, append), s)
+  const hub = new Hub(backend.broker, clock, stages.holdFor)
   const push = new PushService(
     backend.push,
     backend.control,
@@ -275,6 +279,7 @@ export function createCore(backend: CorePorts, clock: Clock, timers: Timers, s: 
       stats,
       new ChannelFilters(s),
       (appId, channel, entries) => messages.rewound(appId, channel, entries),
+      stages,
     ),
     limits,
     stats,

@@ -1,6 +1,7 @@
 import type { Server, ServerWebSocket, WebSocketHandler } from 'bun'
 import { hostname } from 'node:os'
 import {
+  appendRollupWindowParam,
   ConnectionRegistry,
   type ConnectionServices,
   type ConnectParams,
@@ -76,6 +77,7 @@ export function connectParams(url: URL, request: Request): ConnectParams & { for
     echo: flag(q.echo, true),
     resumeKey: q.resume || q.recover || undefined,
     remainPresentForMs: remainPresentFor(q.remainPresentFor),
+    appendRollupWindowMs: appendRollupWindowParam(q.appendRollupWindow),
     credentials: {
       key: q.key,
       accessToken: q.access_token ?? q.accessToken,

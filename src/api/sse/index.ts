@@ -2,6 +2,7 @@ import { Elysia } from 'elysia'
 import type { Core } from '../../core'
 import { parseQualifiedChannel } from '../../core/model/qualified-channel'
 import { DeltaStage } from '../../core/fanout/delta-stage'
+import { appendRollupWindowParam } from '../../core/fanout/delivery-stages'
 import { GatewayError } from '../../errors'
 import { trackConnections } from '../../lib/metrics'
 import { credentialsOf } from '../http/credentials'
@@ -117,7 +118,8 @@ export function sseRoutes(core: Core, s: SseSettings) {
       // deltas (fanout/delta-stage.ts): a stage per channel that asked, from the stream's first message
       deltas: deltas.includes(true) ? deltas.map((d) => (d ? new DeltaStage(s.deltaMaxBytes) : undefined)) : undefined,
     })
-    conn.session = core.streams.create({ principal, channels, resumeToken, rewind }, conn)
+    const appendRollupWindowMs = appendRollupWindowParam(q.appendRollupWindow)
+    conn.session = core.streams.create({ principal, channels, resumeToken, rewind, appendRollupWindowMs }, conn)
     track(conn)
     try {
       await core.streams.start(conn.session)

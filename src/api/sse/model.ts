@@ -15,6 +15,9 @@ export const StreamQuery = t.Object(
     enveloped: opt('true (default): message objects; false: raw payloads'),
     heartbeats: opt('true: heartbeat events; false (default): newline keepalives'),
     separator: opt('channel separator, for names that contain commas'),
+    appendRollupWindow: opt(
+      'ms, 0-500 (default 40): appends to one message inside this window arrive as one append of the joined data (0: each append)',
+    ),
     delta: opt(
       'vcdiff: every channel sends each message after the first as a VCDIFF delta of the previous one (a single channel: the [?delta=vcdiff] qualifier in front of its name)',
     ),

@@ -14,7 +14,16 @@ import type { Message } from '../types'
 import { findMessage } from './find'
 import { rewoundState } from './rewind-state'
 import type { VersionQuery, VersionRecord, VersionStore } from './ports'
-import { Action, changeEntry, fold, isWhole, parseChange, type Change, type ChangeAction } from './versions'
+import {
+  Action,
+  asUpdateEntry,
+  changeEntry,
+  fold,
+  isWhole,
+  parseChange,
+  type Change,
+  type ChangeAction,
+} from './versions'
 
 /** A message in its latest version, and what is recorded of it (`original`: as the log holds it, when never changed). */
 export interface Found {
@@ -156,6 +165,28 @@ export class MutableMessages {
       persisted: persisted ?? (await this.namespaces.isPersisted(appId, channel)),
     })
     return original && { message: original, original }
+  }
+
+  /**
+   * A late joiner's first delivery of a message it joined mid-stream (`append` is the first change
+   * of the message it receives): an update of the message's whole data in the place of `append`,
+   * and the version serial its data covers (`through`: the append itself, or a later change
+   * already recorded, whose appends the subscriber must then not get again). Appends of one
+   * message are made one after another (each recorded before the next is published), so the
+   * recorded latest version is the one before `append` or a later one. Undefined when the message
+   * is no longer found.
+   */
+  async joinedAt(
+    appId: string,
+    channel: string,
+    append: Message,
+  ): Promise<{ entry: Message; through: string } | undefined> {
+    const found = await this.find(appId, channel, append.mutation!.serial, true)
+    if (!found) return undefined
+    const cur = found.message
+    const at = cur.version?.serial ?? cur.serial
+    if (at >= append.serial) return { entry: asUpdateEntry(cur, append), through: at }
+    return { entry: asUpdateEntry(fold(cur, append), append), through: append.serial }
   }
 
   /** Latest versions of those of `serials` that have been changed, by message serial (whatever the namespace). */

@@ -1,6 +1,6 @@
 import type { Message } from '../types'
 import type { VersionStore } from './ports'
-import { Action, fold, isWhole, messageRef } from './versions'
+import { asUpdateEntry, fold, isWhole, messageRef } from './versions'
 
 /** Versions read per step while looking back, before the rewound entries, for a whole version. */
 const LOOKBACK_CHUNK = 100
@@ -76,13 +76,5 @@ async function appendedState(
   if (!base) return entry // not recorded yet (the change is being recorded): the fragment as it is
   let state: Message = base.kind === 'mutation' ? fold(base, base) : base
   for (let k = chain.length - 1; k >= 0; k--) state = fold(state, chain[k]!)
-  const { version: _version, serial: _serial, timestamp: _timestamp, action: _action, ...content } = state
-  return {
-    ...content,
-    serial: entry.serial,
-    timestamp: entry.timestamp,
-    kind: 'mutation',
-    action: Action.UPDATE,
-    mutation: entry.mutation,
-  }
+  return asUpdateEntry(state, entry)
 }

@@ -1,8 +1,8 @@
 import { GatewayError } from '../../errors'
-import { fromBase64 } from '../../lib/encoding'
 import type { Principal } from '../auth/principal'
 import { effectiveClientId } from '../auth/principal'
 import { draftFromWire, isObject } from '../model/message'
+import { appended } from '../model/appends'
 import type { Message, MessageDraft, Operation } from '../types'
 
 /**
@@ -164,41 +164,22 @@ export function fold(state: Message, entry: Message): Message {
   return out
 }
 
-/** Whether an entry replaces the whole message (the original, an update, a delete), or appends to it. */
-export const isWhole = (m: Message): boolean => m.kind !== 'mutation' || m.action !== Action.APPEND
-
-type Data = Pick<Message, 'data' | 'encoding'>
-
 /**
- * `fragment` appended to the data of `m`: text to text of the same encoding, bytes to bytes. Text
- * that stands for bytes (an encoding ending in `base64`, as JSON clients send binary) is appended
- * as those bytes. Anything else is 40013.
+ * `state` (a message in a version: the original, or its latest as history shows it) as the log
+ * entry of an update (action 1) of its whole data in the place of `entry`, a change of the same
+ * message: `entry`'s serial, time and operation, `state`'s content. A subscriber that has not
+ * seen the message before gets it whole so (a rewind, a late joiner's first delivery).
  */
-function appended(m: Data, fragment: Data): Data {
-  const a = asBytes(m)
-  const b = asBytes(fragment)
-  if (a.data === undefined) return b
-  const sameEncoding = (a.encoding ?? '') === (b.encoding ?? '')
-  if (sameEncoding && typeof a.data === 'string' && typeof b.data === 'string')
-    return withEncoding(a.data + b.data, a.encoding)
-  if (sameEncoding && a.data instanceof Uint8Array && b.data instanceof Uint8Array) {
-    const out = new Uint8Array(a.data.byteLength + b.data.byteLength)
-    out.set(a.data)
-    out.set(b.data, a.data.byteLength)
-    return withEncoding(out, a.encoding)
+export function asUpdateEntry(state: Message, entry: Message): Message {
+  const { version: _v, serial: _s, timestamp: _t, action: _a, mutation: _m, kind: _k, ...content } = state
+  return {
+    ...content,
+    serial: entry.serial,
+    timestamp: entry.timestamp,
+    kind: 'mutation',
+    action: Action.UPDATE,
+    mutation: entry.mutation,
   }
-  throw new GatewayError(
-    40013,
-    'Invalid append: the data appended must be of the type and encoding of the message data (text to text, binary to binary)',
-  )
 }
 
-function asBytes(d: Data): Data {
-  if (typeof d.data !== 'string' || !d.encoding) return d
-  const steps = d.encoding.split('/')
-  if (steps[steps.length - 1] !== 'base64') return d
-  return withEncoding(fromBase64(d.data), steps.slice(0, -1).join('/') || undefined)
-}
-
-const withEncoding = (data: string | Uint8Array, encoding: string | undefined): Data =>
-  encoding ? { data, encoding } : { data }
+export { isAppend, isWhole, joinAppends } from '../model/appends'

@@ -30,6 +30,8 @@ export interface ChannelHost extends AttachmentHost, ObjectHost {
   readonly core: ConnectionServices
   readonly s: RealtimeSettings
   readonly principalOf: Principal
+  /** The `appendRollupWindow` transport param (ms), handed to every subscription. */
+  readonly appendRollupWindowMs?: number
   readonly presence: PresenceOps
   readonly acks: AckQueue
   /** Fails the connection (a connection-level ERROR, then the socket closes). */
@@ -276,6 +278,7 @@ export class ChannelOps {
                   exceptConnection: this.conn.echo ? undefined : this.conn.id,
                 }
               : undefined,
+          appendRollupWindowMs: this.conn.appendRollupWindowMs,
         },
         att,
       )

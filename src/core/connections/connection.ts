@@ -26,6 +26,8 @@ export interface ConnectParams {
   resumeKey?: string
   /** How long members stay after the connection drops (ms; the `remainPresentFor` transport param). */
   remainPresentForMs?: number
+  /** The append rollup window of its subscriptions (ms; the `appendRollupWindow` transport param). */
+  appendRollupWindowMs?: number
 }
 
 /** Why a connection ended, for its log line (info: the server ended it for a fault; else debug). */
@@ -102,6 +104,11 @@ export class Connection implements AttachmentHost, PublishHost, ObjectHost {
 
   get principalOf(): Principal {
     return this.principal
+  }
+
+  /** The append rollup window its subscriptions asked for (the `appendRollupWindow` transport param). */
+  get appendRollupWindowMs(): number | undefined {
+    return this.params.appendRollupWindowMs
   }
 
   pendingAttach(channel: string): Promise<void> | undefined {

@@ -18,3 +18,5 @@ export { issuingNodeOf } from '../auth/connection-keys'
 /** What the transports need to frame LiveObjects (object-ops.ts). */
 export { SITE_CODE } from '../objects/live-service'
 export type { MapEntry, ObjectData } from '../objects/ports'
+/** The `appendRollupWindow` transport param (fanout/delivery-stages.ts). */
+export { appendRollupWindowParam } from '../fanout/delivery-stages'

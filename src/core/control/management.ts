@@ -1,6 +1,7 @@
 import { GatewayError, notFound } from '../../errors'
 import { randomId, sha256Hex } from '../../lib/crypto'
 import { parseCapability } from '../auth/capability'
+import { compileKey } from '../model/conflation-key'
 import { isPerMinute, LIMIT_CLASSES, type LimitClass } from '../limits/limits'
 import type { RateLimiter } from '../limits/rate-limiter'
 import type { Clock, ControlStore } from '../ports'
@@ -327,8 +328,11 @@ export class Management {
     ns.batchingInterval = batching ?? (fresh ? 20 : ns.batchingInterval)
     const conflation = interval(input.conflationInterval, 'conflationInterval', MAX_NAMESPACE_INTERVAL_MS)
     if (conflation !== undefined) ns.conflationInterval = conflation
-    if (input.conflationKey !== undefined)
-      ns.conflationKey = str(input.conflationKey, 'conflationKey', false, MAX_CONFLATION_KEY_LENGTH)
+    if (input.conflationKey !== undefined) {
+      const key = str(input.conflationKey, 'conflationKey', false, MAX_CONFLATION_KEY_LENGTH)
+      if (key !== undefined) compileKey(key) // the routing and conflation syntax, else 40000
+      ns.conflationKey = key
+    }
     return ns
   }
 }

@@ -50,6 +50,12 @@ export class Namespaces {
     return m ? persists(m.get(id)) : undefined
   }
 
+  /** The rule of `channel` when the app's rules are cached (a subscription has read them: `of`), else undefined. */
+  cached(appId: string, channel: string): Namespace | undefined {
+    const id = namespaceOf(baseName(channel))
+    return id === undefined ? undefined : this.cache.get(appId)?.get(id)
+  }
+
   /** Whether messages of the channel may be updated, deleted and appended to (`mutableMessages`). */
   async isMutable(appId: string, channel: string): Promise<boolean> {
     return (await this.of(appId, channel))?.mutableMessages === true

@@ -1,6 +1,7 @@
 import { metrics, NO_LABELS } from '../../lib/metrics'
 import type { Broker, Clock } from '../ports'
 import type { Message } from '../types'
+import type { ChannelHold } from './channel-hold'
 
 const deliveryLatency = metrics.histogram(
   'gateway_delivery_latency_seconds',
@@ -29,7 +30,16 @@ interface ChannelSubs {
   pending: Message[] | undefined
   /** `pending` is the broker's own array (not yet copied). */
   borrowed: boolean
+  /** The channel's rule holds its deliveries (batching, conflation): what the broker gives goes there first. */
+  hold?: ChannelHold
+  /** Batches the hold let go, each delivered as it is, before `pending`. */
+  ready?: Message[][]
+  /** In `dirty`: delivered at the end of the turn. */
+  queued: boolean
 }
+
+/** Makes the hold of a channel whose rule asks for one (channel-hold.ts); undefined: deliveries go as they come. */
+export type HoldFor = (appId: string, channel: string, emit: (batch: Message[]) => void) => ChannelHold | undefined
 
 /**
  * Local subscriptions of this node. The hub subscribes to the broker for a channel while it has
@@ -46,6 +56,7 @@ export class Hub {
     private readonly broker: Broker,
     /** The broker's clock: message timestamps are its (delivery latency). */
     private readonly clock: Clock,
+    private readonly holdFor?: HoldFor,
   ) {}
 
   private static key(appId: string, channel: string) {
@@ -62,8 +73,12 @@ export class Hub {
         unsubscribe: () => {},
         pending: undefined,
         borrowed: false,
+        queued: false,
       }
-      entry.unsubscribe = this.broker.subscribe(appId, channel, (_a, _ch, msgs) => this.receive(entry, msgs))
+      entry.hold = this.holdFor?.(appId, channel, (batch) => this.release(entry, batch))
+      entry.unsubscribe = this.broker.subscribe(appId, channel, (_a, _ch, msgs) =>
+        entry.hold ? entry.hold.push(msgs) : this.receive(entry, msgs),
+      )
       c = entry
       this.channels.set(k, c)
     }
@@ -77,6 +92,7 @@ export class Hub {
     if (!c.subs.delete(sub)) return
     if (c.subs.size === 0) {
       c.unsubscribe()
+      c.hold?.dispose()
       this.channels.delete(k)
     }
   }
@@ -85,11 +101,7 @@ export class Hub {
     if (c.pending === undefined) {
       c.pending = msgs
       c.borrowed = true
-      this.dirty.push(c)
-      if (!this.scheduled) {
-        this.scheduled = true
-        setImmediate(() => this.flush())
-      }
+      this.enqueue(c)
     } else {
       if (c.borrowed) {
         c.pending = c.pending.slice()
@@ -99,16 +111,43 @@ export class Hub {
     }
   }
 
+  /** A batch the channel's hold let go: delivered as it is at the end of the turn. */
+  private release(c: ChannelSubs, batch: Message[]) {
+    ;(c.ready ??= []).push(batch)
+    this.enqueue(c)
+  }
+
+  private enqueue(c: ChannelSubs) {
+    if (c.queued) return
+    c.queued = true
+    this.dirty.push(c)
+    if (!this.scheduled) {
+      this.scheduled = true
+      setImmediate(() => this.flush())
+    }
+  }
+
   private flush() {
     this.scheduled = false
     const dirty = this.dirty
     this.dirty = []
     for (const c of dirty) {
-      const batch = c.pending!
+      c.queued = false
+      if (c.ready) {
+        const ready = c.ready
+        c.ready = undefined
+        for (const batch of ready) this.deliverAll(c, batch)
+      }
+      const batch = c.pending
+      if (batch === undefined) continue
       c.pending = undefined
-      for (const s of c.subs) s.deliver(c.name, batch)
-      if (c.subs.size) this.observe(batch[0]!.timestamp)
+      this.deliverAll(c, batch)
     }
+  }
+
+  private deliverAll(c: ChannelSubs, batch: Message[]) {
+    for (const s of c.subs) s.deliver(c.name, batch)
+    if (c.subs.size) this.observe(batch[0]!.timestamp)
   }
 
   /** The delivery latency of a batch whose oldest message has this timestamp (ms); none without one. */

@@ -89,6 +89,10 @@ export class StreamSession implements Subscriber {
   hold?: EphemeralHold
   /** Told once when the session closes (the streams service that tracks it). */
   owner?: { closed(session: StreamSession): void }
+  /** Delivery stages put in front of the sink (`interpose`), ended with the session. */
+  private staged?: { dispose(): void }
+  /** The stages a transport asked for, read when the session starts (streams.ts). */
+  stageRequest?: { appendRollupWindowMs?: number }
 
   constructor(
     private readonly hub: Hub,
@@ -98,7 +102,7 @@ export class StreamSession implements Subscriber {
     private principal: Principal,
     readonly connectionId: string,
     readonly channels: string[],
-    private readonly sink: SessionSink,
+    private sink: SessionSink,
     private readonly stats?: StatsService,
     /** The transport manages the connection itself (token expiry, connection stats): the session does neither. */
     readonly managed = false,
@@ -107,6 +111,13 @@ export class StreamSession implements Subscriber {
     this.clientId = principal.clientId === '*' ? undefined : principal.clientId
     this.positions = channels.map(() => '')
     if (channels.length > 8) this.index = new Map(channels.map((c, i) => [c, i]))
+  }
+
+  /** Puts delivery stages (stages.ts) in front of the sink; before `prepare` only. */
+  interpose(wrap: (sink: SessionSink) => SessionSink & { dispose(): void }): void {
+    const staged = wrap(this.sink)
+    this.sink = staged
+    this.staged = staged
   }
 
   /**
@@ -340,6 +351,7 @@ export class StreamSession implements Subscriber {
     if (this.closed) return
     this.closed = true
     this.expiry?.()
+    this.staged?.dispose()
     this.filter?.release()
     for (const ch of this.channels) this.hub.remove(this.principal.appId, ch, this)
     if (this.counted) this.stats?.connectionClosed(this.principal.appId)

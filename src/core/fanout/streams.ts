@@ -13,6 +13,7 @@ import { STREAM_ROLE, type Occupancy } from './occupancy'
 import { channelsHash, decodeEventId } from './resume-token'
 import { StreamSession, type RewindView, type SessionSink } from './session'
 import type { ChannelFilters, CompiledFilter } from './channel-filters'
+import type { DeliveryStages } from './delivery-stages'
 
 /** What a transport asks for when it opens a stream (names already checked with checkChannelName). */
 export interface OpenStream {
@@ -45,6 +46,11 @@ export interface OpenStream {
    * (ephemeral-hold.ts).
    */
   held?: HeldKinds
+  /**
+   * The append rollup window the client asked for (ms, 0 to MAX_APPEND_ROLLUP_WINDOW_MS; 0: every
+   * append as it comes): the `appendRollupWindow` transport param. Default APPEND_ROLLUP_WINDOW_MS.
+   */
+  appendRollupWindowMs?: number
 }
 
 /** Something open on this node under a set of credentials: a stream, or a realtime connection. */
@@ -77,6 +83,7 @@ export class Streams {
     private readonly stats: StatsService,
     private readonly filters: ChannelFilters,
     private readonly rewindView?: RewindView,
+    private readonly stages?: DeliveryStages,
   ) {
     // a revoked key (or a disabled app) ends the streams opened with it, on every node
     control.onChange((e) => {
@@ -124,6 +131,8 @@ export class Streams {
       session.filter = this.filters.acquire(req.principal.appId, req.channels[0]!, req.filter)
     }
     if (req.held) session.hold = new EphemeralHold(req.held)
+    if (req.appendRollupWindowMs !== undefined)
+      session.stageRequest = { appendRollupWindowMs: req.appendRollupWindowMs }
     session.owner = this
     this.live.add(session)
     return session
@@ -144,6 +153,11 @@ export class Streams {
     const start = session.startAt!
     session.startAt = undefined // held only until the session starts
     try {
+      // delivery stages by the channels' rules (delivery-stages.ts), before anything is delivered
+      await this.stages?.install(
+        session,
+        session.channels.map((_c, i) => start.resumeFrom?.[i] !== undefined),
+      )
       await session.prepare(start)
     } catch (e) {
       session.close()
