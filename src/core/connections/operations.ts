@@ -7,7 +7,7 @@ import type { ConnectionHost } from './host'
 import { loggedName, modeRefused, wireError, type ProtocolMessage } from './protocol'
 import { ResendLookup } from './resend-lookup'
 
-/** Protocol messages a connection may have in flight unanswered before further ones are refused. */
+/** Protocol messages (of every operation) a connection may have in flight unanswered before further ones are refused. */
 const MAX_PENDING = 10_000
 
 /**
@@ -84,7 +84,7 @@ export class Operations {
     const slot = acks.open(msgSerial, op.remembered)
     if (op.remembered && this.answeredBefore(slot)) return
     if (acks.pending > MAX_PENDING)
-      return acks.nack(slot, new GatewayError(42910, 'Too many publishes awaiting acknowledgement').toBody())
+      return acks.nack(slot, new GatewayError(42910, 'Too many protocol messages awaiting acknowledgement').toBody())
     if (op.rated && this.inboundRate > 0 && !this.withinInboundRate(Math.max(1, op.count?.(pm) ?? 1)))
       return acks.nack(
         slot,
