@@ -233,6 +233,19 @@ test('the realtime connection in core knows no runtime, socket or wire format (i
   expect(problems).toEqual([])
 })
 
+test('the realtime operations are answered through one skeleton: only core/connections/operations.ts opens, ACKs or NACKs an answer slot', () => {
+  const problems = sources
+    .filter(
+      (s) =>
+        areaOf(s.rel) === 'core' &&
+        s.rel !== 'core/connections/operations.ts' &&
+        s.rel !== 'core/connections/acks.ts' &&
+        /\backs\.(open|ack|nack|earlier)\(/.test(codeOf(s)),
+    )
+    .map((s) => `${s.rel} answers an operation itself (describe it as an Operation: operations.ts)`)
+  expect(problems).toEqual([])
+})
+
 test("the realtime transports reach the core only through the connection's public surface (core/connections/index.ts)", () => {
   const problems: string[] = []
   for (const s of sources) {

@@ -127,7 +127,7 @@ describe('raw OBJECT frames', () => {
     // as on a node the connection resumed to after its first node died: from the channel's log
     const conn = rt.gw.server!.realtime.connection(connected.connectionId) as any
     conn.acks.adopt({ answered: { get: () => undefined, set() {} }, inflight: new Map() })
-    conn.publishes.unknownPastUntil = Date.now() + 60_000
+    conn.operations.unknownPastUntil = Date.now() + 60_000
     inc(0)
     const fromLog = await raw.next((m) => m.action === 1 && m.msgSerial === 0, 5000, raw.frames.indexOf(again) + 1)
     expect(fromLog.res).toEqual(first.res)

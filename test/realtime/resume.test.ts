@@ -17,10 +17,24 @@ import {
   realtimeClient,
   realtimeGateway,
 } from '../helpers/realtime'
-import { rawConnected } from '../helpers/realtime-raw'
+import { rawConnected, type RawClient } from '../helpers/realtime-raw'
+import { freshMutable, messagesPath, mutableNamespace } from '../helpers/mutable'
 import { newConnectionId } from '../../src/core/auth/connection-keys'
 
 const rt = realtimeGateway()
+
+/** The serials of each msgSerial a raw client was acknowledged, once every msgSerial from `from` below `upTo` is answered (a NACK throws). */
+async function answered(raw: RawClient, upTo: number, from = 0): Promise<Map<number, Array<string | null>>> {
+  await raw.next((f) => (f.action === 1 || f.action === 2) && f.msgSerial + (f.count ?? 1) >= upTo)
+  const serials = new Map<number, Array<string | null>>()
+  for (const f of raw.frames) {
+    if (f.action === 2) throw new Error(`NACK: ${JSON.stringify(f)}`)
+    if (f.action === 1)
+      f.res.forEach((r: { serials: Array<string | null> }, i: number) => serials.set(f.msgSerial + i, r.serials))
+  }
+  for (let s = from; s < upTo; s++) if (!serials.has(s)) throw new Error(`msgSerial ${s} not answered`)
+  return serials
+}
 const history = async (channel: string) =>
   (await rt.rest().channels.get(channel).history({ direction: 'forwards', limit: 1000 })).items
 
@@ -252,6 +266,37 @@ describe('resume on the wire (raw WebSocket)', () => {
     const again = await raw.next((f) => f.action === 1)
     expect(again.res).toEqual(ack.res)
     expect((await history(channel)).map((m) => m.data)).toEqual(['once'])
+    raw.close()
+  })
+
+  test('a PRESENCE and an ANNOTATION resent after a resume are answered with their first serials, never applied twice (RTN19a)', async () => {
+    await mutableNamespace(rt.gw) // annotations need the mutableMessages rule
+    const channel = freshMutable('raw-resend-ops')
+    const { raw: first, connected } = await rawConnected(rt.base, { key: rt.gw.key })
+    first.send({ action: 15, channel, msgSerial: 0, messages: [{ data: 'annotated' }] })
+    const messageSerial = (await answered(first, 1)).get(0)![0]!
+    const operations = [
+      { action: 14, channel, msgSerial: 1, presence: [{ action: 2, clientId: 'ann', data: 'here' }] },
+      {
+        action: 21,
+        channel,
+        msgSerial: 2,
+        annotations: [{ action: 0, type: 'reaction:multiple.v1', name: 'like', messageSerial }],
+      },
+    ]
+    for (const pm of operations) first.send(pm)
+    const before = await answered(first, 3)
+    first.ws.close()
+    await first.closing()
+    // as a client whose ACKs were lost with the socket: both sent again, with the same msgSerials
+    const { raw } = await rawConnected(rt.base, { key: rt.gw.key, resume: connected.connectionDetails.connectionKey })
+    for (const pm of operations) raw.send(pm)
+    const again = await answered(raw, 3, 1)
+    expect([again.get(1), again.get(2)]).toEqual([before.get(1), before.get(2)])
+    const presence = await rt.rest().channels.get(channel).presence.history({ limit: 100 })
+    expect(presence.items.map((p) => p.action)).toEqual(['enter'])
+    const annotations = await rt.gw.request(messagesPath(channel, `/${messageSerial}/annotations`))
+    expect(((await annotations.json()) as unknown[]).length).toBe(1)
     raw.close()
   })
 

@@ -12,6 +12,7 @@ import { afterEach, beforeEach, describe, expect, test } from 'bun:test'
 import Spaces, { type CursorUpdate } from '@ably/spaces'
 import { ChatClient } from '@ably/chat'
 import { authCallbackOf, connectedClient, FORMATS, fresh, realtimeGateway } from '../helpers/realtime'
+import { rawConnected } from '../helpers/realtime-raw'
 
 const rt = realtimeGateway()
 /** A gateway whose account may publish five messages (and presence operations) per second. */
@@ -117,4 +118,18 @@ describe.each(FORMATS)('refusals over %s', (_format, binary) => {
     expect(refused[0]!.reason).toMatchObject({ code: 42910 })
     expect(unhandled).toEqual([])
   })
+})
+
+test('on `::$cursors` a presence operation is dropped whatever refused it (its mode, or the presence rules: no clientId here)', async () => {
+  const { raw } = await rawConnected(rt.base, { key: rt.gw.key })
+  const cursors = `${fresh('space')}::$cursors`
+  // a key connection without a clientId, entering without one: refused by the presence rules (91000)
+  raw.send({ action: 14, channel: cursors, msgSerial: 0, presence: [{ action: 2, data: { x: 1 } }] })
+  raw.send({ action: 14, channel: fresh('plain'), msgSerial: 1, presence: [{ action: 2, data: { x: 1 } }] })
+  const dropped = await raw.next((f) => f.action === 1 || f.action === 2)
+  expect(dropped).toMatchObject({ action: 1, msgSerial: 0, res: [{ serials: [null] }] })
+  // elsewhere the same refusal is a NACK
+  const nack = await raw.next((f) => f.action === 2)
+  expect(nack).toMatchObject({ msgSerial: 1, error: { code: 91000 } })
+  expect((await rt.rest().channels.get(cursors).presence.history()).items).toEqual([])
 })

@@ -5,6 +5,7 @@ import {
   type ConnectParams,
   type DeliveryFilter,
   type Message,
+  type PresenceMessage,
   type Transport,
 } from '../../src/core/connections'
 import { ConnectionPresence } from '../../src/core/connections/connection-presence'
@@ -261,4 +262,42 @@ test('a token valid for 30 days: AUTH 30 s before its expiry, not before', async
   timers.advance(1)
   expect(a.t.sent.map((m) => m.action)).toEqual([Action.CONNECTED, Action.AUTH])
   a.conn.receive({ action: Action.CLOSE })
+})
+
+test('an embedded MESSAGE is settled within receive (no promise, no event-loop turn); the ACK goes out on the next turn', async () => {
+  if (gw.core.backendKind !== 'memory') return
+  const channel = fresh('sync-ack')
+  const a = await connect()
+  // the first publish of the app loads its namespace rules (a promise); the next ones find them cached
+  a.conn.receive({ action: Action.MESSAGE, channel, msgSerial: 0, messages: [{ data: 'warm' }] })
+  await a.t.next(Action.ACK)
+  const settled: number[] = []
+  const ack = a.conn.acks.ack.bind(a.conn.acks)
+  a.conn.acks.ack = (slot, serials) => {
+    settled.push(slot.msgSerial)
+    ack(slot, serials)
+  }
+  a.conn.receive({ action: Action.MESSAGE, channel, msgSerial: 1, messages: [{ data: 'now' }] })
+  expect(settled).toEqual([1])
+  const answer = await a.t.next(Action.ACK, a.t.sent.findIndex((m) => m.action === Action.ACK) + 1)
+  expect(answer).toMatchObject({ msgSerial: 1, count: 1 })
+})
+
+test('a PRESENCE still under way when its connection resumes: the resend waits for its outcome, applied once', async () => {
+  const channel = fresh('presence-inflight')
+  const a = await connect()
+  // the channel's queue held up, so the PRESENCE is still in flight when the client resumes
+  let release!: () => void
+  a.conn.inOrder(channel, () => new Promise<void>((r) => (release = r)))
+  const enter = { action: Action.PRESENCE, channel, msgSerial: 0, presence: [{ action: 2, clientId: 'ann' }] }
+  a.conn.receive(enter)
+  const b = await connect(params({ resumeKey: a.conn.key }))
+  expect(b.connected.connectionId).toBe(a.conn.id)
+  b.conn.receive(enter) // the client's resend: its ACK was never sent
+  release()
+  const answer = await b.t.next(Action.ACK)
+  expect(answer).toMatchObject({ msgSerial: 0, count: 1 })
+  const events = (await (await gw.request(`/channels/${channel}/presence/history`)).json()) as PresenceMessage[]
+  expect(events.map((e) => [e.action, e.clientId])).toEqual([[2, 'ann']])
+  expect(answer.res[0].serials).toHaveLength(1)
 })

@@ -7,8 +7,8 @@ import { Action } from './protocol'
 export interface AckSlot {
   msgSerial: number
   done: boolean
-  /** A MESSAGE's slot: its outcome answers a resend after a resume. */
-  publish: boolean
+  /** Remembered for resend (operations.ts): its outcome answers a resend of its msgSerial after a resume. */
+  remembered: boolean
   serials?: Array<string | null>
   error?: ErrorBody
   /** Called once it is settled (set when a newer transport of the connection waits for its outcome). */
@@ -56,7 +56,7 @@ export interface PublishMemory {
 
 /**
  * The ACK/NACK queue of one connection. Protocol messages that need an answer (MESSAGE,
- * PRESENCE) are answered in the order they arrived, whatever order their publishes complete in:
+ * PRESENCE, ANNOTATION, OBJECT) are answered in the order they arrived, whatever order their publishes complete in:
  * the client matches answers from the head of its queue by msgSerial, so an answer out of order
  * would complete the wrong messages. Consecutive successes are merged into one ACK; `count`
  * counts protocol messages, and `res` holds one entry per protocol message.
@@ -97,7 +97,7 @@ export class AckQueue {
   handOver(): PublishMemory {
     const memory = this.memory
     for (const slot of this.slots) {
-      if (!slot.publish || slot.done || slot.onSettled) continue // handed over already: its outcome is in `inflight`
+      if (!slot.remembered || slot.done || slot.onSettled) continue // handed over already: its outcome is in `inflight`
       const outcome = new Promise<AckSlot>((resolve) => (slot.onSettled = () => resolve(slot)))
       memory.inflight.set(slot.msgSerial, outcome)
       void outcome.then(() => {
@@ -117,9 +117,9 @@ export class AckQueue {
     return r && (r.answered.get(msgSerial) ?? r.inflight.get(msgSerial))
   }
 
-  /** A slot for the next protocol message (`publish`: a MESSAGE); settle it with `ack` or `nack`. */
-  open(msgSerial: number, publish: boolean): AckSlot {
-    const slot: AckSlot = { msgSerial, done: false, publish, at: arrival() }
+  /** A slot for the next protocol message (`remembered`: its outcome answers a resend); settle it with `ack` or `nack`. */
+  open(msgSerial: number, remembered: boolean): AckSlot {
+    const slot: AckSlot = { msgSerial, done: false, remembered, at: arrival() }
     this.slots.push(slot)
     return slot
   }
@@ -172,7 +172,7 @@ export class AckQueue {
       const { answered } = this.memory
       now ||= latencyNow()
       for (const s of run) {
-        answered.set(s.msgSerial, s.serials!)
+        if (s.remembered) answered.set(s.msgSerial, s.serials!)
         ackLatency.observeIn(ackSeries, (now - s.at) / 1000)
       }
       this.send({

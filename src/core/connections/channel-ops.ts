@@ -1,43 +1,24 @@
 import type { Principal } from '../auth/principal'
 import { checkChannelName } from '../model/names'
-import { dropsRefusals } from '../model/sub-channels'
 import { isFiltered, parseFilteredChannel } from '../channels/filtered-channel'
 import { asGatewayError, GatewayError } from '../../errors'
-import type { ConnectionServices } from './services'
-import { Attachment, occupancyRole, type AttachmentHost } from './attachment'
+import { Attachment, occupancyRole } from './attachment'
 import {
   Action,
   Flag,
   grantedModes,
   loggedName,
-  modeRefused,
   requestedModes,
   SENDING_MODES,
   wireError,
   type ProtocolMessage,
 } from './protocol'
-import type { AckQueue, AckSlot } from './acks'
 import type { PresenceOps } from './presence-ops'
 import { parseRewind } from './rewind'
 import { wantsOccupancy } from './occupancy-message'
-import type { RealtimeSettings } from './settings'
-import type { Logger } from '../../lib/logger'
-import { sendObjectSync, type ObjectHost } from './object-ops'
+import type { ConnectionHost } from './host'
+import { sendObjectSync } from './object-ops'
 import { DeltaStage } from '../fanout/delta-stage'
-
-/** What channel operations need of their connection. */
-export interface ChannelHost extends AttachmentHost, ObjectHost {
-  readonly core: ConnectionServices
-  readonly s: RealtimeSettings
-  readonly principalOf: Principal
-  /** The `appendRollupWindow` transport param (ms), handed to every subscription. */
-  readonly appendRollupWindowMs?: number
-  readonly presence: PresenceOps
-  readonly acks: AckQueue
-  /** Fails the connection (a connection-level ERROR, then the socket closes). */
-  fail(err: GatewayError): void
-  readonly log: Logger
-}
 
 /**
  * Channel params the server recognises, echoed in ATTACHED as sent (others are dropped, as the
@@ -59,7 +40,10 @@ export class ChannelOps {
   /** Each channel's operations still running, chained (none on an idle connection). */
   private queues?: Map<string, Promise<void>>
 
-  constructor(private readonly conn: ChannelHost) {}
+  constructor(
+    private readonly conn: ConnectionHost,
+    private readonly presence: PresenceOps,
+  ) {}
 
   get size(): number {
     return this.attachments.size
@@ -82,7 +66,7 @@ export class ChannelOps {
     this.onChannel(pm, async (channel) => {
       this.attachments.get(channel)?.close()
       this.attachments.delete(channel)
-      await this.conn.presence.detached(channel) // leaving a channel leaves its presence (with the members' leaves first)
+      await this.presence.detached(channel) // leaving a channel leaves its presence (with the members' leaves first)
       this.conn.send({ action: Action.DETACHED, channel })
       this.conn.log.debug('realtime detached', { connectionId: this.conn.id, channel })
     })
@@ -96,71 +80,46 @@ export class ChannelOps {
     return this.attachments.get(channel)?.modes
   }
 
-  /**
-   * PRESENCE: in order with the channel's attach and detach; a bad channel name, or an attachment
-   * without the PRESENCE mode, is a NACK of `slot`.
-   */
-  presence(pm: ProtocolMessage, slot: AckSlot): void {
-    this.onChannel(
-      pm,
-      async (channel) => {
-        const modes = this.modesOf(channel)
-        if (modes !== undefined && !(modes & Flag.PRESENCE)) throw modeRefused(channel, 'presence')
-        return this.conn.presence.receive(pm, channel, slot)
-      },
-      (err) => {
-        this.conn.log.debug('realtime presence refused', {
-          connectionId: this.conn.id,
-          channel: loggedName(pm.channel),
-          msgSerial: slot.msgSerial,
-          code: err.code,
-          error: err.message,
-        })
-        if (typeof pm.channel === 'string' && dropsRefusals(pm.channel)) return this.conn.acks.ack(slot, [null])
-        this.conn.acks.nack(slot, wireError(err))
-      },
-    )
-  }
-
   /** SYNC asked for by the client: the members again, if it receives presence on the channel. */
   sync(pm: ProtocolMessage): void {
     this.onChannel(pm, async (channel) => {
       const att = this.attachments.get(channel)
-      if (att && att.modes & Flag.PRESENCE_SUBSCRIBE) await this.conn.presence.sync(channel)
+      if (att && att.modes & Flag.PRESENCE_SUBSCRIBE) await this.presence.sync(channel)
     })
   }
 
   /**
    * Runs `op` after the channel's earlier operations; a failure becomes a channel ERROR (that
-   * channel fails), or goes to `refused` when given. Without `refused`, a frame naming no channel
-   * fails the connection as a malformed frame does (40000): a channel ERROR must carry a channel
-   * field, and one without reads as the connection's (an empty name is a name: its ERROR carries
-   * `channel: ""`, which the clients take as that channel's, RTL4d).
+   * channel fails). A frame naming no channel fails the connection as a malformed frame does
+   * (40000): a channel ERROR must carry a channel field, and one without reads as the
+   * connection's (an empty name is a name: its ERROR carries `channel: ""`, which the clients take
+   * as that channel's, RTL4d).
    */
-  private onChannel(
-    pm: ProtocolMessage,
-    op: (channel: string) => Promise<void>,
-    refused?: (err: GatewayError) => void,
-  ) {
-    if (typeof pm.channel !== 'string' && !refused)
+  private onChannel(pm: ProtocolMessage, op: (channel: string) => Promise<void>) {
+    if (typeof pm.channel !== 'string')
       return this.conn.fail(new GatewayError(40000, `Invalid protocol message: action ${pm.action} needs a channel`))
-    const name = typeof pm.channel === 'string' ? pm.channel : ''
+    const name = pm.channel
     let channel: string
     try {
       channel = isFiltered(name) ? (parseFilteredChannel(name), name) : checkChannelName(name)
     } catch (e) {
-      const err = asGatewayError(e)
-      return refused ? refused(err) : this.channelError(name, err, pm.action)
+      return this.channelError(name, asGatewayError(e), pm.action)
     }
-    const run = (this.queues?.get(channel) ?? Promise.resolve()).then(() =>
+    this.inOrder(channel, () =>
       op(channel).catch((e) => {
-        const err = asGatewayError(e)
-        if (refused) return refused(err)
         this.attachments.get(channel)?.close()
         this.attachments.delete(channel)
-        this.channelError(channel, err, pm.action)
+        this.channelError(channel, asGatewayError(e), pm.action)
       }),
     )
+  }
+
+  /**
+   * Runs `op` after the channel's earlier operations (ATTACH, DETACH, SYNC, PRESENCE); later ones
+   * wait for it. `op` settles its own failures: it never rejects.
+   */
+  inOrder(channel: string, op: () => Promise<void>): void {
+    const run = (this.queues?.get(channel) ?? Promise.resolve()).then(op)
     ;(this.queues ??= new Map()).set(channel, run)
     void run.then(() => {
       if (this.queues?.get(channel) === run) this.queues.delete(channel)
@@ -294,7 +253,7 @@ export class ChannelOps {
         resumed: (flags & Flag.RESUMED) !== 0,
         ...(Object.keys(echoed).length ? { params: echoed } : {}),
       })
-    if (members.length) await this.conn.presence.sync(wireName, members)
+    if (members.length) await this.presence.sync(wireName, members)
     if (modes & Flag.OBJECT_SUBSCRIBE) {
       // LiveObjects (object-ops.ts): a full sync after every ATTACHED
       att.reattached = () =>

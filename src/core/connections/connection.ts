@@ -6,12 +6,14 @@ import { asGatewayError, GatewayError } from '../../errors'
 import type { Logger } from '../../lib/logger'
 import { AckQueue } from './acks'
 import { slowCut, slowPaused } from './metrics'
-import { Attachment, type AttachmentHost } from './attachment'
+import type { Attachment } from './attachment'
 import { ChannelOps } from './channel-ops'
-import { PresenceOps } from './presence-ops'
-import { Publishes, type PublishHost } from './publishes'
-import { objectDetails, publishObjects, type ObjectHost } from './object-ops'
-import { publishAnnotations } from './annotation-ops'
+import type { ConnectionHost } from './host'
+import { Operations } from './operations'
+import { PRESENCE, PresenceOps } from './presence-ops'
+import { MESSAGE } from './publishes'
+import { objectDetails, OBJECT } from './object-ops'
+import { ANNOTATION } from './annotation-ops'
 import { Action, wireError, type ProtocolMessage } from './protocol'
 import type { ConnectionServices } from './services'
 import type { RealtimeSettings } from './settings'
@@ -46,13 +48,14 @@ const MAX_UNREAD_ANSWERS = 1024 * 1024
  * them, heartbeats, re-authentication and token expiry, CLOSE, and the error rules of the
  * protocol (a connection-level ERROR is fatal; a channel-level one fails that channel only).
  */
-export class Connection implements AttachmentHost, PublishHost, ObjectHost {
+export class Connection implements ConnectionHost {
   readonly echo: boolean
   readonly heartbeats: boolean
   readonly acks: AckQueue
   readonly channels: ChannelOps
   readonly presence: PresenceOps
-  readonly publishes: Publishes
+  /** Answers MESSAGE, PRESENCE, ANNOTATION and OBJECT, all through one skeleton (operations.ts). */
+  readonly operations: Operations
   lastSent = 0
   private closed = false
   /** Bytes of answers sent since the socket went over REALTIME_BUFFER_BYTES (reset when it drains). */
@@ -87,9 +90,9 @@ export class Connection implements AttachmentHost, PublishHost, ObjectHost {
     this.echo = p.echo
     this.heartbeats = p.heartbeats
     this.acks = new AckQueue((pm) => this.send(pm))
-    this.channels = new ChannelOps(this)
     this.presence = new PresenceOps(this)
-    this.publishes = new Publishes(this, this.s.realtimeMaxInboundRate ?? 0)
+    this.channels = new ChannelOps(this, this.presence)
+    this.operations = new Operations(this, this.s.realtimeMaxInboundRate ?? 0)
   }
 
   /** The transport's wire format (diagnostics). */
@@ -117,6 +120,10 @@ export class Connection implements AttachmentHost, PublishHost, ObjectHost {
 
   attachedModes(channel: string): number | undefined {
     return this.channels.modesOf(channel)
+  }
+
+  inOrder(channel: string, op: () => Promise<void>): void {
+    this.channels.inOrder(channel, op)
   }
 
   /**
@@ -209,21 +216,15 @@ export class Connection implements AttachmentHost, PublishHost, ObjectHost {
       case Action.DETACH:
         return this.channels.detach(pm)
       case Action.MESSAGE:
-        return this.publishes.publish(pm)
-      case Action.PRESENCE: {
-        const slot = this.publishes.slotFor(pm)
-        if (slot) this.channels.presence(pm, slot)
-        return
-      }
+        return this.operations.operate(pm, MESSAGE, this)
+      case Action.PRESENCE:
+        return this.operations.operate(pm, PRESENCE, this.presence)
       case Action.SYNC:
         return this.channels.sync(pm)
-      case Action.ANNOTATION: {
-        const slot = this.publishes.slotFor(pm)
-        if (slot) publishAnnotations(this, pm, slot)
-        return
-      }
+      case Action.ANNOTATION:
+        return this.operations.operate(pm, ANNOTATION, this)
       case Action.OBJECT:
-        return publishObjects(this, pm) // LiveObjects (object-ops.ts)
+        return this.operations.operate(pm, OBJECT, this) // LiveObjects (object-ops.ts)
       case Action.AUTH:
         return void this.reauthorize(pm)
       case Action.CLOSE:

@@ -1,30 +1,31 @@
-import { asGatewayError } from '../../errors'
-import type { ConnectionServices } from './services'
-import type { Principal } from '../auth/principal'
-import type { OwnMembers } from './connection-presence'
+import { checkChannelName } from '../model/names'
+import type { OwnMembers, PresenceOutcome } from './connection-presence'
 import { PresenceAction, type PresenceMessage } from '../types'
 import { randomId } from '../../lib/crypto'
-import type { Logger } from '../../lib/logger'
-import type { AckQueue, AckSlot } from './acks'
-import { Action, wireError, type ProtocolMessage } from './protocol'
+import type { ConnectionHost } from './host'
+import type { Operation } from './operations'
+import { Action, Flag } from './protocol'
 
 /** Members per SYNC frame: a new attacher's member list arrives in pages this long. */
 export const SYNC_PAGE = 100
 
-/** What presence needs of its connection. */
-export interface PresenceHost {
-  readonly id: string
-  readonly core: ConnectionServices
-  readonly principalOf: Principal
-  readonly acks: AckQueue
-  /** Sends a protocol message of the server's own accord (not an answer to the client); false when the client is behind. */
-  push(pm: object): boolean
-  readonly log: Logger
+/**
+ * PRESENCE from the client (enter, update, leave, and the *Client forms for credentials that may
+ * act as anyone): in order with the channel's ATTACH and DETACH, ACKed with one serial per event;
+ * a resend after a resume is answered with its first outcome, never applied twice (RTN19a).
+ */
+export const PRESENCE: Operation<PresenceOps> = {
+  name: 'presence',
+  mode: Flag.PRESENCE,
+  remembered: true,
+  ordered: true,
+  dropsRefusals: true,
+  rated: false,
+  run: (presence, channel, pm, msgSerial) => presence.apply(channel, pm.presence, msgSerial),
 }
 
 /**
- * Presence of one realtime connection: PRESENCE frames (enter, update, leave, and the *Client
- * forms for credentials that may act as anyone), answered like publishes; the members this
+ * Presence of one realtime connection: PRESENCE frames applied (the PRESENCE operation above); the members this
  * connection entered, per channel, so it can leave them when it detaches or closes; and SYNC
  * frames, the member list a new attacher gets after ATTACHED.
  */
@@ -32,7 +33,7 @@ export class PresenceOps {
   /** Channel -> members entered over this connection. */
   private own?: Map<string, OwnMembers>
 
-  constructor(private readonly host: PresenceHost) {}
+  constructor(private readonly host: ConnectionHost) {}
 
   /** Members entered over this connection, on all its channels (metrics). */
   get members(): number {
@@ -55,31 +56,12 @@ export class PresenceOps {
     return m
   }
 
-  /**
-   * PRESENCE from the client (its answer slot opened when it arrived, so answers keep the order
-   * of protocol messages), run in order with the channel's other operations; ACKed with one
-   * serial per event.
-   */
-  async receive(pm: ProtocolMessage, channel: string, slot: AckSlot): Promise<void> {
-    try {
-      const { serials } = await this.host.core.connectionPresence.fromConnection(
-        this.host.principalOf,
-        channel,
-        pm.presence,
-        { connectionId: this.host.id, msgSerial: slot.msgSerial, own: this.membersOf(channel) },
-      )
-      this.host.acks.ack(slot, serials)
-    } catch (e) {
-      const err = asGatewayError(e)
-      this.host.log.debug('realtime presence refused', {
-        connectionId: this.host.id,
-        channel,
-        msgSerial: slot.msgSerial,
-        code: err.code,
-        error: err.message,
-      })
-      this.host.acks.nack(slot, wireError(err))
-    }
+  /** A PRESENCE protocol message's events (`wire`), applied with the members this connection has on the channel. */
+  apply(name: string, wire: unknown, msgSerial: number): Promise<PresenceOutcome> {
+    const channel = checkChannelName(name) // before its members are looked for: a refused name leaves nothing behind
+    const { core, principalOf, id } = this.host
+    const ctx = { connectionId: id, msgSerial, own: this.membersOf(channel) }
+    return core.connectionPresence.fromConnection(principalOf, channel, wire, ctx)
   }
 
   /** The connection detached the channel: its members there leave now. */

@@ -119,14 +119,17 @@ export function grantedModes(capability: CapabilityMatcher, channel: string, req
 }
 
 /**
- * An operation the channel's attachment was not granted the mode of (publish, presence): refused
- * on that operation alone with 40160 (401 on this protocol, see `wireError`), as the hosted
- * service does; the attachment and the connection go on.
+ * An operation the channel's attachment was not granted the mode of (`mode`, one flag: publish,
+ * presence, annotation_publish, object_publish): refused on that operation alone (`what`) with
+ * 40160 (401 on this protocol, see `wireError`), as the hosted service does; the attachment and
+ * the connection go on.
  */
-export function modeRefused(channel: string, mode: 'publish' | 'presence'): GatewayError {
+export function modeRefused(channel: string, mode: number, what: string): GatewayError {
+  let name = String(mode)
+  for (const [n, m] of MODE_NAMES) if (m === mode) name = n
   return new GatewayError(
     40160,
-    `Channel "${channel}" is attached without the ${mode} mode: ${mode} is not permitted on this attachment`,
+    `Channel "${channel}" is attached without the ${name} mode: ${what} is not permitted on this attachment`,
   )
 }
 

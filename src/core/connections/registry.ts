@@ -162,7 +162,7 @@ export class ConnectionRegistry {
         conn.acks.adopt(before.acks.handOver())
         before.supersede()
       } else if (left) conn.acks.adopt(left.memory)
-      else if (resumed) conn.publishes.unknownPastUntil = core.clock.now() + UNKNOWN_PAST_MS
+      else if (resumed) conn.operations.unknownPastUntil = core.clock.now() + UNKNOWN_PAST_MS
       remains.delete(id)
     } catch (e) {
       this.refuse(transport, this.unexpected(e))
