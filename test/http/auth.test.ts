@@ -55,8 +55,56 @@ describe('Basic auth', () => {
     const now = Math.floor(clock.now() / 1000)
     const jwt = makeJwt('testapp.invalid', 'invalidinvalid', { iat: now, exp: now + 60 })
     await expectError(await gw.request('/channels/a/messages', { key: null, headers: bearer(jwt) }), 401, 40400)
+    // a JWT naming a key of no app: 40400 with status 404 (the hosted service's answer)
     const noApp = makeJwt('invalid.invalid', 'invalidinvalid', { iat: now, exp: now + 60 })
-    await expectError(await gw.request('/channels/a/messages', { key: null, headers: bearer(noApp) }), 401, 40101)
+    await expectError(await gw.request('/channels/a/messages', { key: null, headers: bearer(noApp) }), 404, 40400)
+  })
+  test("an embedded token: a JWT of the customer's own wrapping an Ably token (x-ably-token) authenticates as that token", async () => {
+    const issued = (await (await requestToken(KEY_NAME, { capability: '{"pub:*":["publish"]}' })).json()) as {
+      token: string
+    }
+    const now = Math.floor(clock.now() / 1000)
+    const wrap = (where: 'header' | 'claim', token: string) => {
+      const head = { typ: 'JWT', alg: 'HS256', ...(where === 'header' ? { 'x-ably-token': token } : {}) }
+      const body = { iat: now, exp: now + 60, ...(where === 'claim' ? { 'x-ably-token': token } : {}) }
+      const b64 = (o: object) => Buffer.from(JSON.stringify(o)).toString('base64url')
+      return `${b64(head)}.${b64(body)}.signed-by-the-customers-own-secret`
+    }
+    for (const where of ['header', 'claim'] as const) {
+      const jwt = wrap(where, issued.token)
+      const ok = await gw.request('/channels/pub:embedded/messages', {
+        method: 'POST',
+        key: null,
+        headers: bearer(jwt),
+        json: { data: 'x' },
+      })
+      expect(ok.status).toBe(201)
+      // the wrapped token's capability holds
+      await expectError(
+        await gw.request('/channels/other/messages', {
+          method: 'POST',
+          key: null,
+          headers: bearer(jwt),
+          json: { data: 'x' },
+        }),
+        403,
+        40160,
+      )
+    }
+    // a forged inner token is refused as that token would be; one wrapper inside another is refused
+    await expectError(
+      await gw.request('/channels/a/messages', { key: null, headers: bearer(wrap('header', 'garbage')) }),
+      401,
+      40143,
+    )
+    await expectError(
+      await gw.request('/channels/a/messages', {
+        key: null,
+        headers: bearer(wrap('header', wrap('header', issued.token))),
+      }),
+      401,
+      40144,
+    )
   })
   test('the key works as ?key= query parameter', async () => {
     const r = await gw.request(`/channels/a/messages?key=${encodeURIComponent(gw.key)}`, { key: null })

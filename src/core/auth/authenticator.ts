@@ -7,7 +7,7 @@ import { CapabilityMatcher, intersectCapability, parseCapability } from './capab
 import { checkClientIdLength, type Principal } from './principal'
 import { Refusals } from './refusals'
 import { REVOCABLE_TOKEN_MAX_TTL_MS, revocationError } from './revocation'
-import { parseJwt, parseTokenKeyName, verifyJwt, verifyToken, type TokenClaims } from './tokens'
+import { embeddedToken, parseJwt, parseTokenKeyName, verifyJwt, verifyToken, type TokenClaims } from './tokens'
 
 export interface Credentials {
   /** Raw Authorization header. */
@@ -36,6 +36,11 @@ export interface AuthenticatorSettings {
 /** Cache key: the credential exactly as it arrived (header values never hold control characters). */
 const rawKey = (c: Credentials): string =>
   c.authorization || (c.key ? '\u0001K' + c.key : c.accessToken ? '\u0001T' + c.accessToken : '')
+
+/** A key of no app at all, presented as a key (Basic auth, a token request): 40101. */
+const KEY_NO_APP = () => new GatewayError(40101, 'Invalid credentials: no application for this key')
+/** A JWT whose `kid` names a key of no app: 40400 with status 404, as the hosted service answers. */
+const JWT_NO_APP = () => new GatewayError(40400, 'Invalid JWT: no application for its key', { status: 404 })
 
 /**
  * Turns credentials into a Principal. Verified credentials are cached (Basic until a control
@@ -136,17 +141,18 @@ export class Authenticator {
   }
 
   /**
-   * Resolves the API key named `keyName` and its (enabled) app, or throws 40400 / 40101 (status 401),
-   * 40131 or 40300. A key the app does not have is 40400, a key of no app at all 40101: the hosted
-   * service's answers (ably-js's suites expect both: RSA4 with an app's id, RTN14a/RSP with none).
+   * Resolves the API key named `keyName` and its (enabled) app, or throws 40400 (status 401), `noApp`
+   * (40101, 401 by default), 40131 or 40300. A key the app does not have is 40400, a key of no app
+   * at all 40101, a JWT naming a key of no app 40400 with 404: the hosted service's answers (ably-js's
+   * suites expect each: RSA4 with an app's id, RTN14a/RSP with none, "JWT request with invalid key").
    */
-  async key(keyName: string): Promise<{ key: ApiKey; app: App }> {
+  async key(keyName: string, noApp: () => GatewayError = KEY_NO_APP): Promise<{ key: ApiKey; app: App }> {
     const key = await this.control.getKey(keyName)
     if (!key) {
       const dot = keyName.indexOf('.')
       if (dot > 0 && (await this.control.getApp(keyName.slice(0, dot))))
         throw new GatewayError(40400, 'Invalid credentials: key not found', { status: 401 })
-      throw new GatewayError(40101, 'Invalid credentials: no application for this key')
+      throw noApp()
     }
     if (key.status !== 0) throw new GatewayError(40131, 'Key has been revoked')
     const app = await this.control.getApp(key.appId)
@@ -200,7 +206,7 @@ export class Authenticator {
     }
   }
 
-  private async verifyToken(token: string): Promise<Principal> {
+  private async verifyToken(token: string, embedded = false): Promise<Principal> {
     const keyName = parseTokenKeyName(token)
     if (keyName) {
       const { key, app } = await this.key(keyName)
@@ -209,8 +215,14 @@ export class Authenticator {
     }
     const jwt = parseJwt(token)
     if (jwt) {
+      // an embedded token: the Ably token inside authenticates (one level: it may not wrap another)
+      const inner = embeddedToken(jwt)
+      if (inner !== undefined) {
+        if (embedded) throw new GatewayError(40144, 'Invalid JWT: an embedded token may not wrap another')
+        return this.verifyToken(inner, true)
+      }
       if (!jwt.header.kid) throw new GatewayError(40144, 'Invalid JWT: kid (key name) missing')
-      const { key, app } = await this.key(jwt.header.kid)
+      const { key, app } = await this.key(jwt.header.kid, JWT_NO_APP)
       const claims = verifyJwt(jwt, key)
       // without x-ably-capability, the key's capability (as the hosted service takes such a JWT)
       if (!claims.capability) return this.tokenPrincipal('jwt', key, app, JSON.stringify(key.capability), claims)

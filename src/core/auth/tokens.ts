@@ -84,6 +84,18 @@ interface JwtHeader {
   alg?: string
   typ?: string
   kid?: string
+  /** An Ably token wrapped in a JWT of the customer's own (an embedded token). */
+  'x-ably-token'?: unknown
+}
+
+/**
+ * The Ably token an embedded-token JWT wraps (`x-ably-token` in its JOSE header, or as a claim of an
+ * unencrypted JWS), else undefined. The outer JWT is signed by the customer's own secret, which the
+ * service does not know: the wrapped token, signed by the service, is what authenticates.
+ */
+export function embeddedToken(jwt: { header: JwtHeader; claims: Record<string, unknown> }): string | undefined {
+  const t = jwt.header['x-ably-token'] ?? jwt.claims['x-ably-token']
+  return typeof t === 'string' && t ? t : undefined
 }
 
 export function parseJwt(
