@@ -1,8 +1,9 @@
 /**
  * One backend's run, inside the private network and mount namespace that run.ts made for it: the
- * loopback interface up (and 10/8 silently dropped), the sandbox names on 127.0.0.1, the backend's Redis (if any) and the
- * gateway on https port 443 with sandbox provisioning on, then every planned file in its own process
- * under a wall limit. Writes `<out>/<backend>.json`.
+ * loopback interface up (and 10/8 silently dropped), the sandbox names on 127.0.0.1, the stand-in
+ * for the test-support hosts (echo-server.ts) on https port 443 of ECHO_ADDRESS, the backend's
+ * Redis (if any) and the gateway on https port 443 with sandbox provisioning on, then every planned
+ * file in its own process under a wall limit. Writes `<out>/<backend>.json`.
  */
 import { mkdirSync, mkdtempSync, readFileSync, writeFileSync, appendFileSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
@@ -11,6 +12,7 @@ import type { Subprocess } from 'bun'
 import { BUN, installCleanup, spawnTracked, stopProcess, waitForOk } from '../bench/lib/processes'
 import { startRedis } from '../bench/lib/redis-server'
 import { startRedisCluster } from '../bench/lib/redis-cluster-server'
+import { ECHO_ADDRESS, startEchoServer } from './echo-server'
 import { readResults, type FileResult } from './results'
 import { SANDBOX_URL, type RunTls } from './sandbox-host'
 import { commandFor, FAULTS_PORT, SUITES } from './suites'
@@ -75,6 +77,13 @@ async function main(): Promise<void> {
   sh(['mount', '--bind', plan.tls.resolver, '/etc/resolv.conf'])
   const logDir = join(plan.out, plan.backend)
   mkdirSync(logDir, { recursive: true })
+  const echoLog = join(logDir, 'echo-server.log')
+  startEchoServer({
+    hostname: ECHO_ADDRESS,
+    port: 443,
+    tls: { cert: readFileSync(plan.tls.cert, 'utf8'), key: readFileSync(plan.tls.key, 'utf8') },
+    log: (line) => appendFileSync(echoLog, `${new Date().toISOString()} ${line}\n`),
+  })
   const env = await backendEnv(plan.backend, logDir)
   let starts = 1
   let gateway = await startGateway(plan, env, starts)

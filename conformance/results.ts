@@ -1,5 +1,7 @@
 /** What one file's run left behind, read into counts and failures. */
 import { existsSync, readFileSync } from 'node:fs'
+import { ECHO_ADDRESS, ECHO_HOSTS } from './echo-server'
+import { SANDBOX_HOSTS } from './sandbox-host'
 import type { Runner } from './suites'
 
 export interface Failure {
@@ -34,9 +36,12 @@ function tally(r: FileResult, title: string, ok: boolean): void {
   if (p) r.byProtocol[p][ok ? 'passed' : 'failed']++
 }
 
-/** Hosts the suites name that are this run's own (the gateway) or no host at all (help links). */
-const OWN_HOSTS =
-  /^(localhost|127\.0\.0\.1|help\.ably\.io|.*\.fallback\.ably-realtime-nonprod\.com|sandbox\.realtime\.ably-nonprod\.net|sandbox-rest\.ably\.io)$/
+/**
+ * Hosts the suites name that are this run's own (the gateway, the stand-in for the test-support
+ * hosts of echo-server.ts) or no host at all (help links).
+ */
+const OWN_HOSTS = new Set(['localhost', '127.0.0.1', 'help.ably.io', ...SANDBOX_HOSTS, ECHO_ADDRESS, ...ECHO_HOSTS])
+const isOwnHost = (h: string) => OWN_HOSTS.has(h) || h.endsWith('.fallback.ably-realtime-nonprod.com')
 
 /**
  * The hosts outside the run named in each failed test's part of the file's log (the reporter's
@@ -50,7 +55,7 @@ function outsideHosts(log: string, failures: Failure[]): void {
     const hosts = new Set<string>()
     for (let i = at; i < lines.length && (i === at || !/^  (ok|FAIL)  /.test(lines[i]!)); i++)
       for (const m of lines[i]!.matchAll(/\b(?:https?|wss?):\/\/([a-z0-9.-]+)/gi))
-        if (!OWN_HOSTS.test(m[1]!)) hosts.add(m[1]!)
+        if (!isOwnHost(m[1]!)) hosts.add(m[1]!)
     if (hosts.size) f.outside = [...hosts]
   }
 }

@@ -2,10 +2,13 @@
  * The hosted sandbox's names, answered by the gateway on this machine: a hosts file that sends them
  * to 127.0.0.1 (mounted over /etc/hosts inside the run's private namespace only) and a certificate
  * for them signed by a CA made for the run, which the suites' processes trust through
- * NODE_EXTRA_CA_CERTS. Suites hard-wired to the sandbox then reach the gateway unedited.
+ * NODE_EXTRA_CA_CERTS. Suites hard-wired to the sandbox then reach the gateway unedited. The
+ * test-support hosts (the echo server, the connectivity checks) go to the stand-in of
+ * `echo-server.ts` on ECHO_ADDRESS, under the same certificate.
  */
-import { mkdirSync, writeFileSync, existsSync } from 'node:fs'
+import { mkdirSync, writeFileSync, existsSync, readFileSync } from 'node:fs'
 import { join } from 'node:path'
+import { ECHO_ADDRESS, ECHO_HOSTS } from './echo-server'
 
 /** The REST and realtime host of the `nonprod:sandbox` endpoint, its fallbacks, and the older REST host. */
 export const SANDBOX_HOSTS = [
@@ -39,7 +42,21 @@ export function makeRunTls(dir: string): RunTls {
     resolver: join(dir, 'resolv.conf'),
   }
   writeFileSync(t.resolver, 'nameserver 127.0.0.1\noptions timeout:1 attempts:1\n')
-  if (existsSync(t.cert)) return t
+  writeFileSync(
+    t.hosts,
+    [
+      '127.0.0.1 localhost',
+      '::1 localhost',
+      `127.0.0.1 ${SANDBOX_HOSTS.join(' ')}`,
+      `${ECHO_ADDRESS} ${ECHO_HOSTS.join(' ')}`,
+      '',
+    ].join('\n'),
+  )
+  const names = [...SANDBOX_HOSTS, ...ECHO_HOSTS, 'localhost'].map((h) => `DNS:${h}`).join(',')
+  const ext = `subjectAltName=${names},IP:127.0.0.1,IP:${ECHO_ADDRESS}\nbasicConstraints=CA:FALSE\nextendedKeyUsage=serverAuth\n`
+  const extPath = join(dir, 'ext.cnf')
+  // a certificate made for other names (an older run's) is made again
+  if (existsSync(t.cert) && existsSync(extPath) && readFileSync(extPath, 'utf8') === ext) return t
   const days = ['-days', '30']
   openssl(
     [
@@ -73,11 +90,7 @@ export function makeRunTls(dir: string): RunTls {
     ],
     dir,
   )
-  const names = [...SANDBOX_HOSTS, 'localhost'].map((h) => `DNS:${h}`).join(',')
-  writeFileSync(
-    join(dir, 'ext.cnf'),
-    `subjectAltName=${names},IP:127.0.0.1\nbasicConstraints=CA:FALSE\nextendedKeyUsage=serverAuth\n`,
-  )
+  writeFileSync(extPath, ext)
   openssl(
     [
       'x509',
@@ -96,10 +109,6 @@ export function makeRunTls(dir: string): RunTls {
       'ext.cnf',
     ],
     dir,
-  )
-  writeFileSync(
-    t.hosts,
-    ['127.0.0.1 localhost', '::1 localhost', `127.0.0.1 ${SANDBOX_HOSTS.join(' ')}`, ''].join('\n'),
   )
   return t
 }
