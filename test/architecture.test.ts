@@ -132,6 +132,41 @@ test('the core does not describe the backend: it states the ports it takes (Core
   expect(problems).toEqual([])
 })
 
+test('the Broker port has no optional member (a capability a broker may lack is a port of its own, found at start)', () => {
+  const ports = sources.find((s) => s.rel === 'core/ports.ts')!
+  const body = /export interface Broker \{([\s\S]*?)\n\}/.exec(codeOf(ports))?.[1]
+  expect(body).toBeDefined()
+  const optional = [...body!.matchAll(/^\s*(?:readonly\s+)?(\w+)\?\s*[(:]/gm)].map((m) => m[1])
+  expect(optional).toEqual([])
+})
+
+/** A module that defines a concrete broker class (one implementing the Broker port). */
+const brokerModules = sources.filter((s) => /\bclass \w+ implements [^{]*\bBroker\b/.test(s.text)).map((s) => s.rel)
+
+test('no concrete broker is imported outside backend/, and within a backend only by its composition (index.ts)', () => {
+  expect(brokerModules.length).toBeGreaterThanOrEqual(2)
+  const problems: string[] = []
+  for (const s of sources)
+    for (const t of s.imports) {
+      if (!brokerModules.includes(t)) continue
+      const home = t.split('/').slice(0, 2).join('/')
+      if (s.rel !== `${home}/index.ts`) problems.push(`${s.rel} imports ${t}`)
+    }
+  expect(problems).toEqual([])
+})
+
+test("on Redis, a channel log's entries and notifications are written by one Lua fragment (lua/log.ts), composed into each script that appends", () => {
+  const problems = sources
+    .filter(
+      (s) =>
+        s.rel.startsWith('backend/redis/') &&
+        s.rel !== 'backend/redis/lua/log.ts' &&
+        /'SPUBLISH'|'XADD'[^\n]*'\*', 'm'/.test(s.text),
+    )
+    .map((s) => s.rel)
+  expect(problems).toEqual([])
+})
+
 test("the broker's synchronous append is looked up once, by the publisher (one publish entry in core)", () => {
   const problems = sources
     .filter(

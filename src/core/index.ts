@@ -43,6 +43,7 @@ import type {
   RateLimitStore,
   RevocationStore,
   StatsStore,
+  SyncAppend,
   Timers,
 } from './ports'
 import type { AnnotationStore, VersionStore } from './channels/ports'
@@ -78,6 +79,8 @@ export interface CorePorts {
   /** Which store gives them (readiness reports it). */
   kind: 'memory' | 'redis'
   broker: Broker
+  /** The broker's append made at once, where it needs no I/O (the embedded backend); else absent. */
+  syncAppend?: SyncAppend
   control: ControlStore
   presence: PresenceStore
   stats: StatsStore
@@ -232,6 +235,7 @@ export function createCore(backend: CorePorts, clock: Clock, timers: Timers, s: 
   )
   const publisher = new Publisher(
     backend.broker,
+    backend.syncAppend,
     namespaces,
     stats,
     limits,
@@ -253,7 +257,7 @@ export function createCore(backend: CorePorts, clock: Clock, timers: Timers, s: 
       return { ready: checks.every(Boolean) && !problem, backend: backend.kind, ...(problem ? { problem } : {}) }
     },
     dataGuard,
-    memory: () => backend.broker.memory?.() ?? { channels: 0, messages: 0, bytes: 0 },
+    memory: () => backend.broker.memory(),
     auth,
     tokens: new TokenRequests(auth, backend.nonces, limits, stats, clock, s),
     connectionKeys,

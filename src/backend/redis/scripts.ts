@@ -1,4 +1,5 @@
 import type { Charge } from '../../core/ports'
+import { LOG_LUA } from './lua/log'
 
 /**
  * Token bucket shared by all nodes (rate limits), the same arithmetic as core/limits/token-bucket.ts:
@@ -46,7 +47,7 @@ return take_tokens(KEYS[1], tonumber(ARGV[1]), tonumber(ARGV[2]), tonumber(ARGV[
  * KEYS[1] stream; ARGV[1] notify channel, ARGV[2] retention ms, ARGV[3] message count n, then the
  * n msgpack bodies. Returns the id per message.
  */
-export const EPHEMERAL_PUBLISH_SCRIPT = `
+export const EPHEMERAL_PUBLISH_SCRIPT = `${LOG_LUA}
 local n = tonumber(ARGV[3])
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
@@ -65,18 +66,13 @@ else
     end
   end
 end
-local last = redis.call('XREVRANGE', KEYS[1], '+', '-', 'COUNT', 1)
-local prev = '0-0'
-if #last > 0 then prev = last[1][1] end
+local prev = log_before(KEYS[1], nil)
 local ids = {}
-local parts = { prev, ' ' }
 for i = 1, n do
   if now > ms then ms, seq = now, 0 else seq = seq + 1 end
   local id = string.format('%d-%d', ms, seq)
   ids[#ids + 1] = id
-  local body = ARGV[3 + i]
-  parts[#parts + 1] = id .. ' ' .. #body .. ' '
-  parts[#parts + 1] = body
+  log_note(1, id, ARGV[3 + i])
 end
 if created then
   redis.call('XSETID', KEYS[1], ids[#ids], 'MAXDELETEDID', '0-0')
@@ -84,7 +80,7 @@ else
   redis.call('XSETID', KEYS[1], ids[#ids])
 end
 redis.call('PEXPIRE', KEYS[1], ARGV[2])
-redis.call('SPUBLISH', ARGV[1], table.concat(parts))
+log_notify(1, ARGV[1], KEYS[1], nil, nil, prev)
 return ids
 `
 
