@@ -4,7 +4,7 @@
  * gets its serial from the channel's one sequence, so each is newer than everything stored: a set
  * or remove always wins its key, a clear removes every entry, a create is merged once, increments
  * are summed. The Redis backend runs the same rules in Lua (backend/redis/live-object-scripts.ts);
- * the contract tests hold both.
+ * one table of cases holds both (test/contracts/live-apply-cases.ts, run on every backend).
  *
  * An object is stored as a head (LiveHead) and, for a map, one record per entry (StoredEntry), so
  * an operation reads and writes only the entries it names plus bounded bookkeeping (the head's
