@@ -167,6 +167,11 @@ test("on Redis, a channel log's entries and notifications are written by one Lua
   expect(problems).toEqual([])
 })
 
+test('the Redis backend keeps one presence layout (the interim layout of `{pc}`, legacyPresence*, is gone)', () => {
+  const problems = sources.filter((s) => /legacyPresence|\{pc\}/.test(codeOf(s))).map((s) => s.rel)
+  expect(problems).toEqual([])
+})
+
 test("the broker's synchronous append is looked up once, by the publisher (one publish entry in core)", () => {
   const problems = sources
     .filter(

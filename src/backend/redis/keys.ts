@@ -92,17 +92,6 @@ export class RedisKeys {
    * forget the node before this version's reaper found it.)
    */
   presenceNodes = () => `${this.prefix}pleases:{pl}`
-  /**
-   * The earlier version's presence bookkeeping, all in `{pc}` (the same kinds, without buckets).
-   * During a rolling upgrade from it this version reaps the dead nodes listed there, reads their
-   * leases there and renews its own there too (presence-store.ts): its nodes reap the dead nodes
-   * of both versions, and either version accepts the connection keys the other issued.
-   * Transitional: drop once no node of the earlier version can be running.
-   */
-  legacyPresenceConnectionPrefix = () => `${this.prefix}pcm:{pc}:`
-  legacyPresenceHolderPrefix = () => `${this.prefix}pch:{pc}:`
-  legacyPresenceNodeConnections = (node: string) => `${this.prefix}pnc:{pc}:${node}`
-  legacyPresenceNodes = () => `${this.prefix}pnodes:{pc}`
   presenceHistory = (app: string, channel: string) => `${this.prefix}ph:${this.ch(app, channel)}`
   /** Hash of stats counters of one interval; sorted set indexing a scope's intervals. */
   stats = (scope: string, unit: string, start: number) => `${this.prefix}st:${scope}:${unit}:${start}`
