@@ -172,6 +172,16 @@ test('the Redis backend keeps one presence layout (the interim layout of `{pc}`,
   expect(problems).toEqual([])
 })
 
+test('the Redis backend keeps its Lua in one folder (backend/redis/lua/) and types replies by its one call, without casts', () => {
+  const problems: string[] = []
+  for (const s of sources) {
+    if (!s.rel.startsWith('backend/redis/')) continue
+    if (!s.rel.startsWith('backend/redis/lua/') && /redis\.p?call\(/.test(s.text)) problems.push(`${s.rel} holds Lua`)
+    if (/\bas unknown as\b/.test(codeOf(s))) problems.push(`${s.rel} casts a reply (as unknown as)`)
+  }
+  expect(problems).toEqual([])
+})
+
 test("the broker's synchronous append is looked up once, by the publisher (one publish entry in core)", () => {
   const problems = sources
     .filter(

@@ -7,12 +7,8 @@
  * are then on several masters).
  */
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
-import {
-  connectCluster,
-  connectStandalone,
-  type RedisCommander,
-  type RedisConnections,
-} from '../../src/backend/redis/connection'
+import { connectCluster } from '../../src/backend/redis/cluster'
+import { connectStandalone, type RedisCommander, type RedisConnections } from '../../src/backend/redis/clients'
 import { PRESENCE_BUCKETS, RedisKeys } from '../../src/backend/redis/keys'
 import { RedisPresenceStore } from '../../src/backend/redis/presence-store'
 import { PresenceAction, type PresenceMessage } from '../../src/core/types'

@@ -125,7 +125,7 @@ export class RedisKeys {
   objectIds = (app: string, ns: string) => `${this.prefix}oi:{${app}}:${ns}`
   /**
    * The plugin's LiveObjects of a channel: hash of object id -> msgpack head (channel's slot); an
-   * earlier version kept each object's entries inside it (live-object-scripts.ts migrates them).
+   * earlier version kept each object's entries inside it (lua/live-objects.ts migrates them).
    */
   liveObjects = (app: string, channel: string) => `${this.prefix}lo:${this.ch(app, channel)}`
   /** Prefix of the entries hash of each map of a channel (`<prefix><objectId>`: key -> msgpack entry). */

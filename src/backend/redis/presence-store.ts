@@ -1,7 +1,8 @@
 import type { HistoryRetention, OrphanMember, PresenceStore } from '../../core/ports'
 import { PresenceAction, type HistoryQuery, type PresenceMessage } from '../../core/types'
 import { presenceHistoryPage, PRESENCE_HISTORY_MAX } from '../shared/presence-history'
-import { BUFFERS, withTimeout, type RedisCommander } from './connection'
+import { BUFFERS, type RedisCommander } from './clients'
+import { withTimeout } from './errors'
 import { pack, unpack } from './codec'
 import { PRESENCE_BUCKETS, presenceBucket, type RedisKeys } from './keys'
 import {
@@ -15,7 +16,7 @@ import {
   TAKE_BEGIN_SCRIPT,
   TAKE_END_SCRIPT,
   TAKE_MEMBERS_SCRIPT,
-} from './presence-scripts'
+} from './lua/presence'
 import { ScriptRunner } from './script-runner'
 
 /** Connections reaped per script call (a dead node's are taken in steps, so Redis is never held long). */
@@ -54,7 +55,7 @@ function splitEntry(e: string): [string, string, string] {
 /**
  * Presence sets (hash member -> message), presence history (a list kept as long as the channel's
  * stream: the APPLY_PRESENCE_SCRIPT), and the members of
- * each connection with the node holding it (presence-scripts.ts). Every node renews a lease; the
+ * each connection with the node holding it (lua/presence.ts). Every node renews a lease; the
  * members of a node that stops (killed) are reaped by the others, and the keys it issued no longer
  * name a live connection (publish on behalf) unless the connection is held by a live node now.
  *
@@ -130,9 +131,7 @@ export class RedisPresenceStore implements PresenceStore {
   }
 
   async members(app: string, channel: string): Promise<PresenceMessage[]> {
-    const vals = (await this.t(
-      this.cmd.sendCommand(['HVALS', this.keys.presence(app, channel)], BUFFERS),
-    )) as unknown as Buffer[]
+    const vals = await this.t(this.cmd.sendCommand<Buffer[]>(['HVALS', this.keys.presence(app, channel)], BUFFERS))
     return vals.map((v) => unpack<PresenceMessage>(v))
   }
 
@@ -186,9 +185,9 @@ export class RedisPresenceStore implements PresenceStore {
     q: HistoryQuery,
     retention: HistoryRetention,
   ): Promise<PresenceMessage[]> {
-    const raw = (await this.t(
-      this.cmd.sendCommand(['LRANGE', this.keys.presenceHistory(app, channel), '0', '-1'], BUFFERS),
-    )) as unknown as Buffer[]
+    const raw = await this.t(
+      this.cmd.sendCommand<Buffer[]>(['LRANGE', this.keys.presenceHistory(app, channel), '0', '-1'], BUFFERS),
+    )
     return presenceHistoryPage(
       raw.map((b) => unpack<PresenceMessage>(b)),
       q,
@@ -208,9 +207,9 @@ export class RedisPresenceStore implements PresenceStore {
   }
 
   async ofConnection(connectionId: string): Promise<OrphanMember[]> {
-    const entries = (await this.t(
-      this.cmd.sendCommand(['SMEMBERS', this.keys.presenceConnection(connectionId)]),
-    )) as unknown as string[]
+    const entries = await this.t(
+      this.cmd.sendCommand<string[]>(['SMEMBERS', this.keys.presenceConnection(connectionId)]),
+    )
     const out: OrphanMember[] = []
     const found = await Promise.all(
       entries.map((e) => {
@@ -225,12 +224,12 @@ export class RedisPresenceStore implements PresenceStore {
   }
 
   async take(connectionId: string): Promise<OrphanMember[]> {
-    const reply = (await this.t(
-      this.takeBeginScript.run(
+    const reply = await this.t(
+      this.takeBeginScript.run<Array<string | null>>(
         [this.keys.presenceHolder(connectionId), this.keys.presenceConnection(connectionId)],
         [this.node],
       ),
-    )) as unknown as Array<string | null>
+    )
     if (reply[0] === null || reply[0] === undefined) return []
     const holder = String(reply[0])
     const entries = reply.slice(1).map(String)
@@ -252,9 +251,9 @@ export class RedisPresenceStore implements PresenceStore {
     const out: OrphanMember[] = []
     const taken = await Promise.all(
       [...byChannel.values()].map((g) =>
-        this.t(this.takeMembersScript.run([this.keys.presence(g.app, g.channel)], g.fields, BUFFERS)).then(
-          (vals) => [g, vals as unknown as Array<Buffer | null>] as const,
-        ),
+        this.t(
+          this.takeMembersScript.run<Array<Buffer | null>>([this.keys.presence(g.app, g.channel)], g.fields, BUFFERS),
+        ).then((vals) => [g, vals] as const),
       ),
     )
     for (const [g, vals] of taken)
@@ -305,12 +304,12 @@ export class RedisPresenceStore implements PresenceStore {
 
   /** Reaps up to REAP_STEP of a dead node's connections of one bucket; false when it had none left there. */
   private async reapStep(layout: PresenceLayout, node: string, bucket: number, out: OrphanMember[]) {
-    const reply = (await this.t(
-      this.reapBucketScript.run(
+    const reply = await this.t(
+      this.reapBucketScript.run<Array<string | number>>(
         [layout.nodeConnections(node, bucket)],
         [layout.connectionPrefix(bucket), layout.holderPrefix(bucket), node, String(REAP_STEP)],
       ),
-    )) as unknown as Array<string | number>
+    )
     for (let i = 1; i < reply.length;) {
       const conn = String(reply[i])
       const n = Number(reply[i + 1])

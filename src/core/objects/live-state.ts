@@ -3,7 +3,7 @@
  * applies (shared/reference/ably-liveobjects.md §5.2), for one site. Every operation of a channel
  * gets its serial from the channel's one sequence, so each is newer than everything stored: a set
  * or remove always wins its key, a clear removes every entry, a create is merged once, increments
- * are summed. The Redis backend runs the same rules in Lua (backend/redis/live-object-scripts.ts);
+ * are summed. The Redis backend runs the same rules in Lua (backend/redis/lua/live-objects.ts);
  * one table of cases holds both (test/contracts/live-apply-cases.ts, run on every backend).
  *
  * An object is stored as a head (LiveHead) and, for a map, one record per entry (StoredEntry), so

@@ -1,4 +1,4 @@
-import { LOG_LUA } from './lua/log'
+import { LOG_LUA } from './log'
 
 /**
  * Many publishes in one script call (PublishBatcher): the publishes of one shard made while its

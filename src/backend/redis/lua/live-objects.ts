@@ -1,4 +1,4 @@
-import { LOG_LUA } from './lua/log'
+import { LOG_LUA } from './log'
 
 /**
  * The atomic steps of the plugin's LiveObjects on Redis. Layout (every key in the channel's slot):
@@ -18,7 +18,7 @@ import { LOG_LUA } from './lua/log'
  * subscribers in channel order. Serials are written as placeholders while applying (nothing is
  * written when an operation is refused) and replaced by the entries' serials once they exist.
  *
- * KEYS[1] stream, KEYS[2] heads hash, KEYS[3] the channel's last id key (batch-publish-script.ts),
+ * KEYS[1] stream, KEYS[2] heads hash, KEYS[3] the channel's last id key (batch-publish.ts),
  * KEYS[4] the channel's totals hash
  * ARGV[1] notify channel, ARGV[2] retention ms, ARGV[3] idempotency window ms, ARGV[4] idempotency
  * key ('' when the batch has no client ids), ARGV[5] max objects, ARGV[6] max map keys,
