@@ -3,7 +3,7 @@
  * with push-admin on one channel only cannot publish, register devices or subscribe elsewhere.
  */
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
-import type { TestGateway } from '../helpers/gateway'
+import { type TestGateway } from '../helpers/gateway'
 import { keyWith } from '../chat/chat-fixture'
 import { device, devicePath, expectError, fresh, PUSH_NS, pushGateway, register } from './push-fixture'
 
