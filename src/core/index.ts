@@ -169,12 +169,18 @@ export interface Core {
   integrations: Integrations
   webhooks: WebhookDispatcher
   push: PushService
+  /**
+   * Stops the services' own timers and holds (chat typing, occupancy events, presence entered over
+   * connections: its reaper and grace periods), so a node stops them in one call. The ports are
+   * the backend's to close; webhook deliveries still queued are `webhooks.settle`'s.
+   */
+  close(): void
 }
 
 export function createCore(backend: CorePorts, clock: Clock, timers: Timers, s: CoreSettings): Core {
   const auth = new Authenticator(backend.control, backend.revocations, clock, s)
   const namespaces = new Namespaces(backend.control)
-  const hub = new Hub(backend.broker, clock)
+  const hub = new Hub(backend.broker, clock, timers)
   const occupancy = new Occupancy(backend.occupancy)
   const stats = new StatsService(backend.stats, clock)
   const limits = new RateLimiter(backend.limits, backend.control, clock, s)
@@ -245,6 +251,24 @@ export function createCore(backend: CorePorts, clock: Clock, timers: Timers, s: 
     messages,
     new OnBehalf(connectionKeys, endedConnections, backend.presence),
   )
+  const chat = new ChatService(
+    backend.broker,
+    backend.chat,
+    backend.presence,
+    occupancy,
+    annotations,
+    messages,
+    stats,
+    limits,
+    clock,
+    timers,
+    {
+      maxMessageSize: s.maxMessageSize,
+      typingTimeoutMs: DEFAULT_TYPING_TIMEOUT_MS,
+    },
+  )
+  const occupancyEvents = new OccupancyEvents(occupancy, presence, hub, clock, timers)
+  const connectionPresence = new ConnectionPresence(presence, backend.presence, limits, stats, s, () => {}, timers)
   return {
     clock,
     timers,
@@ -266,7 +290,7 @@ export function createCore(backend: CorePorts, clock: Clock, timers: Timers, s: 
     namespaces,
     hub,
     occupancy,
-    occupancyEvents: new OccupancyEvents(occupancy, presence, hub, clock, timers),
+    occupancyEvents,
     streams: new Streams(
       hub,
       occupancy,
@@ -283,7 +307,7 @@ export function createCore(backend: CorePorts, clock: Clock, timers: Timers, s: 
     limits,
     stats,
     presence,
-    connectionPresence: new ConnectionPresence(presence, backend.presence, limits, stats, s, () => {}, timers),
+    connectionPresence,
     publisher,
     channels: new ChannelQueries(backend.broker, presence, namespaces, occupancy, limits, messages),
     batches: new Batches(publisher, presence, limits),
@@ -297,21 +321,11 @@ export function createCore(backend: CorePorts, clock: Clock, timers: Timers, s: 
     objects: new ObjectService(backend.objects, backend.broker, namespaces, hub, clock, limits),
     liveObjects,
     liveObjectsRest: new LiveObjectRest(liveObjects),
-    chat: new ChatService(
-      backend.broker,
-      backend.chat,
-      backend.presence,
-      occupancy,
-      annotations,
-      messages,
-      stats,
-      limits,
-      clock,
-      timers,
-      {
-        maxMessageSize: s.maxMessageSize,
-        typingTimeoutMs: DEFAULT_TYPING_TIMEOUT_MS,
-      },
-    ),
+    chat,
+    close() {
+      chat.close()
+      occupancyEvents.close()
+      connectionPresence.close()
+    },
   }
 }

@@ -194,7 +194,6 @@ export class RedisBroker implements Broker {
       throw new GatewayError(
         50003,
         `Service unavailable: the message was stored but only ${acked} of ${n} replicas confirmed it in time; it may be lost if its Redis fails. Retry with the same message ids: a message id is published only once`,
-        { status: 503 },
       )
   }
 

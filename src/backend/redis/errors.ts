@@ -22,13 +22,11 @@ const timedOut = () =>
   new GatewayError(
     50003,
     `Service unavailable: the message store did not answer in time. The outcome is unknown (the request may still take effect): ${RETRY_ADVICE}`,
-    { status: 503 },
   )
 const unavailable = () =>
   new GatewayError(
     50003,
     `Service unavailable: the message store cannot be reached. If the connection failed during the request its outcome is unknown: ${RETRY_ADVICE}`,
-    { status: 503 },
   )
 
 /** A command that did not answer within REDIS_TIMEOUT_MS: 503 / 50003, the outcome unknown (counted as a failure). */

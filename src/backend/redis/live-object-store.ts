@@ -113,7 +113,7 @@ export class RedisLiveObjectStore implements LiveObjectStore {
         await this.migrate(app, channel, String(reply[1]))
         continue
       }
-      if (kind < 0) throw new GatewayError(Number(reply[1]) as 92001, String(reply[2]), { status: 400 })
+      if (kind < 0) throw new GatewayError(Number(reply[1]) as 92001, String(reply[2]))
       return reply.slice(1).map((id) => serialFromId(String(id)))
     }
   }

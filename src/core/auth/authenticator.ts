@@ -207,6 +207,7 @@ export class Authenticator {
       // without x-ably-capability, the key's capability (as the hosted service takes such a JWT)
       if (!claims.capability) return this.tokenPrincipal('jwt', key, app, JSON.stringify(key.capability), claims)
       const cap = intersectCapability(key.capability, parseCapability(claims.capability))
+      // 401, not the table's 403: the credentials themselves grant nothing (the hosted service's status for it)
       if (!cap) throw new GatewayError(40160, 'JWT capability has no intersection with the key', { status: 401 })
       return this.tokenPrincipal('jwt', key, app, JSON.stringify(cap), claims)
     }

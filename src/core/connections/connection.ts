@@ -84,7 +84,7 @@ export class Connection implements AttachmentHost, PublishHost, ObjectHost {
     const p = params
     this.echo = p.echo
     this.heartbeats = p.heartbeats
-    this.acks = new AckQueue((pm) => this.send(pm))
+    this.acks = new AckQueue((pm) => this.send(pm), this.core.timers)
     this.channels = new ChannelOps(this)
     this.presence = new PresenceOps(this)
     this.publishes = new Publishes(this)

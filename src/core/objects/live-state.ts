@@ -29,16 +29,15 @@ import type {
 export type { LiveChanges, LiveHead, LiveLimits, LiveObjectRecord, StoredEntry } from './ports'
 
 export const objectsLimit = (max: number) =>
-  new GatewayError(92001, `Channel object limit exceeded: a channel holds at most ${max} objects`, { status: 400 })
+  new GatewayError(92001, `Channel object limit exceeded: a channel holds at most ${max} objects`)
 export const keysLimit = (id: string, max: number) =>
-  new GatewayError(92001, `Map key limit exceeded: map ${id} holds at most ${max} keys`, { status: 400 })
+  new GatewayError(92001, `Map key limit exceeded: map ${id} holds at most ${max} keys`)
 /** The hosted service's words (error 92001: "channel object total size limit <n> exceeded"). */
-export const bytesLimit = (max: number) =>
-  new GatewayError(92001, `channel object total size limit ${max} exceeded`, { status: 400 })
+export const bytesLimit = (max: number) => new GatewayError(92001, `channel object total size limit ${max} exceeded`)
 export const tombstoned = (id: string) =>
-  new GatewayError(92002, `Object ${id} has been deleted (tombstoned); operations on it are refused`, { status: 400 })
+  new GatewayError(92002, `Object ${id} has been deleted (tombstoned); operations on it are refused`)
 export const notFinite = (id: string) =>
-  new GatewayError(92000, `Invalid object message: counter ${id} would not hold a finite number`, { status: 400 })
+  new GatewayError(92000, `Invalid object message: counter ${id} would not hold a finite number`)
 
 /** What applying needs of the store: heads and entries by id (copies it may change), and totals. */
 export interface ApplyTarget {
