@@ -10,14 +10,14 @@
  * - notify: one SPUBLISH per publish carrying the new id and the body;
  * - previous id: the last id key swapped per publish (SET ... KEEPTTL GET), so the notification
  *   names the id before it (what lets a node that missed a notification see the gap);
- * then the gateway's own batch script (batch-publish-script.ts, plain publishes, its own layout:
+ * then the gateway's own batch script (lua/batch-publish.ts, plain publishes, its own layout:
  * it also names each channel's notification channel, notifies once per channel and batch) and,
  * for scale, the same appends as plain XADD commands pipelined (no Lua). With as many channels as
  * a batch has publishes, each publish is one channel's append, notification and previous id: the
  * floor of a design that keeps a stream per channel, notifies only the nodes subscribed to a
  * channel and lets them detect a gap. Asserts nothing.
  */
-import { BATCH_PUBLISH_SCRIPT } from '../src/backend/redis/batch-publish-script'
+import { BATCH_PUBLISH_SCRIPT } from '../src/backend/redis/lua/batch-publish'
 import { parseFlags } from './lib/args'
 import { startCallgrindRedis } from './lib/callgrind-redis'
 import { installCleanup } from './lib/processes'

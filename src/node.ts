@@ -115,9 +115,7 @@ export async function createNode(config: Config, o: NodeOptions = {}): Promise<G
         await drained
         clearTimeout(forced)
       }
-      core.chat.close()
-      core.occupancyEvents.close()
-      core.connectionPresence.close()
+      core.close()
       const undelivered = await core.webhooks.settle(Math.max(0, config.shutdownTimeoutMs / 2))
       if (undelivered) log.warn('webhook messages not delivered before shutdown', { count: undelivered })
       await backend.close()
@@ -126,8 +124,7 @@ export async function createNode(config: Config, o: NodeOptions = {}): Promise<G
     async close() {
       await node.faults?.close()
       node.server?.realtime.close()
-      core.connectionPresence.close()
-      core.occupancyEvents.close()
+      core.close()
       if (node.server) await node.server.stop(true)
       await backend.close()
     },

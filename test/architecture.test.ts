@@ -1,6 +1,7 @@
 import { expect, test } from 'bun:test'
 import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs'
 import { dirname, join, relative } from 'node:path'
+import { ERROR_CODES } from '../src/errors/codes'
 
 const SRC = join(import.meta.dir, '..', 'src')
 
@@ -106,20 +107,24 @@ test('the AMQP queue adapter stands beside both backends (it imports neither, an
   expect(problems).toEqual([])
 })
 
-test('the core uses no runtime globals of Bun (time, timers and I/O come through ports)', () => {
-  const problems = sources.filter((s) => areaOf(s.rel) === 'core' && /\bBun\./.test(s.text)).map((s) => s.rel)
+test('the core uses no runtime globals of Bun or Node (time, timers, bytes and I/O come through ports and lib)', () => {
+  const problems = sources
+    .filter((s) => areaOf(s.rel) === 'core' && /\bBun\.|\bBuffer\b|\bprocess\./.test(codeOf(s)))
+    .map((s) => s.rel)
   expect(problems).toEqual([])
 })
 
 /** A source without its comments. */
 const codeOf = (s: Source) => s.text.replace(/\/\*[\s\S]*?\*\/|\/\/.*$/gm, '')
 
-test('the core reads the time only from its Clock and sets timers only through its Timers (ports.ts)', () => {
+test('the core reads the time only from its Clock and schedules only through its Timers (ports.ts): timers and turns', () => {
   const problems = sources
     .filter(
       (s) =>
         areaOf(s.rel) === 'core' &&
-        /\bDate\.now\(|new Date\(\s*\)|\bperformance\.now\(|\b(set|clear)(Timeout|Interval)\(/.test(codeOf(s)),
+        /\bDate\.now\(|new Date\(\s*\)|\bperformance\.now\(|\b(set|clear)(Timeout|Interval|Immediate)\(/.test(
+          codeOf(s),
+        ),
     )
     .map((s) => `${s.rel} reads the time or sets timers itself`)
   expect(problems).toEqual([])
@@ -129,6 +134,56 @@ test('the core does not describe the backend: it states the ports it takes (Core
   const problems = sources
     .filter((s) => areaOf(s.rel) === 'core' && /\binterface Backend\b|\btype Backend\b/.test(codeOf(s)))
     .map((s) => s.rel)
+  expect(problems).toEqual([])
+})
+
+test('the Broker port has no optional member (a capability a broker may lack is a port of its own, found at start)', () => {
+  const ports = sources.find((s) => s.rel === 'core/ports.ts')!
+  const body = /export interface Broker \{([\s\S]*?)\n\}/.exec(codeOf(ports))?.[1]
+  expect(body).toBeDefined()
+  const optional = [...body!.matchAll(/^\s*(?:readonly\s+)?(\w+)\?\s*[(:]/gm)].map((m) => m[1])
+  expect(optional).toEqual([])
+})
+
+/** A module that defines a concrete broker class (one implementing the Broker port). */
+const brokerModules = sources.filter((s) => /\bclass \w+ implements [^{]*\bBroker\b/.test(s.text)).map((s) => s.rel)
+
+test('no concrete broker is imported outside backend/, and within a backend only by its composition (index.ts)', () => {
+  expect(brokerModules.length).toBeGreaterThanOrEqual(2)
+  const problems: string[] = []
+  for (const s of sources)
+    for (const t of s.imports) {
+      if (!brokerModules.includes(t)) continue
+      const home = t.split('/').slice(0, 2).join('/')
+      if (s.rel !== `${home}/index.ts`) problems.push(`${s.rel} imports ${t}`)
+    }
+  expect(problems).toEqual([])
+})
+
+test("on Redis, a channel log's entries and notifications are written by one Lua fragment (lua/log.ts), composed into each script that appends", () => {
+  const problems = sources
+    .filter(
+      (s) =>
+        s.rel.startsWith('backend/redis/') &&
+        s.rel !== 'backend/redis/lua/log.ts' &&
+        /'SPUBLISH'|'XADD'[^\n]*'\*', 'm'/.test(s.text),
+    )
+    .map((s) => s.rel)
+  expect(problems).toEqual([])
+})
+
+test('the Redis backend keeps one presence layout (the interim layout of `{pc}`, legacyPresence*, is gone)', () => {
+  const problems = sources.filter((s) => /legacyPresence|\{pc\}/.test(codeOf(s))).map((s) => s.rel)
+  expect(problems).toEqual([])
+})
+
+test('the Redis backend keeps its Lua in one folder (backend/redis/lua/) and types replies by its one call, without casts', () => {
+  const problems: string[] = []
+  for (const s of sources) {
+    if (!s.rel.startsWith('backend/redis/')) continue
+    if (!s.rel.startsWith('backend/redis/lua/') && /redis\.p?call\(/.test(s.text)) problems.push(`${s.rel} holds Lua`)
+    if (/\bas unknown as\b/.test(codeOf(s))) problems.push(`${s.rel} casts a reply (as unknown as)`)
+  }
   expect(problems).toEqual([])
 })
 
@@ -246,10 +301,11 @@ test('the realtime operations are answered through one skeleton: only core/conne
   expect(problems).toEqual([])
 })
 
-test("the realtime transports reach the core only through the connection's public surface (core/connections/index.ts)", () => {
+test("the realtime transports (WebSocket and comet, api/realtime/) reach the core only through the connection's public surface (core/connections/index.ts)", () => {
   const problems: string[] = []
+  expect(sources.filter((s) => s.rel.startsWith('api/realtime/')).map((s) => s.rel)).toContain('api/realtime/comet.ts')
   for (const s of sources) {
-    if (!s.rel.startsWith('api/realtime/') && !s.rel.startsWith('api/comet/')) continue
+    if (!s.rel.startsWith('api/realtime/')) continue
     for (const t of s.imports)
       if (t.startsWith('core/') && t !== 'core/connections/index.ts') problems.push(`${s.rel} imports ${t}`)
   }
@@ -280,5 +336,43 @@ test('src/api keeps no loose helpers: its own files are Elysia route modules or 
   const problems = sources
     .filter((s) => /^api\/[^/]+\.ts$/.test(s.rel) && s.rel !== 'api/schemas.ts' && !/\bnew Elysia\(/.test(s.text))
     .map((s) => s.rel)
+  expect(problems).toEqual([])
+})
+
+/** The `new GatewayError(...)` calls of a source: their text and line. */
+function gatewayErrors(text: string): Array<{ call: string; line: number }> {
+  const out: Array<{ call: string; line: number }> = []
+  for (const m of text.matchAll(/new GatewayError\(/g)) {
+    let i = m.index! + m[0].length
+    let depth = 1
+    let quote: string | undefined
+    for (; i < text.length && depth > 0; i++) {
+      const c = text[i]!
+      if (quote) {
+        if (c === '\\') i++
+        else if (c === quote) quote = undefined
+      } else if (c === "'" || c === '"' || c === '`') quote = c
+      else if ('({['.includes(c)) depth++
+      else if (')}]'.includes(c)) depth--
+    }
+    out.push({ call: text.slice(m.index!, i), line: text.slice(0, m.index!).split('\n').length })
+  }
+  return out
+}
+
+test('an error states its status only where it differs from the code table (src/errors/codes.ts), and says why', () => {
+  const problems: string[] = []
+  for (const s of sources) {
+    const lines = s.text.split('\n')
+    for (const { call, line } of gatewayErrors(s.text)) {
+      const status = /\{\s*status:\s*(\d+)\s*,?\s*\}\s*,?\s*\)$/.exec(call)?.[1]
+      if (!status) continue
+      const code = /^new GatewayError\(\s*(\d+)\b/.exec(call)?.[1]
+      const table = code ? ERROR_CODES[Number(code) as keyof typeof ERROR_CODES]?.status : undefined
+      if (table === Number(status)) problems.push(`${s.rel}:${line} restates ${code}'s status ${status}`)
+      else if (!lines.slice(Math.max(0, line - 4), line).some((l) => /\/\/|\/?\*/.test(l)))
+        problems.push(`${s.rel}:${line} overrides ${code ?? 'a code'}'s status with ${status} and says not why`)
+    }
+  }
   expect(problems).toEqual([])
 })

@@ -98,3 +98,25 @@ describe('links', () => {
     ])
   })
 })
+
+/** Every source file of the repository (relative paths), for the source paths the documentation names. */
+function sourceFiles(dir = root, out: string[] = []): string[] {
+  for (const name of readdirSync(dir)) {
+    if (name === 'node_modules' || name.startsWith('.')) continue
+    const p = join(dir, name)
+    if (statSync(p).isDirectory()) sourceFiles(p, out)
+    else if (name.endsWith('.ts')) out.push(relative(root, p))
+  }
+  return out
+}
+
+test('every source file the documentation names in code spans exists (a path may be written from src/ or a folder in it)', () => {
+  const files = sourceFiles()
+  const problems: string[] = []
+  for (const page of pages)
+    for (const m of read(page).matchAll(/`([\w.-]+(?:\/[\w.-]+)+\.ts)`/g)) {
+      const path = m[1]!
+      if (!files.some((f) => f === path || f.endsWith('/' + path))) problems.push(`${page}: ${path}`)
+    }
+  expect(problems).toEqual([])
+})

@@ -5,7 +5,7 @@ import { DEFAULT_PAGE_LIMIT } from './http/query'
  * Building blocks of the response schemas the routes declare (`response:`). They document the
  * wire for the OpenAPI document and are never used to validate or coerce an answer: every route
  * returns a `Response` the codec wrote, and Elysia checks response schemas only against values
- * that are not a `Response` (compose.ts), so declaring them leaves the wire untouched.
+ * that are not a `Response` (Elysia's own compose.ts), so declaring them leaves the wire untouched.
  */
 
 /** An object with the fields that are always there or matter; others may appear (the hosted service adds fields). */

@@ -2,8 +2,7 @@ import { brokerQueue } from '../core/control/integrations'
 import type { Clock } from '../core/ports'
 import type { Backend } from './backend'
 import { createAmqpQueueBroker, type AmqpSettings } from './amqp'
-import { createMemoryBackend } from './memory'
-import type { MemoryBrokerSettings } from './memory/broker'
+import { createMemoryBackend, type MemoryBrokerSettings } from './memory'
 import { createRedisBackend, type RedisBackendSettings } from './redis'
 
 export type BackendSettings = MemoryBrokerSettings & RedisBackendSettings & AmqpSettings & { dataDir: string }

@@ -44,6 +44,7 @@ import type {
   RateLimitStore,
   RevocationStore,
   StatsStore,
+  SyncAppend,
   Timers,
 } from './ports'
 import type { AnnotationStore, VersionStore } from './channels/ports'
@@ -80,6 +81,8 @@ export interface CorePorts {
   /** Which store gives them (readiness reports it). */
   kind: 'memory' | 'redis'
   broker: Broker
+  /** The broker's append made at once, where it needs no I/O (the embedded backend); else absent. */
+  syncAppend?: SyncAppend
   control: ControlStore
   presence: PresenceStore
   stats: StatsStore
@@ -168,6 +171,12 @@ export interface Core {
   integrations: Integrations
   webhooks: WebhookDispatcher
   push: PushService
+  /**
+   * Stops the services' own timers and holds (chat typing, occupancy events, presence entered over
+   * connections: its reaper and grace periods), so a node stops them in one call. The ports are
+   * the backend's to close; webhook deliveries still queued are `webhooks.settle`'s.
+   */
+  close(): void
 }
 
 export function createCore(backend: CorePorts, clock: Clock, timers: Timers, s: CoreSettings): Core {
@@ -210,7 +219,7 @@ export function createCore(backend: CorePorts, clock: Clock, timers: Timers, s: 
   const messages = new MutableMessages(backend.broker, backend.versions, namespaces, limits, stats, s)
   // delivery stages (fanout/delivery-stages.ts): a late joiner's first delivery reads the version store
   const stages = new DeliveryStages(namespaces, timers, (appId, ch, append) => messages.joinedAt(appId, ch, append), s)
-  const hub = new Hub(backend.broker, clock, stages.holdFor)
+  const hub = new Hub(backend.broker, clock, timers, stages.holdFor)
   const push = new PushService(
     backend.push,
     backend.control,
@@ -236,6 +245,7 @@ export function createCore(backend: CorePorts, clock: Clock, timers: Timers, s: 
   )
   const publisher = new Publisher(
     backend.broker,
+    backend.syncAppend,
     namespaces,
     stats,
     limits,
@@ -245,6 +255,24 @@ export function createCore(backend: CorePorts, clock: Clock, timers: Timers, s: 
     messages,
     new OnBehalf(connectionKeys, endedConnections, backend.presence),
   )
+  const chat = new ChatService(
+    backend.broker,
+    backend.chat,
+    backend.presence,
+    occupancy,
+    annotations,
+    messages,
+    stats,
+    limits,
+    clock,
+    timers,
+    {
+      maxMessageSize: s.maxMessageSize,
+      typingTimeoutMs: DEFAULT_TYPING_TIMEOUT_MS,
+    },
+  )
+  const occupancyEvents = new OccupancyEvents(occupancy, presence, hub, clock, timers)
+  const connectionPresence = new ConnectionPresence(presence, backend.presence, limits, stats, s, () => {}, timers)
   return {
     clock,
     timers,
@@ -257,7 +285,7 @@ export function createCore(backend: CorePorts, clock: Clock, timers: Timers, s: 
       return { ready: checks.every(Boolean) && !problem, backend: backend.kind, ...(problem ? { problem } : {}) }
     },
     dataGuard,
-    memory: () => backend.broker.memory?.() ?? { channels: 0, messages: 0, bytes: 0 },
+    memory: () => backend.broker.memory(),
     auth,
     tokens: new TokenRequests(auth, backend.nonces, limits, stats, clock, s),
     connectionKeys,
@@ -266,7 +294,7 @@ export function createCore(backend: CorePorts, clock: Clock, timers: Timers, s: 
     namespaces,
     hub,
     occupancy,
-    occupancyEvents: new OccupancyEvents(occupancy, presence, hub, clock, timers),
+    occupancyEvents,
     streams: new Streams(
       hub,
       occupancy,
@@ -284,7 +312,7 @@ export function createCore(backend: CorePorts, clock: Clock, timers: Timers, s: 
     limits,
     stats,
     presence,
-    connectionPresence: new ConnectionPresence(presence, backend.presence, limits, stats, s, () => {}, timers),
+    connectionPresence,
     publisher,
     channels: new ChannelQueries(backend.broker, presence, namespaces, occupancy, limits, messages),
     batches: new Batches(publisher, presence, limits),
@@ -298,21 +326,11 @@ export function createCore(backend: CorePorts, clock: Clock, timers: Timers, s: 
     objects: new ObjectService(backend.objects, backend.broker, namespaces, hub, clock, limits),
     liveObjects,
     liveObjectsRest: new LiveObjectRest(liveObjects),
-    chat: new ChatService(
-      backend.broker,
-      backend.chat,
-      backend.presence,
-      occupancy,
-      annotations,
-      messages,
-      stats,
-      limits,
-      clock,
-      timers,
-      {
-        maxMessageSize: s.maxMessageSize,
-        typingTimeoutMs: DEFAULT_TYPING_TIMEOUT_MS,
-      },
-    ),
+    chat,
+    close() {
+      chat.close()
+      occupancyEvents.close()
+      connectionPresence.close()
+    },
   }
 }

@@ -74,13 +74,6 @@ export interface Broker {
    */
   publish(appId: string, channel: string, messages: MessageDraft[], opts: PublishOptions): Promise<PublishResult>
   /**
-   * The same append done at once, for a broker that needs no I/O to make it (the embedded one):
-   * its result, or what `publish` would reject with thrown. A capability of the broker, looked up
-   * once when the core is built (channels/publisher.ts), never per publish: a realtime publish
-   * answered without a promise turn is ~10% cheaper for the node.
-   */
-  publishNow?(appId: string, channel: string, messages: MessageDraft[], opts: PublishOptions): PublishResult
-  /**
    * Messages of the channel in the query's order, honouring start/end (timestamps), cursor and
    * limit; with `entries: 'all'`, every entry kind of the log (retained in memory or the stream).
    */
@@ -113,10 +106,22 @@ export interface Broker {
   channels(appId: string, prefix: string, after: string | undefined, limit: number): Promise<string[]>
   /** Registers the node-wide delivery listener for a channel; returns the unsubscribe function. */
   subscribe(appId: string, channel: string, listener: BrokerListener): () => void
-  /** What the node holds in memory for channels (metrics), where the broker keeps rings. */
-  memory?(): { channels: number; messages: number; bytes: number }
+  /** What the node holds in memory for channels (metrics): zeros where the broker keeps no rings of its own. */
+  memory(): { channels: number; messages: number; bytes: number }
   ready(): Promise<boolean>
   close(): Promise<void>
+}
+
+/**
+ * The append of `Broker.publish` made at once, by a broker that needs no I/O to make it (the
+ * embedded one): its result, or what `publish` would reject with thrown. A capability a backend
+ * gives beside its broker (CorePorts `syncAppend`), found once when the core is built: the
+ * publisher appends through it (a realtime publish answered without a promise turn is ~10%
+ * cheaper for the node), and a store of the same backend that appends to a channel's log in its
+ * own synchronous step (the embedded LiveObjects) takes it instead of the concrete broker.
+ */
+export interface SyncAppend {
+  publishNow(appId: string, channel: string, messages: MessageDraft[], opts: PublishOptions): PublishResult
 }
 
 export type ControlEvent = { kind: 'key' | 'app' | 'namespace' | 'account' | 'rule' | 'queue'; appId?: string }

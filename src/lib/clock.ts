@@ -16,6 +16,12 @@ export interface Timers {
   after(ms: number, fn: () => void): () => void
   /** Runs `fn` every `ms`. */
   every(ms: number, fn: () => void): () => void
+  /**
+   * Runs `fn` once, after this turn of the event loop (its I/O handled: the runtime's
+   * `setImmediate`), so what one turn produced is handled together (fan-out batches, one ACK for
+   * the protocol messages a client sent together).
+   */
+  soon(fn: () => void): void
 }
 
 export const systemClock: Clock = { now: () => Date.now() }
@@ -48,5 +54,8 @@ export const systemTimers: Timers = {
     const t = setInterval(fn, ms)
     ;(t as { unref?: () => void }).unref?.()
     return () => clearInterval(t)
+  },
+  soon(fn) {
+    setImmediate(fn)
   },
 }

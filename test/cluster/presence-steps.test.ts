@@ -7,12 +7,8 @@
  * are then on several masters).
  */
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
-import {
-  connectCluster,
-  connectStandalone,
-  type RedisCommander,
-  type RedisConnections,
-} from '../../src/backend/redis/connection'
+import { connectCluster } from '../../src/backend/redis/cluster'
+import { connectStandalone, type RedisCommander, type RedisConnections } from '../../src/backend/redis/clients'
 import { PRESENCE_BUCKETS, RedisKeys } from '../../src/backend/redis/keys'
 import { RedisPresenceStore } from '../../src/backend/redis/presence-store'
 import { PresenceAction, type PresenceMessage } from '../../src/core/types'
@@ -147,32 +143,5 @@ describe.skipIf(!available)('presence steps on Redis', () => {
     await live.reap() // the dead node is forgotten: its key names no live node
     expect(await live.onLiveNode('node-dead', 'stays')).toBe(false)
     expect(await live.onLiveNode('node-dead', 'moves')).toBe(true)
-  })
-
-  test("a rolling upgrade: a dead node of the earlier version (all in `{pc}`) is reaped; the leases of either version's nodes are read", async () => {
-    const keys = new RedisKeys(`psteps-${Date.now()}-e:`)
-    const live = store(keys, 'node-new')
-    // what a node of the earlier version leaves: its lease (run out), its set, holder and member list
-    await live.apply('app', 'room', [enter('old-conn', 'alice')], { persisted: false })
-    await client.sendCommand(['DEL', keys.presenceConnection('old-conn')])
-    await client.sendCommand(['ZADD', keys.legacyPresenceNodes(), String(Date.now() + 60_000), 'node-old'])
-    await client.sendCommand(['SADD', keys.legacyPresenceNodeConnections('node-old'), 'old-conn'])
-    await client.sendCommand(['SET', keys.legacyPresenceHolderPrefix() + 'old-conn', 'node-old'])
-    await client.sendCommand(['SADD', keys.legacyPresenceConnectionPrefix() + 'old-conn', 'app\u0000room\u0000alice'])
-    // while its lease runs: live for this version too (and this version's nodes for it)
-    expect(await live.onLiveNode('node-old', 'old-conn')).toBe(true)
-    expect(await client.sendCommand(['ZSCORE', keys.legacyPresenceNodes(), 'node-new'])).not.toBeNull()
-    expect(await live.reap()).toEqual([])
-    await client.sendCommand(['ZADD', keys.legacyPresenceNodes(), '1', 'node-old']) // killed long ago
-    expect(await live.onLiveNode('node-old', 'old-conn')).toBe(false)
-    expect((await live.reap()).map((o) => [o.channel, o.member.clientId])).toEqual([['room', 'alice']])
-    expect(await live.members('app', 'room')).toEqual([])
-    expect(await client.sendCommand(['ZSCORE', keys.legacyPresenceNodes(), 'node-old'])).toBeNull()
-    for (const key of [
-      keys.legacyPresenceNodeConnections('node-old'),
-      keys.legacyPresenceHolderPrefix() + 'old-conn',
-      keys.legacyPresenceConnectionPrefix() + 'old-conn',
-    ])
-      expect(Number(await client.sendCommand(['EXISTS', key]))).toBe(0)
   })
 })

@@ -3,19 +3,11 @@
  * JSON): `rest.request()` states the version it is given in `X-Ably-Version`; `batchPublish()`
  * states the client's own (6 in ably-js 2.x).
  */
-import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
+import { describe, expect, test } from 'bun:test'
 import * as Ably from 'ably'
-import { basic, createTestGateway, listen, type TestGateway } from '../helpers/gateway'
+import { basic, useGateway } from '../helpers/gateway'
 
-let gw: TestGateway
-let base: string
-beforeAll(async () => {
-  gw = await createTestGateway()
-  base = listen(gw)
-})
-afterAll(async () => {
-  await gw.close()
-})
+const ctx = useGateway()
 
 let seq = 0
 const fresh = (what: string) => `batchv:${what}-${++seq}-${Math.random().toString(36).slice(2, 8)}`
@@ -27,7 +19,7 @@ describe.each([
   const client = (opts: Ably.ClientOptions) =>
     new Ably.Rest({
       endpoint: '127.0.0.1',
-      port: Number(new URL(base).port),
+      port: Number(new URL(ctx.base).port),
       tls: false,
       useBinaryProtocol,
       logLevel: 0,
@@ -36,7 +28,7 @@ describe.each([
 
   /** A token client that may publish to `allowed` channels only (the others fail inside the batch). */
   async function limitedClient(allowed: string[]) {
-    const root = client({ key: gw.key })
+    const root = client({ key: ctx.gw.key })
     const token = await root.auth.requestToken({ capability: Object.fromEntries(allowed.map((c) => [c, ['publish']])) })
     return client({ tokenDetails: token })
   }
@@ -58,13 +50,13 @@ describe.each([
     expect(items[1].error).toMatchObject({ code: 40160, statusCode: 401 })
     expect(typeof items[1].error.message).toBe('string')
     // the message ids carry the messageId as their prefix
-    const stored = (await client({ key: gw.key }).channels.get(a).history()).items
+    const stored = (await client({ key: ctx.gw.key }).channels.get(a).history()).items
     expect(stored.map((m) => m.id)).toEqual([`${items[0].messageId}:0`])
   })
 
   test('version 3: one BatchResult per spec', async () => {
     const [a, b] = [fresh('a'), fresh('b')]
-    const rest = client({ key: gw.key })
+    const rest = client({ key: ctx.gw.key })
     const res = await rest.request('post', '/messages', 3, null, [
       { channels: [a], messages: [{ data: 'x' }] },
       { channels: [b], messages: [{ data: 'y' }, { data: 'z' }] },
@@ -91,9 +83,9 @@ describe.each([
 test('a `v` query parameter states the version when no header does', async () => {
   const channel = fresh('query')
   const post = (path: string, headers: Record<string, string> = {}) =>
-    fetch(`${base}${path}`, {
+    fetch(`${ctx.base}${path}`, {
       method: 'POST',
-      headers: { authorization: basic(gw.key), 'content-type': 'application/json', ...headers },
+      headers: { authorization: basic(ctx.gw.key), 'content-type': 'application/json', ...headers },
       body: JSON.stringify({ channels: channel, messages: { data: 'q' } }),
     })
   const flat = (await (await post('/messages?v=2')).json()) as any[]

@@ -1,26 +1,18 @@
-import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
+import { describe, expect, test } from 'bun:test'
 import { metrics } from '../../src/lib/metrics'
 import type { Rule } from '../../src/core/types'
 import { expectError } from '../helpers/errors'
-import { ACCESS_TOKEN, APP_ID, createTestGateway, type TestGateway } from '../helpers/gateway'
+import { ACCESS_TOKEN, APP_ID, useGateway } from '../helpers/gateway'
 
 /**
  * Server-side request forgery through rule targets: with the default settings a tenant cannot
  * make the gateway POST to loopback, private, link-local or unspecified addresses, neither by
  * the URL's text (refused at creation) nor by a name resolving there (refused at delivery).
  */
-let gw: TestGateway
-let base: string
-beforeAll(async () => {
-  gw = await createTestGateway()
-  base = gw.listen()
-})
-afterAll(async () => {
-  await gw.close()
-})
+const ctx = useGateway()
 
 const v1 = (path: string, method = 'GET', json?: unknown) =>
-  gw.request(`/v1${path}`, { method, json, key: null, headers: { authorization: `Bearer ${ACCESS_TOKEN}` } })
+  ctx.gw.request(`/v1${path}`, { method, json, key: null, headers: { authorization: `Bearer ${ACCESS_TOKEN}` } })
 const httpRule = (url: string, headers?: unknown) => ({
   ruleType: 'http',
   source: { channelFilter: '^ssrf', type: 'channel.message' },
@@ -52,7 +44,7 @@ describe('webhook targets', () => {
       'http://169.254.169.254/latest/meta-data/',
       'http://127.0.0.1:6379/',
       'http://127.0.0.1:5432/',
-      `${base}/v1/accounts`, // the gateway's own management interface
+      `${ctx.base}/v1/accounts`, // the gateway's own management interface
       'http://[::1]:8080/',
       'http://0.0.0.0:8080/',
       'http://[::]/',
@@ -121,18 +113,18 @@ describe('webhook targets', () => {
         created: now,
         modified: now,
       })
-      await gw.backend.control.putRule(stored('literal', `http://127.0.0.1:${r.port}/literal`))
-      await gw.backend.control.putRule(stored('name', `http://localhost:${r.port}/name`))
+      await ctx.gw.backend.control.putRule(stored('literal', `http://127.0.0.1:${r.port}/literal`))
+      await ctx.gw.backend.control.putRule(stored('name', `http://localhost:${r.port}/name`))
       const before = dropped('refused')
       for (const id of ['literal', 'name'])
         expect(
-          (await gw.request(`/channels/ssrf-${id}/messages`, { method: 'POST', json: { data: 'x' } })).status,
+          (await ctx.gw.request(`/channels/ssrf-${id}/messages`, { method: 'POST', json: { data: 'x' } })).status,
         ).toBe(201)
       for (let i = 0; i < 300 && dropped('refused') < before + 2; i++) await Bun.sleep(10)
       expect(dropped('refused')).toBe(before + 2)
       expect(r.hits).toEqual([])
-      expect(gw.core.webhooks.backlog()).toBe(0)
-      for (const id of ['literal', 'name']) await gw.backend.control.deleteRule(APP_ID, id)
+      expect(ctx.gw.core.webhooks.backlog()).toBe(0)
+      for (const id of ['literal', 'name']) await ctx.gw.backend.control.deleteRule(APP_ID, id)
     } finally {
       r.stop()
     }

@@ -1,3 +1,4 @@
+import { afterAll, beforeAll } from 'bun:test'
 import { mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { basename, join } from 'node:path'
@@ -54,6 +55,10 @@ export class ClockTimers implements Timers {
   }
   every() {
     return () => {}
+  }
+  /** A turn of the event loop is not the test clock's: the runtime's. */
+  soon(fn: () => void) {
+    setImmediate(fn)
   }
   advance(ms: number) {
     const until = this.clock.now() + ms
@@ -150,6 +155,41 @@ export async function createTestGateway(
 
 /** Starts the gateway on a free port of 127.0.0.1 (as main.ts serves it); returns its base URL. */
 export const listen = (gw: TestGateway): string => gw.listen()
+
+/** A file's gateway (`useGateway`): there once the file's tests run. */
+export interface UsedGateway {
+  readonly gw: TestGateway
+  /** Its base URL on a free port of 127.0.0.1. */
+  readonly base: string
+}
+
+/**
+ * The setup most files share: a gateway built (with `overrides`) and listening before the file's
+ * tests, closed after them. Call it at the top of the file; read `gw` and `base` in the tests.
+ */
+export function useGateway(overrides: Partial<Config> = {}, clock?: Clock): UsedGateway {
+  let gw: TestGateway | undefined
+  let base: string | undefined
+  beforeAll(async () => {
+    gw = await createTestGateway(overrides, clock)
+    base = gw.listen()
+  })
+  afterAll(async () => {
+    await gw?.close()
+  })
+  const ready = <T>(v: T | undefined): T => {
+    if (v === undefined) throw new Error('useGateway: read before the tests run (its gateway is made in beforeAll)')
+    return v
+  }
+  return {
+    get gw() {
+      return ready(gw)
+    },
+    get base() {
+      return ready(base)
+    },
+  }
+}
 
 /**
  * Adds a key to the test app (all capabilities unless given) through the store, as an operator

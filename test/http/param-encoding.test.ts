@@ -4,25 +4,17 @@
  * every route, over real sockets (Bun's router serves the publish, Elysia the rest) and
  * in-process alike; before, a publish stored `\uFFFDy` while the history of the same URL was 400.
  */
-import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
-import { ROOT_KEY, basic, createTestGateway, listen, type TestGateway } from '../helpers/gateway'
+import { describe, expect, test } from 'bun:test'
+import { ROOT_KEY, basic, useGateway } from '../helpers/gateway'
 import { RawConnection, type RawResponse } from '../helpers/raw-http'
 
-let gw: TestGateway
-let base: string
-beforeAll(async () => {
-  gw = await createTestGateway()
-  base = listen(gw)
-})
-afterAll(async () => {
-  await gw.close()
-})
+const ctx = useGateway()
 
 /** One request over its own socket, sent byte for byte as written (no client library re-encodes it). */
 async function raw(method: string, path: string, body?: string): Promise<RawResponse> {
-  const c = await RawConnection.open(base)
+  const c = await RawConnection.open(ctx.base)
   const head =
-    `${method} ${path} HTTP/1.1\r\nHost: gw.test\r\nAuthorization: ${basic(ROOT_KEY)}\r\nConnection: close\r\n` +
+    `${method} ${path} HTTP/1.1\r\nHost: ctx.gw.test\r\nAuthorization: ${basic(ROOT_KEY)}\r\nConnection: close\r\n` +
     (body === undefined
       ? '\r\n'
       : `Content-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\n\r\n`)
@@ -82,7 +74,7 @@ describe('a channel name that is not percent-encoded UTF-8', () => {
 
   test('in-process (app.handle, the Elysia publish route) the same 400', async () => {
     for (const bad of BAD) {
-      const r = await gw.request(`/channels/${bad}/messages`, { method: 'POST', json: { name: 'n', data: 'd' } })
+      const r = await ctx.gw.request(`/channels/${bad}/messages`, { method: 'POST', json: { name: 'n', data: 'd' } })
       expect(r.status).toBe(400)
       expect(((await r.json()) as any).error.code).toBe(40010)
     }
@@ -114,7 +106,7 @@ describe('names that are percent-encoded UTF-8 are served as before', () => {
     const res = await raw('GET', path)
     expect(res.status).toBe(200)
     expect(JSON.parse(res.body)).toHaveLength(1)
-    const r = await gw.request(`/channels/${encodeURIComponent('€/x y')}/messages`)
+    const r = await ctx.gw.request(`/channels/${encodeURIComponent('€/x y')}/messages`)
     expect(((await r.json()) as unknown[]).length).toBe(1)
   })
 })

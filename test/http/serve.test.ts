@@ -1,23 +1,15 @@
-import { afterAll, beforeAll, expect, test } from 'bun:test'
+import { expect, test } from 'bun:test'
 import { connect } from 'node:net'
-import { basic, createTestGateway, listen, type TestGateway } from '../helpers/gateway'
+import { basic, useGateway } from '../helpers/gateway'
 
 /** The server as main.ts runs it: the native publish route plus Elysia for everything else (see publish-path.test.ts). */
-let gw: TestGateway
-let base: string
-beforeAll(async () => {
-  gw = await createTestGateway()
-  base = listen(gw)
-})
-afterAll(async () => {
-  await gw.close()
-})
+const ctx = useGateway()
 
 const post = (path: string, body: BodyInit, headers: Record<string, string> = {}) =>
-  fetch(base + path, {
+  fetch(ctx.base + path, {
     method: 'POST',
     body,
-    headers: { authorization: basic(gw.key), 'content-type': 'application/json', ...headers },
+    headers: { authorization: basic(ctx.gw.key), 'content-type': 'application/json', ...headers },
   })
 
 test('a JSON publish over the native route is stored like any other', async () => {
@@ -33,8 +25,8 @@ test('a JSON publish over the native route is stored like any other', async () =
   expect(body).toMatchObject({ channel: 'fast:one' })
   expect(body.serials).toHaveLength(2)
   const items = (await (
-    await fetch(`${base}/channels/fast%3Aone/messages?direction=forwards`, {
-      headers: { authorization: basic(gw.key) },
+    await fetch(`${ctx.base}/channels/fast%3Aone/messages?direction=forwards`, {
+      headers: { authorization: basic(ctx.gw.key) },
     })
   ).json()) as any[]
   expect(items.map((m) => m.name)).toEqual(['a', 'b'])
@@ -58,7 +50,7 @@ test('native route errors are in the spec shape', async () => {
 })
 
 test('a request with a very short Host header is routed correctly', async () => {
-  const url = new URL(base)
+  const url = new URL(ctx.base)
   const text = await new Promise<string>((resolve, reject) => {
     const s = connect(Number(url.port), url.hostname, () =>
       s.write('GET /health HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n'),

@@ -4,8 +4,8 @@
  * share (TOKEN_NONCES_PER_ACCOUNT) gets 429 for new signed requests instead. Runs on either
  * backend (TEST_BACKEND).
  */
-import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
-import { createTestGateway, type TestGateway } from '../helpers/gateway'
+import { describe, expect, test } from 'bun:test'
+import { useGateway } from '../helpers/gateway'
 import { expectError } from '../helpers/errors'
 import { rawConnected } from '../helpers/realtime-raw'
 import { signedTokenRequest } from '../helpers/tokens'
@@ -14,22 +14,14 @@ const KEY_NAME = 'testapp.rootkey'
 const SECRET = 's3cr3t-root-secret'
 const CAP = 5
 
-let gw: TestGateway
-let base: string
-beforeAll(async () => {
-  gw = await createTestGateway({ tokenNoncesPerAccount: CAP, connectionMarksPerApp: 3 })
-  base = gw.listen()
-})
-afterAll(async () => {
-  await gw.close()
-})
+const ctx = useGateway({ tokenNoncesPerAccount: CAP, connectionMarksPerApp: 3 })
 
 const requestToken = (json: unknown) =>
-  gw.request(`/keys/${KEY_NAME}/requestToken`, { method: 'POST', json, key: null })
+  ctx.gw.request(`/keys/${KEY_NAME}/requestToken`, { method: 'POST', json, key: null })
 
 /** Opens a realtime connection and closes it with CLOSE (the server records it as ended). */
 async function connectAndClose(): Promise<void> {
-  const { raw } = await rawConnected(base, { key: gw.key })
+  const { raw } = await rawConnected(ctx.base, { key: ctx.gw.key })
   raw.send({ action: 7 })
   await raw.next((f) => f.action === 8)
   await raw.closing()
@@ -54,7 +46,7 @@ describe('token-request nonces', () => {
   })
 
   test('unsigned token requests (Basic auth) need no nonce and are not refused by a full share', async () => {
-    const r = await gw.request(`/keys/${KEY_NAME}/requestToken`, { method: 'POST', json: {} })
+    const r = await ctx.gw.request(`/keys/${KEY_NAME}/requestToken`, { method: 'POST', json: {} })
     expect(r.status).toBe(200)
   })
 })

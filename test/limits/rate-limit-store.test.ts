@@ -1,6 +1,6 @@
 import { afterAll, describe, expect, test } from 'bun:test'
 import { MemoryRateLimitStore } from '../../src/backend/memory/rate-limit-store'
-import { connectFastSender } from '../../src/backend/redis/connection'
+import { connectFastSender } from '../../src/backend/redis/clients'
 import { RedisKeys } from '../../src/backend/redis/keys'
 import { RedisRateLimitStore } from '../../src/backend/redis/rate-limit-store'
 import type { RateLimitStore } from '../../src/core/ports'

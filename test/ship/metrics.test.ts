@@ -1,35 +1,27 @@
-import { afterAll, beforeAll, expect, test } from 'bun:test'
+import { expect, test } from 'bun:test'
 import { Registry, trackConnections } from '../../src/lib/metrics'
 import { VERSION } from '../../src/version'
-import { ACCESS_TOKEN, basic, createTestGateway, listen, ROOT_KEY, type TestGateway } from '../helpers/gateway'
+import { ACCESS_TOKEN, basic, ROOT_KEY, useGateway } from '../helpers/gateway'
 import { parseExposition, type Family } from '../helpers/prometheus'
 import { openSse } from '../helpers/sse'
 
-let gw: TestGateway
-let base: string
-beforeAll(async () => {
-  gw = await createTestGateway({ sandboxProvisioning: true })
-  base = listen(gw)
-})
-afterAll(async () => {
-  await gw.close()
-})
+const ctx = useGateway({ sandboxProvisioning: true })
 
 const auth = { authorization: basic(ROOT_KEY) }
 const json = { ...auth, 'content-type': 'application/json' }
 
 /** One request on every interface, so that each one's label shows up. */
 async function trafficOnEveryInterface() {
-  await fetch(`${base}/channels/m/messages`, { method: 'POST', headers: json, body: '{"data":"x"}' })
-  await fetch(`${base}/channels/m/messages`, { headers: auth })
-  await fetch(`${base}/v1/me`, { headers: { authorization: `Bearer ${ACCESS_TOKEN}` } })
-  await fetch(`${base}/chat/rooms/r/messages`, { method: 'POST', headers: json, body: '{"text":"hi"}' })
-  await fetch(`${base}/liveobjects/ns/objects/o`, { method: 'PATCH', headers: json, body: '{"data":{"a":1}}' })
-  await fetch(`${base}/push/channels`, { headers: auth })
-  await fetch(`${base}/push/deviceRegistrations`, { headers: auth })
-  await fetch(`${base}/stats`, { method: 'POST', headers: json, body: '[]' })
-  await fetch(`${base}/health`)
-  await fetch(`${base}/no/such/route`)
+  await fetch(`${ctx.base}/channels/m/messages`, { method: 'POST', headers: json, body: '{"data":"x"}' })
+  await fetch(`${ctx.base}/channels/m/messages`, { headers: auth })
+  await fetch(`${ctx.base}/v1/me`, { headers: { authorization: `Bearer ${ACCESS_TOKEN}` } })
+  await fetch(`${ctx.base}/chat/rooms/r/messages`, { method: 'POST', headers: json, body: '{"text":"hi"}' })
+  await fetch(`${ctx.base}/liveobjects/ns/objects/o`, { method: 'PATCH', headers: json, body: '{"data":{"a":1}}' })
+  await fetch(`${ctx.base}/push/channels`, { headers: auth })
+  await fetch(`${ctx.base}/push/deviceRegistrations`, { headers: auth })
+  await fetch(`${ctx.base}/stats`, { method: 'POST', headers: json, body: '[]' })
+  await fetch(`${ctx.base}/health`)
+  await fetch(`${ctx.base}/no/such/route`)
 }
 
 const family = (fams: Map<string, Family>, name: string) => {
@@ -39,9 +31,9 @@ const family = (fams: Map<string, Family>, name: string) => {
 }
 
 test('/metrics passes a strict exposition-format check and labels every interface', async () => {
-  const sse = await openSse(`${base}/sse?v=1.2&channels=m&key=${encodeURIComponent(ROOT_KEY)}`)
+  const sse = await openSse(`${ctx.base}/sse?v=1.2&channels=m&key=${encodeURIComponent(ROOT_KEY)}`)
   await trafficOnEveryInterface()
-  const text = await (await fetch(`${base}/metrics`)).text()
+  const text = await (await fetch(`${ctx.base}/metrics`)).text()
   const fams = parseExposition(text)
   sse.close()
 
@@ -79,7 +71,7 @@ test('/metrics passes a strict exposition-format check and labels every interfac
   expect(one('process_start_time_seconds')).toBeLessThanOrEqual(Date.now() / 1000)
   const build = family(fams, 'gateway_build_info').samples
   expect(build).toHaveLength(1)
-  expect(build[0]!.labels).toMatchObject({ version: VERSION, backend: gw.backend.kind })
+  expect(build[0]!.labels).toMatchObject({ version: VERSION, backend: ctx.gw.backend.kind })
   expect(build[0]!.value).toBe(1)
   expect(family(fams, 'gateway_connections').samples.map((s) => s.labels.transport)).toContain('event-stream')
 })

@@ -1,30 +1,22 @@
-import { afterAll, beforeAll, expect, test } from 'bun:test'
-import { basic, createTestGateway, listen, type TestGateway } from '../helpers/gateway'
+import { expect, test } from 'bun:test'
+import { basic, useGateway } from '../helpers/gateway'
 import { GatewayNode } from '../helpers/node-process'
 import { messages, openSse } from '../helpers/sse'
 
-let gw: TestGateway
-let base: string
-beforeAll(async () => {
-  gw = await createTestGateway()
-  base = listen(gw)
-})
-afterAll(async () => {
-  await gw.close()
-})
+const ctx = useGateway()
 
 test('/metrics reports requests, publishes, deliveries, connections and rings in Prometheus text', async () => {
-  const s = await openSse(`${base}/sse?v=1.2&channels=metered&key=${encodeURIComponent(gw.key)}`)
+  const s = await openSse(`${ctx.base}/sse?v=1.2&channels=metered&key=${encodeURIComponent(ctx.gw.key)}`)
   for (let i = 0; i < 3; i++) {
-    await fetch(`${base}/channels/metered/messages`, {
+    await fetch(`${ctx.base}/channels/metered/messages`, {
       method: 'POST',
-      headers: { authorization: basic(gw.key), 'content-type': 'application/json' },
+      headers: { authorization: basic(ctx.gw.key), 'content-type': 'application/json' },
       body: '{"data":"x"}',
     })
   }
-  await fetch(`${base}/channels/metered/messages?limit=0`, { headers: { authorization: basic(gw.key) } })
+  await fetch(`${ctx.base}/channels/metered/messages?limit=0`, { headers: { authorization: basic(ctx.gw.key) } })
   await s.until((e) => messages(e).length === 3)
-  const r = await fetch(`${base}/metrics`)
+  const r = await fetch(`${ctx.base}/metrics`)
   expect(r.headers.get('content-type')).toStartWith('text/plain')
   const text = await r.text()
   const value = (line: RegExp) =>

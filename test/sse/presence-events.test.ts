@@ -1,23 +1,15 @@
-import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
+import { describe, expect, test } from 'bun:test'
 import type { PresenceMessage } from '../../src/core/types'
-import { APP_ID, createTestGateway, listen, type TestGateway } from '../helpers/gateway'
+import { APP_ID, useGateway } from '../helpers/gateway'
 import { openSse, type SseEvent } from '../helpers/sse'
 
-let gw: TestGateway
-let base: string
-beforeAll(async () => {
-  gw = await createTestGateway()
-  base = listen(gw)
-})
-afterAll(async () => {
-  await gw.close()
-})
+const ctx = useGateway()
 
-const key = () => encodeURIComponent(gw.key)
+const key = () => encodeURIComponent(ctx.gw.key)
 const publish = (channel: string, data: string) =>
-  gw.request(`/channels/${channel}/messages`, { method: 'POST', json: { data } })
+  ctx.gw.request(`/channels/${channel}/messages`, { method: 'POST', json: { data } })
 const waitSubscribed = async (channel: string) => {
-  for (let i = 0; i < 400 && gw.core.hub.count(APP_ID, channel) < 1; i++) await Bun.sleep(5)
+  for (let i = 0; i < 400 && ctx.gw.core.hub.count(APP_ID, channel) < 1; i++) await Bun.sleep(5)
 }
 let n = 0
 const member = (clientId: string, action: number, data?: string): PresenceMessage => ({
@@ -39,12 +31,12 @@ const sequence = (events: SseEvent[]) =>
 
 describe('presence events travel the channel log beside messages', () => {
   test('an event stream receives presence events in channel order, enveloped with action, clientId, connectionId', async () => {
-    const s = await openSse(`${base}/sse?v=1.2&channels=pe1&key=${key()}`)
+    const s = await openSse(`${ctx.base}/sse?v=1.2&channels=pe1&key=${key()}`)
     await waitSubscribed('pe1')
     await publish('pe1', 'm1')
-    await gw.core.presence.publish(APP_ID, 'pe1', [member('ann', 2, 'hello')])
+    await ctx.gw.core.presence.publish(APP_ID, 'pe1', [member('ann', 2, 'hello')])
     await publish('pe1', 'm2')
-    await gw.core.presence.publish(APP_ID, 'pe1', [member('ann', 3)])
+    await ctx.gw.core.presence.publish(APP_ID, 'pe1', [member('ann', 3)])
     await s.until((e) => sequence(e).length === 4)
     expect(sequence(s.events)).toEqual(['m1', 'presence:ann:2', 'm2', 'presence:ann:3'])
     const enter = JSON.parse(s.events.find((e) => e.event === 'presence')!.data)
@@ -55,9 +47,9 @@ describe('presence events travel the channel log beside messages', () => {
   })
 
   test('raw (enveloped=false) presence events carry only the data', async () => {
-    const s = await openSse(`${base}/sse?v=1.2&channels=pe2&enveloped=false&key=${key()}`)
+    const s = await openSse(`${ctx.base}/sse?v=1.2&channels=pe2&enveloped=false&key=${key()}`)
     await waitSubscribed('pe2')
-    await gw.core.presence.publish(APP_ID, 'pe2', [member('bob', 2, 'raw-data')])
+    await ctx.gw.core.presence.publish(APP_ID, 'pe2', [member('bob', 2, 'raw-data')])
     await s.until((e) => e.some((x) => x.event === 'presence'))
     expect(s.events.find((e) => e.event === 'presence')!.data).toBe('raw-data')
     s.close()
@@ -65,30 +57,30 @@ describe('presence events travel the channel log beside messages', () => {
 
   test('resume and rewind include presence events in channel order; history holds only messages', async () => {
     const qs = `v=1.2&channels=pe3&key=${key()}`
-    const first = await openSse(`${base}/sse?${qs}`)
+    const first = await openSse(`${ctx.base}/sse?${qs}`)
     await waitSubscribed('pe3')
     await publish('pe3', 'a')
     await first.until((e) => sequence(e).length === 1)
     const lastId = first.events.at(-1)!.id!
     first.close()
-    await gw.core.presence.publish(APP_ID, 'pe3', [member('cat', 2)])
+    await ctx.gw.core.presence.publish(APP_ID, 'pe3', [member('cat', 2)])
     await publish('pe3', 'b')
-    await gw.core.presence.publish(APP_ID, 'pe3', [member('cat', 4, 'busy')])
-    const resumed = await openSse(`${base}/sse?${qs}&lastEvent=${encodeURIComponent(lastId)}`)
+    await ctx.gw.core.presence.publish(APP_ID, 'pe3', [member('cat', 4, 'busy')])
+    const resumed = await openSse(`${ctx.base}/sse?${qs}&lastEvent=${encodeURIComponent(lastId)}`)
     await resumed.until((e) => sequence(e).length === 3)
     expect(sequence(resumed.events)).toEqual(['presence:cat:2', 'b', 'presence:cat:4'])
     resumed.close()
 
-    const rewound = await openSse(`${base}/sse?${qs}&rewind=3`)
+    const rewound = await openSse(`${ctx.base}/sse?${qs}&rewind=3`)
     await rewound.until((e) => sequence(e).length === 3)
     expect(sequence(rewound.events)).toEqual(['presence:cat:2', 'b', 'presence:cat:4'])
     rewound.close()
 
-    const history = (await (await gw.request('/channels/pe3/messages?direction=forwards')).json()) as any[]
+    const history = (await (await ctx.gw.request('/channels/pe3/messages?direction=forwards')).json()) as any[]
     expect(history.map((m) => m.data)).toEqual(['a', 'b'])
-    const limited = (await (await gw.request('/channels/pe3/messages?limit=1')).json()) as any[]
+    const limited = (await (await ctx.gw.request('/channels/pe3/messages?limit=1')).json()) as any[]
     expect(limited.map((m) => m.data)).toEqual(['b'])
-    const members = (await (await gw.request('/channels/pe3/presence')).json()) as any[]
+    const members = (await (await ctx.gw.request('/channels/pe3/presence')).json()) as any[]
     expect(members.map((m) => [m.clientId, m.action, m.data])).toEqual([['cat', 1, 'busy']])
   })
 })

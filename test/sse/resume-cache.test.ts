@@ -1,26 +1,18 @@
-import { afterAll, beforeAll, expect, test } from 'bun:test'
+import { expect, test } from 'bun:test'
 import { metrics } from '../../src/lib/metrics'
-import { APP_ID, createTestGateway, listen, type TestGateway } from '../helpers/gateway'
+import { APP_ID, useGateway } from '../helpers/gateway'
 import { messages, openSse } from '../helpers/sse'
 
-let gw: TestGateway
-let base: string
-beforeAll(async () => {
-  gw = await createTestGateway()
-  base = listen(gw)
-})
-afterAll(async () => {
-  await gw.close()
-})
+const ctx = useGateway()
 
 const servedFromMemory = () => Number(/^gateway_resume_from_memory_total (\d+)/m.exec(metrics.render())?.[1] ?? 0)
 
 test('a resume on a node that already follows the channel is exact (served from its ring on Redis)', async () => {
-  const url = `${base}/sse?v=1.2&channels=rc&key=${encodeURIComponent(gw.key)}`
+  const url = `${ctx.base}/sse?v=1.2&channels=rc&key=${encodeURIComponent(ctx.gw.key)}`
   const keeper = await openSse(url) // keeps the node subscribed to the channel
   const client = await openSse(url)
-  for (let i = 0; i < 200 && gw.core.hub.count(APP_ID, 'rc') < 2; i++) await Bun.sleep(5)
-  const publish = (data: string) => gw.request('/channels/rc/messages', { method: 'POST', json: { data } })
+  for (let i = 0; i < 200 && ctx.gw.core.hub.count(APP_ID, 'rc') < 2; i++) await Bun.sleep(5)
+  const publish = (data: string) => ctx.gw.request('/channels/rc/messages', { method: 'POST', json: { data } })
   for (let i = 0; i < 5; i++) await publish(`m${i}`)
   await client.until((e) => messages(e).length === 5)
   const lastId = messages(client.events)[4]!.id!
@@ -35,7 +27,7 @@ test('a resume on a node that already follows the channel is exact (served from 
   await resumed.until((e) => messages(e).length === 6)
   expect(messages(resumed.events).map((e) => JSON.parse(e.data).data)).toEqual(['m5', 'm6', 'm7', 'm8', 'm9', 'm10'])
   expect(resumed.events.some((e) => e.event === 'error')).toBe(false)
-  if (gw.core.backendKind === 'redis') expect(servedFromMemory()).toBe(before + 1)
+  if (ctx.gw.core.backendKind === 'redis') expect(servedFromMemory()).toBe(before + 1)
   keeper.close()
   resumed.close()
 })

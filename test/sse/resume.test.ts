@@ -1,29 +1,21 @@
-import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
+import { describe, expect, test } from 'bun:test'
 import { connect } from 'node:net'
-import { APP_ID, createTestGateway, listen, type TestGateway } from '../helpers/gateway'
+import { APP_ID, createTestGateway, listen, useGateway } from '../helpers/gateway'
 import { messages, openSse } from '../helpers/sse'
 
-let gw: TestGateway
-let base: string
-beforeAll(async () => {
-  gw = await createTestGateway({ ringSize: 5000 })
-  base = listen(gw)
-})
-afterAll(async () => {
-  await gw.close()
-})
+const ctx = useGateway({ ringSize: 5000 })
 
-const key = () => encodeURIComponent(gw.key)
+const key = () => encodeURIComponent(ctx.gw.key)
 const publish = (channel: string, data: string) =>
-  gw.request(`/channels/${channel}/messages`, { method: 'POST', json: { data } })
+  ctx.gw.request(`/channels/${channel}/messages`, { method: 'POST', json: { data } })
 const waitSubscribed = async (channel: string, n = 1) => {
-  for (let i = 0; i < 400 && gw.core.hub.count(APP_ID, channel) < n; i++) await Bun.sleep(5)
+  for (let i = 0; i < 400 && ctx.gw.core.hub.count(APP_ID, channel) < n; i++) await Bun.sleep(5)
 }
 
 describe('resume', () => {
   test('lastEvent delivers exactly what was missed, on every channel of the stream', async () => {
     const qs = `v=1.2&channels=r1,r2&key=${key()}`
-    const first = await openSse(`${base}/sse?${qs}`)
+    const first = await openSse(`${ctx.base}/sse?${qs}`)
     await waitSubscribed('r1')
     await publish('r1', 'a1')
     await publish('r2', 'b1')
@@ -33,7 +25,7 @@ describe('resume', () => {
     await publish('r1', 'a2')
     await publish('r2', 'b2')
     await publish('r1', 'a3')
-    const second = await openSse(`${base}/sse?${qs}&lastEvent=${encodeURIComponent(lastId)}`)
+    const second = await openSse(`${ctx.base}/sse?${qs}&lastEvent=${encodeURIComponent(lastId)}`)
     await second.until((e) => messages(e).length === 3)
     await publish('r2', 'b3')
     await second.until((e) => messages(e).length === 4)
@@ -45,13 +37,13 @@ describe('resume', () => {
 
   test('the Last-Event-ID header resumes like lastEvent (browser reconnect)', async () => {
     const qs = `v=1.2&channels=r3&key=${key()}`
-    const first = await openSse(`${base}/sse?${qs}`)
+    const first = await openSse(`${ctx.base}/sse?${qs}`)
     await waitSubscribed('r3')
     await publish('r3', 'x1')
     await first.until((e) => messages(e).length === 1)
     first.close()
     await publish('r3', 'x2')
-    const second = await openSse(`${base}/sse?${qs}`, { 'last-event-id': messages(first.events)[0]!.id! })
+    const second = await openSse(`${ctx.base}/sse?${qs}`, { 'last-event-id': messages(first.events)[0]!.id! })
     await second.until((e) => messages(e).length === 1)
     expect(JSON.parse(messages(second.events)[0]!.data).data).toBe('x2')
     second.close()
@@ -66,7 +58,7 @@ describe('resume', () => {
     let lastId: string | undefined
     let reconnects = 0
 
-    let c = await openSse(`${base}/sse?${qs}`)
+    let c = await openSse(`${ctx.base}/sse?${qs}`)
     await waitSubscribed('race-a')
     await waitSubscribed('race-b')
     const publisher = (async () => {
@@ -98,7 +90,7 @@ describe('resume', () => {
       if (received['race-a']!.length + received['race-b']!.length >= total) break
       c.close()
       reconnects++
-      c = await openSse(`${base}/sse?${qs}&lastEvent=${encodeURIComponent(lastId!)}`)
+      c = await openSse(`${ctx.base}/sse?${qs}&lastEvent=${encodeURIComponent(lastId!)}`)
       seen = 0
     }
     await publisher

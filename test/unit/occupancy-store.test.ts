@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, expect, test } from 'bun:test'
-import { connectRedis, type RedisClient } from '../../src/backend/redis/connection'
+import { connectRedis, type RedisClient } from '../../src/backend/redis/clients'
 import { RedisKeys } from '../../src/backend/redis/keys'
 import { OCCUPANCY_STALE_MS, RedisOccupancyStore } from '../../src/backend/redis/occupancy-store'
 import { Occupancy } from '../../src/core/fanout/occupancy'

@@ -5,7 +5,7 @@
  * presence bookkeeping of many connections spreads over many slots.
  */
 import { expect, test } from 'bun:test'
-import { keySlot } from '../../src/backend/redis/connection'
+import { keySlot } from '../../src/backend/redis/cluster'
 import { PRESENCE_BUCKETS, presenceBucket, RedisKeys } from '../../src/backend/redis/keys'
 
 const keys = new RedisKeys('gw:')

@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, expect, test } from 'bun:test'
-import { connectRedis, type RedisClient } from '../../src/backend/redis/connection'
+import { connectRedis, type RedisClient } from '../../src/backend/redis/clients'
 import { ScriptRunner } from '../../src/backend/redis/script-runner'
 import { sharedRedis } from '../helpers/redis'
 

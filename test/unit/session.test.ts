@@ -73,7 +73,7 @@ function sink() {
 test('resume: live messages racing the replay are delivered once, in order, after it', async () => {
   const all = Array.from({ length: 10 }, (_, i) => msg(i))
   const rb = racingBroker(all.slice(0, 8))
-  const hub = new Hub(rb.broker, systemClock)
+  const hub = new Hub(rb.broker, systemClock, systemTimers)
   const out = sink()
   const session = new StreamSession(hub, rb.broker, { now: () => 0 }, systemTimers, principal, 'c1', ['ch'], out.s)
   const started = session.start({ resumeFrom: [msg(2).serial] })
@@ -94,7 +94,7 @@ test('resume across a gap reports it before continuing', async () => {
   const rb = racingBroker([msg(5), msg(6)], msg(4).serial)
   const out = sink()
   const session = new StreamSession(
-    new Hub(rb.broker, systemClock),
+    new Hub(rb.broker, systemClock, systemTimers),
     rb.broker,
     { now: () => 0 },
     systemTimers,
@@ -168,7 +168,7 @@ const turn = () => new Promise((r) => setImmediate(r))
 
 test('a full sink pauses the session at its position; once drained it catches up from the log, each entry once', async () => {
   const lb = logBroker()
-  const hub = new Hub(lb.broker, systemClock)
+  const hub = new Hub(lb.broker, systemClock, systemTimers)
   const out = fullingSink(2)
   const session = new StreamSession(hub, lb.broker, { now: () => 0 }, systemTimers, principal, 'c3', ['ch'], out.s)
   await session.start({})
@@ -192,7 +192,7 @@ test('a paused session whose position left retention is cut (80020) when it drai
   const lb = logBroker()
   const out = fullingSink(1)
   const session = new StreamSession(
-    new Hub(lb.broker, systemClock),
+    new Hub(lb.broker, systemClock, systemTimers),
     lb.broker,
     { now: () => 0 },
     systemTimers,

@@ -35,7 +35,7 @@ export const unknown = () =>
     JSON.stringify([
       {
         action: 6, // DISCONNECTED
-        error: new GatewayError(80003, 'Unknown comet connection: reconnect and resume', { status: 404 }).toBody(),
+        error: new GatewayError(80003, 'Unknown comet connection: reconnect and resume').toBody(),
       },
     ]) + '\n',
     { headers: JSON_HEADERS },

@@ -1,7 +1,7 @@
 import { formatSerial, nextSerial, parseSerial } from '../../core/model/serial'
 import { Ring, type RetentionPolicy } from '../shared/ring'
 import { ringCodec } from '../shared/ring-codec'
-import type { Broker, BrokerListener, Clock, PublishOptions, PublishResult } from '../../core/ports'
+import type { Broker, BrokerListener, Clock, PublishOptions, PublishResult, SyncAppend } from '../../core/ports'
 import type { HistoryQuery, Message, MessageDraft } from '../../core/types'
 import type { SqliteMessageLog } from './message-log'
 import type { MemoryRateLimitStore } from './rate-limit-store'
@@ -48,7 +48,7 @@ interface ChannelState {
  * Single-node broker: serials, idempotency and delivery in memory; persisted channels are also
  * written to SQLite before the publish resolves. Delivery to listeners is synchronous, in order.
  */
-export class MemoryBroker implements Broker {
+export class MemoryBroker implements Broker, SyncAppend {
   /** appId -> channel -> state (nested maps: no key concatenation on the publish path). */
   private apps = new Map<string, Map<string, ChannelState>>()
   private sweeper: ReturnType<typeof setInterval>

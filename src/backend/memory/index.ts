@@ -19,6 +19,8 @@ import { openDatabase } from './sqlite'
 import { MemoryStatsStore } from './stats-store'
 import { SqliteVersionStore } from './version-store'
 
+export type { MemoryBrokerSettings }
+
 /** The embedded single-node backend: memory plus one SQLite file in `dataDir`. */
 export function createMemoryBackend(s: MemoryBrokerSettings & { dataDir: string }, clock: Clock): Backend {
   const db = openDatabase(s.dataDir)
@@ -30,6 +32,7 @@ export function createMemoryBackend(s: MemoryBrokerSettings & { dataDir: string 
   return {
     kind: 'memory',
     broker,
+    syncAppend: broker,
     control,
     presence,
     stats: new MemoryStatsStore(clock),

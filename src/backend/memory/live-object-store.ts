@@ -1,5 +1,5 @@
 import type { Database } from 'bun:sqlite'
-import type { Clock } from '../../core/ports'
+import type { Clock, SyncAppend } from '../../core/ports'
 import type { LiveObjectBatch, LiveObjectStore, LivePublishOptions } from '../../core/objects/ports'
 import {
   applyOps,
@@ -14,7 +14,6 @@ import {
   type StoredEntry,
 } from '../../core/objects/live-state'
 import { ROOT } from '../../core/objects/live-wire'
-import type { MemoryBroker } from './broker'
 
 /** Channels whose object count and size are kept in memory at most (the others are summed again when used). */
 const MAX_COUNTED = 10_000
@@ -40,7 +39,8 @@ export class SqliteLiveObjectStore implements LiveObjectStore {
 
   constructor(
     private readonly db: Database,
-    private readonly broker: MemoryBroker,
+    /** The channel log's synchronous append (the embedded broker's). */
+    private readonly log: SyncAppend,
     private readonly clock: Clock,
   ) {
     db.exec(`CREATE TABLE IF NOT EXISTS live_heads (
@@ -128,7 +128,7 @@ export class SqliteLiveObjectStore implements LiveObjectStore {
     }
     const tokens = batch.ops.map((_, i) => serialToken(i))
     const changes = applyOps(target, batch.ops, tokens, this.clock.now(), opts.limits)
-    const r = this.broker.publishNow(app, channel, batch.drafts, opts)
+    const r = this.log.publishNow(app, channel, batch.drafts, opts)
     if (r.appended === 0) return r.serials // a retry of a publish already applied
     settleSerials(changes, r.serials, batch.drafts[0]!.timestamp ?? this.clock.now())
     this.write(app, channel, changes)

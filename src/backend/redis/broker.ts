@@ -1,23 +1,18 @@
 import { GatewayError } from '../../errors'
-import { Ring } from '../shared/ring'
-import { ringCodec } from '../shared/ring-codec'
 import { formatSerial, parseSerial } from '../../core/model/serial'
 import { metrics } from '../../lib/metrics'
 import type { Broker, BrokerListener, PublishOptions, PublishResult } from '../../core/ports'
 import type { HistoryQuery, Message, MessageDraft } from '../../core/types'
-import { idFromSerial, messageFromEntry, packDraft, parseNotification, serialFromId } from './codec'
-import {
-  BUFFERS,
-  commandFailed,
-  withTimeout,
-  type RedisCommander,
-  type RedisSubscriber,
-  type Sender,
-} from './connection'
+import { idFromSerial, messageFromEntry, packDraft, serialFromId } from './codec'
+import { BUFFERS, type RedisCommander, type RedisSubscriber, type Sender } from './clients'
+import { commandFailed, withTimeout } from './errors'
 import type { RedisKeys } from './keys'
 import { ScriptRunner } from './script-runner'
-import { chargeArgs, EPHEMERAL_PUBLISH_SCRIPT, TAKE_TOKENS_SCRIPT } from './scripts'
+import { chargeArgs, TAKE_TOKENS_SCRIPT } from './lua/rate-limit'
+import { EPHEMERAL_PUBLISH_SCRIPT } from './lua/ephemeral-publish'
 import { PublishBatcher } from './publish-batcher'
+import { ChannelSubscriptions } from './subscriptions'
+import { ChannelMarks, INDEX_REFRESH_MS, markDue, type Marks } from './channel-marks'
 
 const fromMemory = metrics.counter(
   'gateway_resume_from_memory_total',
@@ -37,31 +32,6 @@ export interface RedisBrokerSettings {
   redisCluster?: boolean
 }
 
-/**
- * A channel's entry in its app's channel index, and its stream's expiry, are refreshed at most
- * this often per node (ms); the expiry is set this much past the retention, so a stream never
- * expires before its last message's retention ends.
- */
-const INDEX_REFRESH_MS = 1000
-
-interface Subscription {
-  app: string
-  channel: string
-  listeners: Set<BrokerListener>
-  /** Resolves once Redis has confirmed the SSUBSCRIBE. */
-  subscribed: Promise<void>
-  /** Serial of the last message handed to listeners (gap detection). */
-  last?: string
-  /** Serializes notification handling (a gap fill must finish before the next batch). */
-  queue: Promise<void>
-  onMessage: (buf: Buffer) => void
-  /**
-   * Cache of what this node delivered since it subscribed: every message after `ring.floor`, in
-   * order. Resumes that start inside it are served from memory; the stream stays the truth.
-   */
-  ring?: Ring
-}
-
 type Entry = [Buffer, [Buffer, Buffer]]
 
 /** Newest entries of a channel's stream searched by `serialsOf` (the stream has no index by message id). */
@@ -70,28 +40,26 @@ const LOOKUP_PAGE = 1000
 
 /**
  * Broker on Redis Streams: one stream per channel, appended by one atomic script that also
- * notifies the nodes subscribed to the channel (sharded pub/sub, SSUBSCRIBE: one subscription per
- * channel with local subscribers, served on a cluster by the master owning the channel's slot). A
- * node that sees a notification whose previous id is not the last one it delivered fills the gap
- * from the stream first, so delivery is complete and in order.
+ * notifies the nodes subscribed to the channel (lua/log.ts; sharded pub/sub, SSUBSCRIBE: one
+ * subscription per channel with local subscribers, served on a cluster by the master owning the
+ * channel's slot). Here: the append (publish-batcher.ts) and the reads of the stream; the
+ * subscriptions, their gap fill and reconnect catch-up are subscriptions.ts.
  */
 export class RedisBroker implements Broker {
-  private subs = new Map<string, Subscription>()
+  private readonly subs: ChannelSubscriptions
   private readonly batcher: PublishBatcher
   private readonly chargeScript: ScriptRunner
   private readonly ephemeralScript: ScriptRunner
   /** Per channel, when this node last wrote its entry in its app's index and set its stream's expiry. */
-  private marks = new Map<string, Map<string, Marks>>()
-  /** Channels in `marks`, over every app. */
-  private marked = 0
+  private readonly marks = new ChannelMarks()
   private readonly send: Sender
 
   constructor(
     private readonly cmd: RedisCommander,
-    private readonly sub: RedisSubscriber,
+    sub: RedisSubscriber,
     private readonly keys: RedisKeys,
     private readonly s: RedisBrokerSettings,
-    private readonly onError: (e: unknown) => void,
+    onError: (e: unknown) => void,
     fast?: Sender,
     /** Sends a command to the master owning a key (WAIT after the publish script). */
     private readonly sendTo?: (key: string, args: string[]) => Promise<unknown>,
@@ -109,10 +77,13 @@ export class RedisBroker implements Broker {
     })
     this.chargeScript = new ScriptRunner(this.send, TAKE_TOKENS_SCRIPT)
     this.ephemeralScript = new ScriptRunner(this.send, EPHEMERAL_PUBLISH_SCRIPT)
-    // after a reconnect, notifications may have been missed: catch up from the streams
-    sub.onReady(() => {
-      for (const s of this.subs.values()) this.enqueue(s, () => this.catchUp(s))
-    })
+    this.subs = new ChannelSubscriptions(
+      sub,
+      keys,
+      { range: (c, key, a, b, n) => this.range(c, key, a, b, n), now: (stream) => this.redisNow(stream) },
+      s,
+      onError,
+    )
   }
 
   private t<T>(p: Promise<T>) {
@@ -135,22 +106,22 @@ export class RedisBroker implements Broker {
     const c = opts.charge
     let charged: PublishResult['charged']
     if (c && (this.s.redisCluster || opts.ephemeral)) {
-      const r = (await this.t(this.chargeScript.run([this.keys.bucket(c.key)], chargeArgs(c)))) as unknown as number[]
+      const r = await this.t(this.chargeScript.run<number[]>([this.keys.bucket(c.key)], chargeArgs(c)))
       charged = { ok: Number(r[0]) === 1, remaining: Number(r[1]) / 1000, retryAfterMs: Number(r[2]) }
       if (!charged.ok) return { serials: [], appended: 0, charged }
     }
     if (opts.ephemeral) {
       const bodies = drafts.map(packDraft)
-      const ids = (await this.t(
-        this.ephemeralScript.run(
+      const ids = await this.t(
+        this.ephemeralScript.run<string[]>(
           [this.keys.stream(app, channel)],
           [this.keys.notify(app, channel), String(this.ttl(opts)), String(drafts.length), ...bodies],
         ),
-      )) as unknown as string[]
+      )
       return { serials: ids.map((id) => serialFromId(String(id))), appended: ids.length, charged }
     }
     const cluster = !!this.s.redisCluster
-    const m = this.marksOf(app, channel)
+    const m = this.marks.of(app, channel)
     const now = Date.now()
     // one redis-server: the charge and the channel index are in the publish's step; a cluster: separate steps
     const index = cluster ? this.index(app, channel, m, now) : undefined
@@ -197,25 +168,6 @@ export class RedisBroker implements Broker {
   }
 
   /**
-   * The channel's marks: a lookup by app, then by channel (no key built per publish); at most
-   * 100,000 channels remembered, then forgotten at once.
-   */
-  private marksOf(app: string, channel: string): Marks {
-    let byChannel = this.marks.get(app)
-    let m = byChannel?.get(channel)
-    if (m) return m
-    if (this.marked >= 100_000) {
-      this.marks.clear()
-      this.marked = 0
-      byChannel = undefined
-    }
-    if (!byChannel) this.marks.set(app, (byChannel = new Map()))
-    byChannel.set(channel, (m = { indexed: 0, expired: 0 }))
-    this.marked++
-    return m
-  }
-
-  /**
    * Refreshes the channel's entry in its app's index unless this node did within INDEX_REFRESH_MS;
    * resolves with the error, if any (it is awaited after the publish).
    */
@@ -242,7 +194,6 @@ export class RedisBroker implements Broker {
       throw new GatewayError(
         50003,
         `Service unavailable: the message was stored but only ${acked} of ${n} replicas confirmed it in time; it may be lost if its Redis fails. Retry with the same message ids: a message id is published only once`,
-        { status: 503 },
       )
   }
 
@@ -253,7 +204,7 @@ export class RedisBroker implements Broker {
     b: string,
     count: number,
   ): Promise<Message[]> {
-    const entries = (await this.t(this.cmd.sendCommand([cmd, key, a, b, 'COUNT', String(count)], BUFFERS))) as Entry[]
+    const entries = await this.t(this.cmd.sendCommand<Entry[]>([cmd, key, a, b, 'COUNT', String(count)], BUFFERS))
     return entries.map(([id, fields]) => messageFromEntry(id.toString(), fields[1]))
   }
 
@@ -294,7 +245,7 @@ export class RedisBroker implements Broker {
     let hi = '+'
     for (let scanned = 0; scanned < LOOKUP_SCAN && found.size < wanted.size;) {
       const cmd = ['XREVRANGE', key, hi, min, 'COUNT', String(LOOKUP_PAGE)]
-      const entries = (await this.t(this.cmd.sendCommand(cmd, BUFFERS))) as Entry[]
+      const entries = await this.t(this.cmd.sendCommand<Entry[]>(cmd, BUFFERS))
       for (const [id, fields] of entries) {
         if (fields[1].indexOf(prefix) < 0) continue
         const m = messageFromEntry(id.toString(), fields[1])
@@ -308,7 +259,7 @@ export class RedisBroker implements Broker {
   }
 
   async position(app: string, channel: string): Promise<string> {
-    await this.subs.get(`${app}\u0000${channel}`)?.subscribed
+    await this.subs.get(app, channel)?.subscribed
     const last = await this.range('XREVRANGE', this.keys.stream(app, channel), '+', '-', 1)
     return last.length ? last[0]!.serial : this.redisNow(this.keys.stream(app, channel))
   }
@@ -316,7 +267,7 @@ export class RedisBroker implements Broker {
   /** A serial just below any id Redis (the master owning `stream`, on a cluster) would assign from now on. */
   private async redisNow(stream: string): Promise<string> {
     const time = this.sendTo ? this.sendTo(stream, ['TIME']) : this.cmd.sendCommand(['TIME'])
-    const [sec, usec] = (await this.t(time)) as unknown as string[]
+    const [sec, usec] = (await this.t(time)) as string[]
     return formatSerial(Number(sec) * 1000 + Math.floor(Number(usec) / 1000) - 1, 999_999)
   }
 
@@ -326,7 +277,7 @@ export class RedisBroker implements Broker {
     after: string,
     limit: number,
   ): Promise<{ messages: Message[]; gap: boolean }> {
-    const sub = this.subs.get(`${app}\u0000${channel}`)
+    const sub = this.subs.get(app, channel)
     await sub?.subscribed
     const ring = sub?.ring
     if (ring) {
@@ -340,7 +291,7 @@ export class RedisBroker implements Broker {
     const messages = await this.range('XRANGE', key, `(${idFromSerial(after)}`, '+', limit)
     let gap: boolean
     try {
-      const info = (await this.t(this.cmd.sendCommand(['XINFO', 'STREAM', key]))) as Array<string | unknown>
+      const info = await this.t(this.cmd.sendCommand<Array<string | unknown>>(['XINFO', 'STREAM', key]))
       const i = info.indexOf('max-deleted-entry-id')
       gap = i >= 0 && serialFromId(String(info[i + 1])) > after
     } catch {
@@ -351,14 +302,14 @@ export class RedisBroker implements Broker {
   }
 
   async channels(app: string, prefix: string, after: string | undefined, limit: number): Promise<string[]> {
-    const names = (await this.t(
-      this.cmd.sendCommand([
+    const names = await this.t(
+      this.cmd.sendCommand<string[]>([
         'ZRANGEBYSCORE',
         this.keys.channels(app),
         String(Date.now() - this.s.historyTtlMs),
         '+inf',
       ]),
-    )) as string[]
+    )
     return names
       .filter((n) => n.startsWith(prefix) && (after === undefined || n > after))
       .sort()
@@ -366,86 +317,12 @@ export class RedisBroker implements Broker {
   }
 
   subscribe(app: string, channel: string, listener: BrokerListener): () => void {
-    const k = `${app}\u0000${channel}`
-    let s = this.subs.get(k)
-    if (!s) {
-      const entry: Subscription = {
-        app,
-        channel,
-        listeners: new Set(),
-        subscribed: Promise.resolve(),
-        queue: Promise.resolve(),
-        onMessage: (buf: Buffer) => this.enqueue(entry, () => this.onNotification(entry, buf)),
-      }
-      entry.subscribed = this.sub
-        .sSubscribe(this.keys.notify(app, channel), entry.onMessage, true)
-        .then(async () => {
-          // a base for gap detection and reconnect catch-up, even before the first notification
-          const last = await this.range('XREVRANGE', this.keys.stream(app, channel), '+', '-', 1)
-          // an empty stream: the ring starts at Redis's "now" (anything before it is gone, or never was)
-          const base = last.length ? last[0]!.serial : await this.redisNow(this.keys.stream(app, channel))
-          if (entry.last === undefined && last.length) entry.last = base
-          // the ring is complete from here on; anything delivered before is left to the stream
-          entry.ring = new Ring(
-            { minCount: this.s.ringSize, windowMs: 0, maxBytes: this.s.ringMaxBytes },
-            entry.last !== undefined && entry.last > base ? entry.last : base,
-            ringCodec,
-          )
-        })
-        .catch((e) => this.onError(e))
-      s = entry
-      this.subs.set(k, s)
-    }
-    s.listeners.add(listener)
-    const sub = s
-    return () => {
-      sub.listeners.delete(listener)
-      if (sub.listeners.size === 0 && this.subs.get(k) === sub) {
-        this.subs.delete(k)
-        // only this subscription's listener: a newer subscription to the same channel keeps its own
-        this.sub.sUnsubscribe(this.keys.notify(app, channel), sub.onMessage, true).catch((e) => this.onError(e))
-      }
-    }
+    return this.subs.subscribe(app, channel, listener)
   }
 
-  private enqueue(s: Subscription, work: () => Promise<void>) {
-    s.queue = s.queue.then(work).catch((e) => this.onError(e))
-  }
-
-  private async onNotification(s: Subscription, buf: Buffer) {
-    const { prev, messages } = parseNotification(buf)
-    if (s.last !== undefined && serialFromId(prev) > s.last && messages.length) {
-      const first = idFromSerial(messages[0]!.serial)
-      this.emit(
-        s,
-        await this.range(
-          'XRANGE',
-          this.keys.stream(s.app, s.channel),
-          `(${idFromSerial(s.last)}`,
-          `(${first}`,
-          100_000,
-        ),
-      )
-    }
-    this.emit(s, messages)
-  }
-
-  private async catchUp(s: Subscription) {
-    if (s.last === undefined) return
-    this.emit(
-      s,
-      await this.range('XRANGE', this.keys.stream(s.app, s.channel), `(${idFromSerial(s.last)}`, '+', 100_000),
-    )
-  }
-
-  private emit(s: Subscription, messages: Message[]) {
-    const last = s.last
-    const fresh = last === undefined ? messages : messages.filter((m) => m.serial > last)
-    if (!fresh.length) return
-    s.last = fresh[fresh.length - 1]!.serial
-    // an ephemeral message is delivered, never kept: no resume from memory replays it
-    if (s.ring) for (const m of fresh) if (!isEphemeral(m)) s.ring.push(m)
-    for (const l of s.listeners) l(s.app, s.channel, fresh)
+  /** Its rings are caches of what it delivered, per subscribed channel: not reported (the streams hold history). */
+  memory() {
+    return { channels: 0, messages: 0, bytes: 0 }
   }
 
   async ready() {
@@ -458,25 +335,9 @@ export class RedisBroker implements Broker {
   }
 
   async close() {
-    for (const s of this.subs.values()) s.listeners.clear()
-    this.subs.clear()
+    this.subs.close()
   }
 }
-
-/** When this node last wrote a channel's index entry and set its stream's expiry (ms; 0: not yet, or it failed). */
-interface Marks {
-  indexed: number
-  expired: number
-}
-
-/** `now` (ms), marked as `m[what]`, unless it was marked within INDEX_REFRESH_MS. */
-function markDue(m: Marks, what: keyof Marks, now: number): number | undefined {
-  if (now - m[what] < INDEX_REFRESH_MS) return undefined
-  m[what] = now
-  return now
-}
-
-const isEphemeral = (m: Message): boolean => (m.extras as { ephemeral?: unknown } | undefined)?.ephemeral === true
 
 /** The longest string every one of `ids` begins with. */
 function commonPrefix(ids: string[]): string {

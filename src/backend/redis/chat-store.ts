@@ -8,10 +8,11 @@ import {
   type RoomRecord,
   type TypingState,
 } from '../../core/chat/ports'
-import { BUFFERS, withTimeout, type RedisCommander } from './connection'
+import { BUFFERS, type RedisCommander } from './clients'
+import { withTimeout } from './errors'
 import type { RedisKeys } from './keys'
 import { ScriptRunner } from './script-runner'
-import { CHAT_REACT_SCRIPT, CHAT_TYPING_SCRIPT } from './scripts'
+import { CHAT_REACT_SCRIPT, CHAT_TYPING_SCRIPT } from './lua/chat'
 
 /** Rooms past the retention window are dropped from the registry at most this often. */
 const PRUNE_EVERY_MS = 60_000
@@ -65,8 +66,8 @@ export class RedisChatStore implements ChatStore {
     max: number,
   ): Promise<{ changed: boolean; reactions: ReactionRecord[] }> {
     const { remove, count: _count, ...record } = op
-    const reply = (await this.t(
-      this.react_.run(
+    const reply = await this.t(
+      this.react_.run<Array<number | string>>(
         [this.keys.chatMessage(app, room, serial)],
         [
           remove ? '1' : '0',
@@ -78,7 +79,7 @@ export class RedisChatStore implements ChatStore {
           String(max),
         ],
       ),
-    )) as unknown as Array<number | string>
+    )
     if (Number(reply[0]) === -1) throw new TooManyReactions()
     return { changed: Number(reply[0]) === 1, reactions: reply.slice(1).map((v) => parseRecord(String(v))) }
   }
@@ -101,15 +102,15 @@ export class RedisChatStore implements ChatStore {
   }
 
   async rooms(app: string, after: string | undefined, limit: number, now: number): Promise<RoomRecord[]> {
-    const reply = (await this.t(
-      this.cmd.sendCommand([
+    const reply = await this.t(
+      this.cmd.sendCommand<unknown[]>([
         'ZRANGEBYSCORE',
         this.keys.chatRooms(app),
         String(now - this.retentionMs),
         '+inf',
         'WITHSCORES',
       ]),
-    )) as unknown[]
+    )
     // `[member, score]` pairs (RESP3) or a flat list
     const pairs =
       reply.length && Array.isArray(reply[0])
@@ -142,9 +143,12 @@ export class RedisChatStore implements ChatStore {
     clientId: string,
     expiresAt: string,
   ): Promise<TypingState> {
-    const [was, expired, typers, next] = (await this.t(
-      this.typing.run([this.keys.chatTyping(app, room)], [String(now), clientId, expiresAt]),
-    )) as unknown as [number, string[], string[], string]
+    const [was, expired, typers, next] = await this.t(
+      this.typing.run<[number, string[], string[], string]>(
+        [this.keys.chatTyping(app, room)],
+        [String(now), clientId, expiresAt],
+      ),
+    )
     return {
       was: Number(was) === 1,
       expired: [...expired].sort(),

@@ -1,8 +1,9 @@
 import type { BootstrapOutcome, BootstrapSeed, ControlEvent } from '../../core/ports'
 import { randomSecret } from '../../lib/crypto'
 import { CONTROL_KINDS, CachedControlStore, type ControlKind, type ControlRecord } from '../shared/cached-control-store'
-import { withTimeout, type RedisCommander, type RedisSubscriber } from './connection'
-import { BOOTSTRAP_SCRIPT } from './control-scripts'
+import { withTimeout } from './errors'
+import type { RedisCommander, RedisSubscriber } from './clients'
+import { BOOTSTRAP_SCRIPT } from './lua/control'
 import type { RedisKeys } from './keys'
 import { ScriptRunner } from './script-runner'
 
@@ -67,13 +68,13 @@ export class RedisControlStore extends CachedControlStore {
 
   async bootstrap(seed: BootstrapSeed, acceptDataLoss: boolean): Promise<BootstrapOutcome> {
     const records = this.seedRecords(seed)
-    const [status, epoch] = (await withTimeout(
-      this.bootstrapScript.run(
+    const [status, epoch] = await withTimeout(
+      this.bootstrapScript.run<[BootstrapOutcome['status'], string]>(
         [this.keys.epoch(), this.keys.dataLost(), ...records.map((r) => this.keys.control(r.kind))],
         [seed.epoch, acceptDataLoss ? '1' : '0', ...records.flatMap((r) => [r.id, JSON.stringify(r.value)])],
       ),
       this.timeoutMs,
-    )) as [BootstrapOutcome['status'], string]
+    )
     if (status === 'lost') return { status }
     // the records of whichever node seeded the store (this one or another) are read back here
     await this.loadAll()
@@ -121,7 +122,7 @@ export class RedisControlStore extends CachedControlStore {
   private async refresh(msg: string) {
     try {
       const { kind, id, e } = JSON.parse(msg) as { kind: ControlKind; id: string; e: ControlEvent }
-      const raw = (await this.cmd.sendCommand(['HGET', this.keys.control(kind), id])) as unknown as string | null
+      const raw = await this.cmd.sendCommand<string | null>(['HGET', this.keys.control(kind), id])
       this.apply(kind, id, raw ? JSON.parse(raw) : undefined, e)
     } catch {
       // a missed refresh is repaired by the next change; reads keep the last known value

@@ -92,17 +92,6 @@ export class RedisKeys {
    * forget the node before this version's reaper found it.)
    */
   presenceNodes = () => `${this.prefix}pleases:{pl}`
-  /**
-   * The earlier version's presence bookkeeping, all in `{pc}` (the same kinds, without buckets).
-   * During a rolling upgrade from it this version reaps the dead nodes listed there, reads their
-   * leases there and renews its own there too (presence-store.ts): its nodes reap the dead nodes
-   * of both versions, and either version accepts the connection keys the other issued.
-   * Transitional: drop once no node of the earlier version can be running.
-   */
-  legacyPresenceConnectionPrefix = () => `${this.prefix}pcm:{pc}:`
-  legacyPresenceHolderPrefix = () => `${this.prefix}pch:{pc}:`
-  legacyPresenceNodeConnections = (node: string) => `${this.prefix}pnc:{pc}:${node}`
-  legacyPresenceNodes = () => `${this.prefix}pnodes:{pc}`
   presenceHistory = (app: string, channel: string) => `${this.prefix}ph:${this.ch(app, channel)}`
   /** Hash of stats counters of one interval; sorted set indexing a scope's intervals. */
   stats = (scope: string, unit: string, start: number) => `${this.prefix}st:${scope}:${unit}:${start}`
@@ -136,7 +125,7 @@ export class RedisKeys {
   objectIds = (app: string, ns: string) => `${this.prefix}oi:{${app}}:${ns}`
   /**
    * The plugin's LiveObjects of a channel: hash of object id -> msgpack head (channel's slot); an
-   * earlier version kept each object's entries inside it (live-object-scripts.ts migrates them).
+   * earlier version kept each object's entries inside it (lua/live-objects.ts migrates them).
    */
   liveObjects = (app: string, channel: string) => `${this.prefix}lo:${this.ch(app, channel)}`
   /** Prefix of the entries hash of each map of a channel (`<prefix><objectId>`: key -> msgpack entry). */

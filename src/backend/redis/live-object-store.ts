@@ -12,9 +12,10 @@ import { OpAction, ROOT, typeOfId } from '../../core/objects/live-wire'
 import { GatewayError } from '../../errors'
 import { Unpackr } from 'msgpackr'
 import { pack, packDraft, serialFromId } from './codec'
-import { BUFFERS, withTimeout, type RedisCommander } from './connection'
+import { BUFFERS, type RedisCommander } from './clients'
+import { withTimeout } from './errors'
 import type { RedisKeys } from './keys'
-import { LIVE_FORGET_SCRIPT, LIVE_MIGRATE_SCRIPT, LIVE_PUBLISH_SCRIPT } from './live-object-scripts'
+import { LIVE_FORGET_SCRIPT, LIVE_MIGRATE_SCRIPT, LIVE_PUBLISH_SCRIPT } from './lua/live-objects'
 import { ScriptRunner } from './script-runner'
 
 export interface RedisLiveObjectSettings {
@@ -64,7 +65,7 @@ const FORGET_BATCH = 500
 /**
  * The plugin's LiveObjects on Redis, shared by every node: a channel's object heads in one hash,
  * each map's entries in a hash of their own, all in the channel's slot, changed by the one script
- * that also appends the operations to the channel's stream (live-object-scripts.ts), so state
+ * that also appends the operations to the channel's stream (lua/live-objects.ts), so state
  * and order cannot part.
  */
 export class RedisLiveObjectStore implements LiveObjectStore {
@@ -104,7 +105,7 @@ export class RedisLiveObjectStore implements LiveObjectStore {
     ]
     // an object of the earlier layout is moved first (each move is one object's, done once)
     for (let tries = 0; ; tries++) {
-      const reply = (await withTimeout(this.script.run(keys, args), this.s.redisTimeoutMs)) as Array<number | string>
+      const reply = await withTimeout(this.script.run<Array<number | string>>(keys, args), this.s.redisTimeoutMs)
       const kind = Number(reply[0])
       if (kind === -2) {
         // rewritten by an earlier node each time it was moved: give up rather than loop
@@ -112,7 +113,7 @@ export class RedisLiveObjectStore implements LiveObjectStore {
         await this.migrate(app, channel, String(reply[1]))
         continue
       }
-      if (kind < 0) throw new GatewayError(Number(reply[1]) as 92001, String(reply[2]), { status: 400 })
+      if (kind < 0) throw new GatewayError(Number(reply[1]) as 92001, String(reply[2]))
       return reply.slice(1).map((id) => serialFromId(String(id)))
     }
   }
@@ -165,12 +166,12 @@ export class RedisLiveObjectStore implements LiveObjectStore {
    */
   async snapshot(app: string, channel: string): Promise<LiveObjectRecord[]> {
     const heads = this.keys.liveObjects(app, channel)
-    let blobs = (await withTimeout(this.cmd.sendCommand(['HVALS', heads], BUFFERS), this.s.redisTimeoutMs)) as Buffer[]
+    let blobs = await withTimeout(this.cmd.sendCommand<Buffer[]>(['HVALS', heads], BUFFERS), this.s.redisTimeoutMs)
     let stored = blobs.map(unpackHead)
     const legacy = stored.map((h, i) => [h, blobs[i]!] as const).filter(([h]) => isLegacy(h))
     if (legacy.length) {
       for (const [h, b] of legacy) await this.migrate(app, channel, h.objectId, b)
-      blobs = (await withTimeout(this.cmd.sendCommand(['HVALS', heads], BUFFERS), this.s.redisTimeoutMs)) as Buffer[]
+      blobs = await withTimeout(this.cmd.sendCommand<Buffer[]>(['HVALS', heads], BUFFERS), this.s.redisTimeoutMs)
       stored = blobs.map(unpackHead)
     }
     const prefix = this.keys.liveEntriesPrefix(app, channel)

@@ -1,7 +1,8 @@
 import type { MarkStore } from '../../core/ports'
-import { withTimeout, type RedisCommander } from './connection'
+import { withTimeout } from './errors'
+import type { RedisCommander } from './clients'
 import type { RedisKeys } from './keys'
-import { MARK_INDEX_SCRIPT } from './mark-scripts'
+import { MARK_INDEX_SCRIPT } from './lua/marks'
 import { ScriptRunner } from './script-runner'
 
 /**
@@ -23,10 +24,10 @@ export class RedisMarkStore implements MarkStore {
     const record = this.keys.mark(key)
     await withTimeout(this.cmd.sendCommand(['SET', record, '1', 'PX', String(ttlMs)]), this.timeoutMs)
     if (scope === undefined) return
-    const gone = (await withTimeout(
-      this.indexScript.run([this.keys.markIndex(scope)], [record, String(ttlMs), String(maxPerScope)]),
+    const gone = await withTimeout(
+      this.indexScript.run<string[]>([this.keys.markIndex(scope)], [record, String(ttlMs), String(maxPerScope)]),
       this.timeoutMs,
-    )) as string[]
+    )
     await Promise.all(gone.map((k) => withTimeout(this.cmd.sendCommand(['DEL', k]), this.timeoutMs)))
   }
 

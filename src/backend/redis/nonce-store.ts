@@ -1,7 +1,8 @@
 import type { NonceClaim, NonceStore } from '../../core/ports'
-import { withTimeout, type RedisCommander } from './connection'
+import { withTimeout } from './errors'
+import type { RedisCommander } from './clients'
 import type { RedisKeys } from './keys'
-import { NONCE_CLAIM_SCRIPT } from './nonce-scripts'
+import { NONCE_CLAIM_SCRIPT } from './lua/nonces'
 import { ScriptRunner } from './script-runner'
 
 const CLAIMS: Record<number, NonceClaim> = { 0: 'seen', 1: 'claimed', 2: 'scopeFull' }

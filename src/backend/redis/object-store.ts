@@ -13,10 +13,11 @@ import {
   type UpdateOptions,
   type UpdateOutcome,
 } from '../../core/objects/ports'
-import { withTimeout, type RedisCommander } from './connection'
+import { withTimeout } from './errors'
+import type { RedisCommander } from './clients'
 import type { RedisKeys } from './keys'
 import { ScriptRunner } from './script-runner'
-import { OBJECT_DELETE_SCRIPT, OBJECT_UPDATE_SCRIPT } from './scripts'
+import { OBJECT_DELETE_SCRIPT, OBJECT_UPDATE_SCRIPT } from './lua/objects'
 
 export interface RedisObjectStoreSettings {
   historyTtlMs: number
@@ -85,8 +86,8 @@ export class RedisObjectStore implements ObjectStore {
   private t<T>(p: Promise<T>) {
     return withTimeout(p, this.s.redisTimeoutMs)
   }
-  private send(args: string[]) {
-    return this.t(this.cmd.sendCommand(args)) as Promise<unknown>
+  private send<T>(args: string[]): Promise<T> {
+    return this.t(this.cmd.sendCommand<T>(args))
   }
 
   private writeKeys(app: string, ns: string, id: string) {
@@ -102,15 +103,19 @@ export class RedisObjectStore implements ObjectStore {
   }
 
   async get(app: string, ns: string, id: string): Promise<ObjectState | undefined> {
-    const [d, v, t] = (await this.send(['HMGET', this.keys.objectState(app, ns, id), 'd', 'v', 't'])) as Array<
-      string | null
-    >
+    const [d, v, t] = await this.send<Array<string | null>>([
+      'HMGET',
+      this.keys.objectState(app, ns, id),
+      'd',
+      'v',
+      't',
+    ])
     return d == null ? undefined : { objectId: id, data: stateOf(d), version: String(v), timestamp: Number(t) }
   }
 
   async list(app: string, ns: string, q: { prefix: string; after?: string; limit: number }): Promise<ObjectState[]> {
     const from = q.after !== undefined && byBytes(q.after, q.prefix) >= 0 ? `(${q.after}` : `[${q.prefix}`
-    const ids = (await this.send([
+    const ids = await this.send<string[]>([
       'ZRANGEBYLEX',
       this.keys.objectIds(app, ns),
       from,
@@ -118,7 +123,7 @@ export class RedisObjectStore implements ObjectStore {
       'LIMIT',
       '0',
       String(q.limit),
-    ])) as string[]
+    ])
     const end = ids.findIndex((id) => !id.startsWith(q.prefix))
     const states = await Promise.all((end < 0 ? ids : ids.slice(0, end)).map((id) => this.get(app, ns, id)))
     return states.filter((s): s is ObjectState => s !== undefined)
@@ -159,9 +164,7 @@ export class RedisObjectStore implements ObjectStore {
       String(MAX_OBJECT_BYTES),
       JSON.stringify(patch),
     ]
-    const r = (await this.t(this.updateScript.run(this.writeKeys(app, ns, id), args))) as unknown as Array<
-      string | number
-    >
+    const r = await this.t(this.updateScript.run<Array<string | number>>(this.writeKeys(app, ns, id), args))
     if (r[0] === 'conflict') return { kind: 'conflict', currentVersion: r[1] ? String(r[1]) : undefined }
     if (r[0] === 'too-large') return { kind: 'too-large', size: Number(r[1]) }
     return {
@@ -173,9 +176,7 @@ export class RedisObjectStore implements ObjectStore {
 
   async delete(app: string, ns: string, id: string, now: number): Promise<ObjectChange | undefined> {
     const args = [String(now), String(OBJECT_HISTORY_MAX), String(this.s.historyTtlMs), ns, id]
-    const r = (await this.t(this.deleteScript.run(this.writeKeys(app, ns, id), args))) as unknown as Array<
-      string | number
-    >
+    const r = await this.t(this.deleteScript.run<Array<string | number>>(this.writeKeys(app, ns, id), args))
     if (r[0] !== 'ok') return undefined
     return { objectId: id, action: 'delete', version: String(r[1]), timestamp: Number(r[2]) }
   }
@@ -184,9 +185,9 @@ export class RedisObjectStore implements ObjectStore {
     const key = this.keys.objectHistory(app, ns, id)
     const lo = q.start !== undefined ? `${q.start}-0` : '-'
     const hi = q.end !== undefined ? `${q.end}-${MAX_SEQ}` : '+'
-    const entries = (
+    const entries =
       q.direction === 'forwards'
-        ? await this.send([
+        ? await this.send<Array<[string, string[]]>>([
             'XRANGE',
             key,
             q.after ? `(${streamId(q.after)}` : lo,
@@ -194,8 +195,14 @@ export class RedisObjectStore implements ObjectStore {
             'COUNT',
             String(q.limit),
           ])
-        : await this.send(['XREVRANGE', key, q.after ? `(${streamId(q.after)}` : hi, lo, 'COUNT', String(q.limit)])
-    ) as Array<[string, string[]]>
+        : await this.send<Array<[string, string[]]>>([
+            'XREVRANGE',
+            key,
+            q.after ? `(${streamId(q.after)}` : hi,
+            lo,
+            'COUNT',
+            String(q.limit),
+          ])
     return entries
       .map(([eid, fields]) => toChange(id, eid, fields))
       .filter((c) => (q.start === undefined || c.timestamp >= q.start) && (q.end === undefined || c.timestamp <= q.end))

@@ -1,6 +1,7 @@
 import type { OccupancyCounts, OccupancyStore } from '../../core/ports'
 import { zeroCounts } from '../../core/fanout/occupancy'
-import { withTimeout, type RedisCommander } from './connection'
+import { withTimeout } from './errors'
+import type { RedisCommander } from './clients'
 import type { RedisKeys } from './keys'
 
 /** How often a node re-reports its counts, and how old a report may be before it no longer counts. */
@@ -67,8 +68,10 @@ export class RedisOccupancyStore implements OccupancyStore {
 
   async count(appId: string, channel: string): Promise<OccupancyCounts> {
     const key = this.keys.occupancy(appId, channel)
-    const raw = (await withTimeout(this.cmd.sendCommand(['HGETALL', key]), this.timeoutMs)) as unknown as
-      string[] | Record<string, string>
+    const raw = await withTimeout(
+      this.cmd.sendCommand<string[] | Record<string, string>>(['HGETALL', key]),
+      this.timeoutMs,
+    )
     const pairs = Array.isArray(raw) ? raw : Object.entries(raw).flat()
     // this node's own count is read live; the others' as long as they are fresh
     const total = { ...(this.local.get(key) ?? zeroCounts()) }

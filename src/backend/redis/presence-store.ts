@@ -1,7 +1,8 @@
 import type { HistoryRetention, OrphanMember, PresenceStore } from '../../core/ports'
 import { PresenceAction, type HistoryQuery, type PresenceMessage } from '../../core/types'
 import { presenceHistoryPage, PRESENCE_HISTORY_MAX } from '../shared/presence-history'
-import { BUFFERS, withTimeout, type RedisCommander } from './connection'
+import { BUFFERS, type RedisCommander } from './clients'
+import { withTimeout } from './errors'
 import { pack, unpack } from './codec'
 import { PRESENCE_BUCKETS, presenceBucket, type RedisKeys } from './keys'
 import {
@@ -15,7 +16,7 @@ import {
   TAKE_BEGIN_SCRIPT,
   TAKE_END_SCRIPT,
   TAKE_MEMBERS_SCRIPT,
-} from './presence-scripts'
+} from './lua/presence'
 import { ScriptRunner } from './script-runner'
 
 /** Connections reaped per script call (a dead node's are taken in steps, so Redis is never held long). */
@@ -33,9 +34,8 @@ export interface RedisPresenceSettings {
 }
 
 /**
- * Where presence bookkeeping lies: a set of node leases, and the buckets (slots) of the member
- * lists, holders and node sets of the connections of those nodes. This version's layout has
- * PRESENCE_BUCKETS buckets; the earlier version's (read during a rolling upgrade) has one.
+ * Where presence bookkeeping lies: a set of node leases, and the PRESENCE_BUCKETS buckets (slots)
+ * of the member lists, holders and node sets of the connections of those nodes.
  */
 interface PresenceLayout {
   leases: string
@@ -55,7 +55,7 @@ function splitEntry(e: string): [string, string, string] {
 /**
  * Presence sets (hash member -> message), presence history (a list kept as long as the channel's
  * stream: the APPLY_PRESENCE_SCRIPT), and the members of
- * each connection with the node holding it (presence-scripts.ts). Every node renews a lease; the
+ * each connection with the node holding it (lua/presence.ts). Every node renews a lease; the
  * members of a node that stops (killed) are reaped by the others, and the keys it issued no longer
  * name a live connection (publish on behalf) unless the connection is held by a live node now.
  *
@@ -77,13 +77,6 @@ function splitEntry(e: string): [string, string, string] {
  *   node dead in the leases: the next reap goes through the buckets again).
  * - on a live node: the holder and the leases are read apart; a connection that moves between the
  *   reads is answered as of one node or the other, as a client resuming at that instant may be.
- * - the earlier version's layout (all in `{pc}`, keys.ts legacyPresence*): dead nodes listed there
- *   are reaped as above in its one slot (so this version reaps the dead nodes of both), and
- *   leases are renewed and read there too (so either version accepts the keys the other issued)
- *   during a rolling upgrade. A
- *   connection listed there and resumed on a node of this version is reaped when its old node's
- *   lease runs out (its holder there still names the old node): its client's next presence
- *   update enters it again.
  * Not atomic any more: a connection claimed by another node between the first and second step of
  * a take (or reap) of its old node, and whose client re-enters in that instant, may lose that
  * member; the client's next presence update puts it back.
@@ -102,8 +95,7 @@ export class RedisPresenceStore implements PresenceStore {
   private readonly timer: ReturnType<typeof setInterval>
   /** This node's lease written once (claims wait for it; undefined again if that failed). */
   private leased?: Promise<void>
-  /** This version's layout, then the earlier version's (reaped and leased there too during an upgrade). */
-  private readonly layouts: [PresenceLayout, PresenceLayout]
+  private readonly layout: PresenceLayout
 
   constructor(
     private readonly cmd: RedisCommander,
@@ -122,22 +114,13 @@ export class RedisPresenceStore implements PresenceStore {
     this.reapBucketScript = new ScriptRunner(cmd, REAP_BUCKET_SCRIPT)
     this.forgetNodeScript = new ScriptRunner(cmd, FORGET_NODE_SCRIPT)
     this.liveNodeScript = new ScriptRunner(cmd, LIVE_NODE_SCRIPT)
-    this.layouts = [
-      {
-        leases: keys.presenceNodes(),
-        buckets: PRESENCE_BUCKETS,
-        nodeConnections: keys.presenceNodeConnections,
-        connectionPrefix: keys.presenceConnectionPrefix,
-        holderPrefix: keys.presenceHolderPrefix,
-      },
-      {
-        leases: keys.legacyPresenceNodes(),
-        buckets: 1,
-        nodeConnections: keys.legacyPresenceNodeConnections,
-        connectionPrefix: keys.legacyPresenceConnectionPrefix,
-        holderPrefix: keys.legacyPresenceHolderPrefix,
-      },
-    ]
+    this.layout = {
+      leases: keys.presenceNodes(),
+      buckets: PRESENCE_BUCKETS,
+      nodeConnections: keys.presenceNodeConnections,
+      connectionPrefix: keys.presenceConnectionPrefix,
+      holderPrefix: keys.presenceHolderPrefix,
+    }
     this.timer = setInterval(() => this.renew().catch(onError), Math.max(100, Math.floor(s.presenceLeaseMs / 3)))
     this.timer.unref?.()
     this.firstLease().catch(onError)
@@ -148,9 +131,7 @@ export class RedisPresenceStore implements PresenceStore {
   }
 
   async members(app: string, channel: string): Promise<PresenceMessage[]> {
-    const vals = (await this.t(
-      this.cmd.sendCommand(['HVALS', this.keys.presence(app, channel)], BUFFERS),
-    )) as unknown as Buffer[]
+    const vals = await this.t(this.cmd.sendCommand<Buffer[]>(['HVALS', this.keys.presence(app, channel)], BUFFERS))
     return vals.map((v) => unpack<PresenceMessage>(v))
   }
 
@@ -204,9 +185,9 @@ export class RedisPresenceStore implements PresenceStore {
     q: HistoryQuery,
     retention: HistoryRetention,
   ): Promise<PresenceMessage[]> {
-    const raw = (await this.t(
-      this.cmd.sendCommand(['LRANGE', this.keys.presenceHistory(app, channel), '0', '-1'], BUFFERS),
-    )) as unknown as Buffer[]
+    const raw = await this.t(
+      this.cmd.sendCommand<Buffer[]>(['LRANGE', this.keys.presenceHistory(app, channel), '0', '-1'], BUFFERS),
+    )
     return presenceHistoryPage(
       raw.map((b) => unpack<PresenceMessage>(b)),
       q,
@@ -226,9 +207,9 @@ export class RedisPresenceStore implements PresenceStore {
   }
 
   async ofConnection(connectionId: string): Promise<OrphanMember[]> {
-    const entries = (await this.t(
-      this.cmd.sendCommand(['SMEMBERS', this.keys.presenceConnection(connectionId)]),
-    )) as unknown as string[]
+    const entries = await this.t(
+      this.cmd.sendCommand<string[]>(['SMEMBERS', this.keys.presenceConnection(connectionId)]),
+    )
     const out: OrphanMember[] = []
     const found = await Promise.all(
       entries.map((e) => {
@@ -243,12 +224,12 @@ export class RedisPresenceStore implements PresenceStore {
   }
 
   async take(connectionId: string): Promise<OrphanMember[]> {
-    const reply = (await this.t(
-      this.takeBeginScript.run(
+    const reply = await this.t(
+      this.takeBeginScript.run<Array<string | null>>(
         [this.keys.presenceHolder(connectionId), this.keys.presenceConnection(connectionId)],
         [this.node],
       ),
-    )) as unknown as Array<string | null>
+    )
     if (reply[0] === null || reply[0] === undefined) return []
     const holder = String(reply[0])
     const entries = reply.slice(1).map(String)
@@ -270,9 +251,9 @@ export class RedisPresenceStore implements PresenceStore {
     const out: OrphanMember[] = []
     const taken = await Promise.all(
       [...byChannel.values()].map((g) =>
-        this.t(this.takeMembersScript.run([this.keys.presence(g.app, g.channel)], g.fields, BUFFERS)).then(
-          (vals) => [g, vals as unknown as Array<Buffer | null>] as const,
-        ),
+        this.t(
+          this.takeMembersScript.run<Array<Buffer | null>>([this.keys.presence(g.app, g.channel)], g.fields, BUFFERS),
+        ).then((vals) => [g, vals] as const),
       ),
     )
     for (const [g, vals] of taken)
@@ -280,15 +261,15 @@ export class RedisPresenceStore implements PresenceStore {
     return out
   }
 
-  /** The last step of a take: see TAKE_END_SCRIPT. `at`: the connection's bucket in `layout`. */
+  /** The last step of a take: see TAKE_END_SCRIPT. `at`: the connection's bucket. */
   private async takeEnd(
     connectionId: string,
     holder: string,
     from: string,
     entries: string[],
-    layout = this.layouts[0],
     at = presenceBucket(connectionId),
   ) {
+    const layout = this.layout
     await this.t(
       this.takeEndScript.run(
         [layout.connectionPrefix(at) + connectionId, layout.holderPrefix(at) + connectionId],
@@ -299,12 +280,11 @@ export class RedisPresenceStore implements PresenceStore {
 
   async reap(): Promise<OrphanMember[]> {
     const out: OrphanMember[] = []
-    const budget = { calls: REAP_CALLS }
-    for (const layout of this.layouts) await this.reapIn(layout, out, budget)
+    await this.reapIn(this.layout, out, { calls: REAP_CALLS })
     return out
   }
 
-  /** Reaps the dead nodes of one layout, within `budget` script calls (the next reap goes on). */
+  /** Reaps the dead nodes, within `budget` script calls (the next reap goes on). */
   private async reapIn(layout: PresenceLayout, out: OrphanMember[], budget: { calls: number }) {
     while (budget.calls-- > 0) {
       const node = await this.t(this.deadNodeScript.run([layout.leases], []))
@@ -324,19 +304,19 @@ export class RedisPresenceStore implements PresenceStore {
 
   /** Reaps up to REAP_STEP of a dead node's connections of one bucket; false when it had none left there. */
   private async reapStep(layout: PresenceLayout, node: string, bucket: number, out: OrphanMember[]) {
-    const reply = (await this.t(
-      this.reapBucketScript.run(
+    const reply = await this.t(
+      this.reapBucketScript.run<Array<string | number>>(
         [layout.nodeConnections(node, bucket)],
         [layout.connectionPrefix(bucket), layout.holderPrefix(bucket), node, String(REAP_STEP)],
       ),
-    )) as unknown as Array<string | number>
+    )
     for (let i = 1; i < reply.length;) {
       const conn = String(reply[i])
       const n = Number(reply[i + 1])
       const entries = reply.slice(i + 2, i + 2 + n).map(String)
       i += 2 + n
       out.push(...(await this.takeMembers(conn, entries)))
-      await this.takeEnd(conn, node, node, entries, layout, bucket)
+      await this.takeEnd(conn, node, node, entries, bucket)
     }
     return Number(reply[0]) > 0
   }
@@ -350,11 +330,9 @@ export class RedisPresenceStore implements PresenceStore {
     return holder !== null && holder !== undefined && String(holder) !== issuer && this.live(String(holder))
   }
 
-  /** Whether `node`'s lease has not run out (in this layout's leases, or else the earlier version's). */
+  /** Whether `node`'s lease has not run out. */
   private async live(node: string): Promise<boolean> {
-    for (const { leases } of this.layouts)
-      if (Number(await this.t(this.liveNodeScript.run([leases], [node]))) === 1) return true
-    return false
+    return Number(await this.t(this.liveNodeScript.run([this.layout.leases], [node]))) === 1
   }
 
   /** Writes this node's lease once (again after a failure): a claim is answered only once the lease exists. */
@@ -366,10 +344,9 @@ export class RedisPresenceStore implements PresenceStore {
     return this.leased
   }
 
-  /** Renews this node's lease in both layouts' leases (nodes of an earlier version read theirs). */
+  /** Renews this node's lease. */
   private async renew() {
-    const lease = [this.node, String(this.s.presenceLeaseMs)]
-    await Promise.all(this.layouts.map(({ leases }) => this.t(this.leaseScript.run([leases], lease))))
+    await this.t(this.leaseScript.run([this.layout.leases], [this.node, String(this.s.presenceLeaseMs)]))
   }
 
   /** Stops renewing the lease (shutdown): what this node still holds is reaped once it lapses. */

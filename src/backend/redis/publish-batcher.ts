@@ -1,7 +1,8 @@
 import type { Charge } from '../../core/ports'
-import { chargeArgs } from './scripts'
-import { BATCH_PUBLISH_SCRIPT, CLUSTER_BATCH_PUBLISH_SCRIPT } from './batch-publish-script'
-import { commandAnswered, commandFailed, commandTimedOut, type Sender } from './connection'
+import { chargeArgs } from './lua/rate-limit'
+import { BATCH_PUBLISH_SCRIPT, CLUSTER_BATCH_PUBLISH_SCRIPT } from './lua/batch-publish'
+import { commandAnswered, commandFailed, commandTimedOut } from './errors'
+import type { Sender } from './clients'
 import { ScriptRunner } from './script-runner'
 import { settleWithin } from '../../lib/sleep'
 
@@ -186,7 +187,7 @@ export class PublishBatcher {
     return replies
   }
 
-  /** The script's arguments (batch-publish-script.ts): each channel described once, then each publish. */
+  /** The script's arguments (lua/batch-publish.ts): each channel described once, then each publish. */
   private async call(items: Pending[]): Promise<BatchReply[]> {
     const channels = new Map<string, Described>()
     // per publish: 1 its messages have client ids, -1 plain (one message, no client id, no charge), 0 neither
@@ -245,11 +246,9 @@ export class PublishBatcher {
       }
     })
     // a cluster checks that declared keys share one slot: there the first stream alone is declared
-    const replies = (
-      this.o.cluster
-        ? await this.script.run(keys.slice(0, 1), [...args, ...keys, String(keys.length)])
-        : await this.script.run(keys, args)
-    ) as Array<BatchReply | string>
+    const replies = this.o.cluster
+      ? await this.script.run<Array<BatchReply | string>>(keys.slice(0, 1), [...args, ...keys, String(keys.length)])
+      : await this.script.run<Array<BatchReply | string>>(keys, args)
     // a plain publish appended is answered its id alone
     return replies.map((r) => (typeof r === 'string' ? [1, r] : r))
   }

@@ -8,7 +8,8 @@ import {
   type SubscriptionQuery,
   type SubscriptionRecord,
 } from '../../core/push/ports'
-import { withTimeout, type RedisCommander } from './connection'
+import { withTimeout } from './errors'
+import type { RedisCommander } from './clients'
 import type { RedisKeys } from './keys'
 import {
   PUSH_CHANNELS_SCRIPT,
@@ -17,7 +18,7 @@ import {
   PUSH_RECORD_DELIVERY_SCRIPT,
   PUSH_SUBSCRIBE_SCRIPT,
   PUSH_UNSUBSCRIBE_SCRIPT,
-} from './push-scripts'
+} from './lua/push'
 import { ScriptRunner } from './script-runner'
 
 type Fields = [string | null, string | null, string | null, string | null]
@@ -42,7 +43,7 @@ function toDevice(f: Fields | null): DeviceRecord | undefined {
 }
 
 /**
- * Push state in Redis, shared by every node (keys.ts push*, scripts push-scripts.ts): one hash
+ * Push state in Redis, shared by every node (keys.ts push*, scripts lua/push.ts): one hash
  * per device, id sets per app and per client for listing, and one sorted set of subscriptions
  * per app (lexicographic: by channel, kind, id) with a channel set per subscriber.
  */
@@ -72,7 +73,7 @@ export class RedisPushStore implements PushStore {
   }
 
   private fields(app: string, id: string): Promise<Fields> {
-    return this.cmd.sendCommand(['HMGET', this.keys.pushDevice(app, id), ...FIELDS]) as unknown as Promise<Fields>
+    return this.cmd.sendCommand<Fields>(['HMGET', this.keys.pushDevice(app, id), ...FIELDS])
   }
 
   async getDevice(app: string, id: string): Promise<DeviceRecord | undefined> {
@@ -110,9 +111,9 @@ export class RedisPushStore implements PushStore {
     let from = q.after === undefined ? '-' : `(${q.after}`
     while (out.length < q.limit) {
       const count = q.state === undefined ? q.limit - out.length : SCAN
-      const ids = (await this.t(
-        this.cmd.sendCommand(['ZRANGEBYLEX', source, from, '+', 'LIMIT', '0', String(count)]),
-      )) as unknown as string[]
+      const ids = await this.t(
+        this.cmd.sendCommand<string[]>(['ZRANGEBYLEX', source, from, '+', 'LIMIT', '0', String(count)]),
+      )
       const devices = await this.t(Promise.all(ids.map((id) => this.fields(app, id))))
       for (const f of devices) {
         const d = toDevice(f)
@@ -129,9 +130,14 @@ export class RedisPushStore implements PushStore {
       q.deviceId !== undefined
         ? [q.deviceId]
         : q.clientId !== undefined
-          ? ((await this.t(
-              this.cmd.sendCommand(['ZRANGE', this.keys.pushClientDevicesPrefix(app) + q.clientId, '0', '-1']),
-            )) as unknown as string[])
+          ? await this.t(
+              this.cmd.sendCommand<string[]>([
+                'ZRANGE',
+                this.keys.pushClientDevicesPrefix(app) + q.clientId,
+                '0',
+                '-1',
+              ]),
+            )
           : []
     const removed = await this.t(
       Promise.all(
@@ -153,12 +159,12 @@ export class RedisPushStore implements PushStore {
 
   async recordDelivery(app: string, id: string, outcome: DeliveryOutcome): Promise<DeviceRecord | undefined> {
     const r = await this.t(
-      this.deliveryScript.run(
+      this.deliveryScript.run<Fields | null>(
         [this.keys.pushDevice(app, id)],
         [outcome.ok ? '1' : '0', outcome.ok ? '' : JSON.stringify(outcome.error), String(FAILED_AFTER)],
       ),
     )
-    return toDevice(r as unknown as Fields | null)
+    return toDevice(r)
   }
 
   async putSubscription(app: string, s: SubscriptionRecord): Promise<void> {
@@ -181,12 +187,8 @@ export class RedisPushStore implements PushStore {
       if (targets.length === 2 && !q.concat) return []
       const sets = await this.t(
         Promise.all(
-          targets.map(
-            ([kind, id]) =>
-              this.cmd.sendCommand([
-                'SMEMBERS',
-                `${this.keys.pushTargetPrefix(app)}${kind}:${id}`,
-              ]) as unknown as Promise<string[]>,
+          targets.map(([kind, id]) =>
+            this.cmd.sendCommand<string[]>(['SMEMBERS', `${this.keys.pushTargetPrefix(app)}${kind}:${id}`]),
           ),
         ),
       )
@@ -201,9 +203,17 @@ export class RedisPushStore implements PushStore {
     }
     const min = after !== undefined ? `(${after}` : q.channel !== undefined ? `[${q.channel}\0` : '-'
     const max = q.channel !== undefined ? `[${q.channel}\u0001` : '+'
-    const ms = (await this.t(
-      this.cmd.sendCommand(['ZRANGEBYLEX', this.keys.pushSubscriptions(app), min, max, 'LIMIT', '0', String(q.limit)]),
-    )) as unknown as string[]
+    const ms = await this.t(
+      this.cmd.sendCommand<string[]>([
+        'ZRANGEBYLEX',
+        this.keys.pushSubscriptions(app),
+        min,
+        max,
+        'LIMIT',
+        '0',
+        String(q.limit),
+      ]),
+    )
     return ms.map(parseMember)
   }
 
@@ -225,8 +235,8 @@ export class RedisPushStore implements PushStore {
   }
 
   async channels(app: string, after: string | undefined, limit: number): Promise<string[]> {
-    return (await this.t(
-      this.channelsScript.run([this.keys.pushSubscriptions(app)], [after ?? '', String(limit)]),
-    )) as unknown as string[]
+    return await this.t(
+      this.channelsScript.run<string[]>([this.keys.pushSubscriptions(app)], [after ?? '', String(limit)]),
+    )
   }
 }

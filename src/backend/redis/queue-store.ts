@@ -1,10 +1,11 @@
 import type { QueueStore } from '../../core/ports'
 import type { QueuedMessage } from '../../core/types'
 import { pack, unpack } from './codec'
-import { BUFFERS, withTimeout, type RedisCommander } from './connection'
+import { BUFFERS, type RedisCommander } from './clients'
+import { withTimeout } from './errors'
 import type { RedisKeys } from './keys'
 import { ScriptRunner } from './script-runner'
-import { QUEUE_PUSH_SCRIPT, QUEUE_RECEIVE_SCRIPT } from './scripts'
+import { QUEUE_PUSH_SCRIPT, QUEUE_RECEIVE_SCRIPT } from './lua/queues'
 
 interface Stored {
   channel: string
@@ -59,13 +60,13 @@ export class RedisQueueStore implements QueueStore {
     ttlMs: number,
     now: number,
   ): Promise<QueuedMessage[]> {
-    const r = (await this.t(
-      this.receiveScript.run(
+    const r = await this.t(
+      this.receiveScript.run<Buffer[]>(
         this.queueKeys(queueId),
         [String(now), String(max), String(visibilityMs), String(ttlMs)],
         BUFFERS,
       ),
-    )) as unknown as Buffer[]
+    )
     const out: QueuedMessage[] = []
     for (let i = 0; i < r.length; i += 3) {
       const s = unpack<Stored>(r[i + 1]!)

@@ -1,8 +1,9 @@
 import type { Charge, ChargeResult, RateLimitStore } from '../../core/ports'
-import { withTimeout, type RedisCommander, type Sender } from './connection'
+import { withTimeout } from './errors'
+import type { RedisCommander, Sender } from './clients'
 import type { RedisKeys } from './keys'
 import { ScriptRunner } from './script-runner'
-import { chargeArgs, TAKE_TOKENS_SCRIPT } from './scripts'
+import { chargeArgs, TAKE_TOKENS_SCRIPT } from './lua/rate-limit'
 
 /**
  * Token buckets in Redis, one atomic script per check: the budget holds across all nodes together.
@@ -21,10 +22,7 @@ export class RedisRateLimitStore implements RateLimitStore {
   }
 
   async take(c: Charge): Promise<ChargeResult> {
-    const r = (await withTimeout(
-      this.script.run([this.keys.bucket(c.key)], chargeArgs(c)),
-      this.timeoutMs,
-    )) as unknown as number[]
+    const r = await withTimeout(this.script.run<number[]>([this.keys.bucket(c.key)], chargeArgs(c)), this.timeoutMs)
     return { ok: Number(r[0]) === 1, remaining: Number(r[1]) / 1000, retryAfterMs: Number(r[2]) }
   }
 }

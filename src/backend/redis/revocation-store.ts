@@ -1,21 +1,11 @@
 import { randomId } from '../../lib/crypto'
 import type { TokenRevocation } from '../../core/types'
 import { CachedRevocationStore } from '../shared/cached-revocation-store'
-import { withTimeout, type RedisCommander, type RedisSubscriber } from './connection'
+import { withTimeout } from './errors'
+import type { RedisCommander, RedisSubscriber } from './clients'
 import type { RedisKeys } from './keys'
+import { REVOCATION_FORGET_SCRIPT } from './lua/revocations'
 import { ScriptRunner } from './script-runner'
-
-/**
- * Drops key names from the revocation index whose hash is gone (expired), atomically with that
- * check, so a name written meanwhile (hash first, then index) stays. KEYS[1] index, KEYS[2..]
- * the hashes; ARGV the names, in KEYS order. All in the `{ctl}` slot.
- */
-const FORGET_SCRIPT = `
-for i = 2, #KEYS do
-  if redis.call('EXISTS', KEYS[i]) == 0 then redis.call('SREM', KEYS[1], ARGV[i - 1]) end
-end
-return 1
-`
 
 type Pairs = string[] | Record<string, string>
 const pairsOf = (raw: Pairs): string[] => (Array.isArray(raw) ? raw : Object.entries(raw).flat())
@@ -37,7 +27,7 @@ export class RedisRevocationStore extends CachedRevocationStore {
     private readonly timeoutMs: number,
   ) {
     super()
-    this.forgetScript = new ScriptRunner(cmd, FORGET_SCRIPT)
+    this.forgetScript = new ScriptRunner(cmd, REVOCATION_FORGET_SCRIPT)
   }
   private readonly forgetScript: ScriptRunner
 
@@ -57,14 +47,11 @@ export class RedisRevocationStore extends CachedRevocationStore {
   private async load() {
     const found: TokenRevocation[] = []
     const index = this.keys.revocationIndex()
-    const names = (await withTimeout(this.cmd.sendCommand(['SMEMBERS', index]), this.timeoutMs)) as string[]
+    const names = await withTimeout(this.cmd.sendCommand<string[]>(['SMEMBERS', index]), this.timeoutMs)
     const gone: string[] = []
     for (const keyName of names) {
       const pairs = pairsOf(
-        (await withTimeout(
-          this.cmd.sendCommand(['HGETALL', this.keys.revocations(keyName)]),
-          this.timeoutMs,
-        )) as unknown as Pairs,
+        await withTimeout(this.cmd.sendCommand<Pairs>(['HGETALL', this.keys.revocations(keyName)]), this.timeoutMs),
       )
       if (!pairs.length) gone.push(keyName)
       for (let i = 0; i < pairs.length; i += 2) {

@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto'
-import type { RedisCommander, Sender } from './connection'
+import type { RedisCommander, Sender } from './clients'
 
 type Options = Parameters<RedisCommander['sendCommand']>[1]
 
@@ -24,20 +24,21 @@ export class ScriptRunner {
       typeof client === 'function' ? (args) => client(args) : (args, options) => client.sendCommand(args, options)
   }
 
-  async run(keys: string[], args: Array<string | Buffer>, options?: Options) {
-    if (!this.loaded) return this.eval(keys, args, options)
+  /** Runs the script; its reply as the caller names it (`T`, as RedisCommander.sendCommand). */
+  async run<T = unknown>(keys: string[], args: Array<string | Buffer>, options?: Options): Promise<T> {
+    if (!this.loaded) return this.eval<T>(keys, args, options)
     try {
-      return await this.send(['EVALSHA', this.sha, String(keys.length), ...keys, ...args], options)
+      return (await this.send(['EVALSHA', this.sha, String(keys.length), ...keys, ...args], options)) as T
     } catch (e) {
       if (!String((e as Error).message).includes('NOSCRIPT')) throw e
       this.loaded = false
-      return this.eval(keys, args, options)
+      return this.eval<T>(keys, args, options)
     }
   }
 
-  private async eval(keys: string[], args: Array<string | Buffer>, options?: Options) {
+  private async eval<T>(keys: string[], args: Array<string | Buffer>, options?: Options): Promise<T> {
     const reply = await this.send(['EVAL', this.source, String(keys.length), ...keys, ...args], options)
     this.loaded = true
-    return reply
+    return reply as T
   }
 }

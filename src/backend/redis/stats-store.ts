@@ -1,9 +1,9 @@
 import type { StatsRecord, StatsStore, StatsUnit } from '../../core/ports'
 import { STATS_UNITS, intervalId, intervalStart } from '../../core/stats/intervals'
-import type { RedisCommander } from './connection'
+import type { RedisCommander } from './clients'
 import type { RedisKeys } from './keys'
 import { ScriptRunner } from './script-runner'
-import { HASH_MAX_SCRIPT } from './scripts'
+import { HASH_MAX_SCRIPT } from './lua/stats'
 
 const RETENTION_S: Record<StatsUnit, number> = {
   minute: 2 * 86_400,
@@ -68,12 +68,7 @@ export class RedisStatsStore implements StatsStore {
         direction === 'forwards'
           ? ['ZRANGEBYSCORE', idx, from, String(end)]
           : ['ZREVRANGEBYSCORE', idx, String(end), from]
-      const starts = (await this.cmd.sendCommand([
-        ...range,
-        'LIMIT',
-        String(offset),
-        String(want),
-      ])) as unknown as string[]
+      const starts = await this.cmd.sendCommand<string[]>([...range, 'LIMIT', String(offset), String(want)])
       offset += starts.length
       const found = await Promise.all(starts.map((s) => this.record(scope, unit, Number(s))))
       found.forEach((r, i) => {
@@ -88,8 +83,10 @@ export class RedisStatsStore implements StatsStore {
 
   /** One interval's counters (zero ones left out); undefined when its hash is gone (expired). */
   private async record(scope: string, unit: StatsUnit, start: number): Promise<StatsRecord | undefined> {
-    const raw = (await this.cmd.sendCommand(['HGETALL', this.keys.stats(scope, unit, start)])) as unknown as
-      string[] | Record<string, string>
+    const raw = await this.cmd.sendCommand<string[] | Record<string, string>>([
+      'HGETALL',
+      this.keys.stats(scope, unit, start),
+    ])
     const pairs = Array.isArray(raw) ? raw : Object.entries(raw).flat()
     const entries: Record<string, number> = {}
     for (let i = 0; i < pairs.length; i += 2) if (Number(pairs[i + 1]) !== 0) entries[pairs[i]!] = Number(pairs[i + 1])

@@ -1,16 +1,17 @@
 import type { VersionQuery, VersionRecord, VersionStore, VersionWrite } from '../../core/channels/ports'
 import type { Message } from '../../core/types'
 import { pack, unpack } from './codec'
-import { BUFFERS, withTimeout, type RedisCommander } from './connection'
+import { BUFFERS, type RedisCommander } from './clients'
+import { withTimeout } from './errors'
 import type { RedisKeys } from './keys'
 import { ScriptRunner } from './script-runner'
-import { VERSION_PUT_SCRIPT } from './version-scripts'
+import { VERSION_PUT_SCRIPT } from './lua/versions'
 
 /**
  * Versions of mutable messages in Redis, shared by every node: per changed message one hash (its
  * latest version, the newest version serial and every version's body) and one sorted set of the
  * version serials, both expiring with the retention window after the last change. A put is one
- * script (version-scripts.ts), so concurrent changes on many nodes are compared and set atomically.
+ * script (lua/versions.ts), so concurrent changes on many nodes are compared and set atomically.
  */
 export class RedisVersionStore implements VersionStore {
   private readonly putScript: ScriptRunner
@@ -30,9 +31,12 @@ export class RedisVersionStore implements VersionStore {
 
   async get(app: string, channel: string, serial: string): Promise<VersionRecord | undefined> {
     // one command: the latest version and the count as one write left them (the put compares the count)
-    const [latest, count] = (await this.t(
-      this.cmd.sendCommand(['HMGET', this.keys.versions(app, channel, serial), 'l', 'n'], BUFFERS),
-    )) as unknown as Array<Buffer | null>
+    const [latest, count] = await this.t(
+      this.cmd.sendCommand<Array<Buffer | null>>(
+        ['HMGET', this.keys.versions(app, channel, serial), 'l', 'n'],
+        BUFFERS,
+      ),
+    )
     if (!latest) return undefined
     // a record written before the count was kept beside the latest version: its index counts
     const n = count ?? (await this.t(this.cmd.sendCommand(['ZCARD', this.keys.versionIndex(app, channel, serial)])))
@@ -42,12 +46,14 @@ export class RedisVersionStore implements VersionStore {
   async latest(app: string, channel: string, serials: string[]): Promise<Map<string, Message>> {
     const replies = await this.t(
       Promise.all(
-        serials.map((s) => this.cmd.sendCommand(['HGET', this.keys.versions(app, channel, s), 'l'], BUFFERS)),
+        serials.map((s) =>
+          this.cmd.sendCommand<Buffer | null>(['HGET', this.keys.versions(app, channel, s), 'l'], BUFFERS),
+        ),
       ),
     )
     const out = new Map<string, Message>()
     replies.forEach((r, i) => {
-      if (r) out.set(serials[i]!, unpack<Message>(r as unknown as Buffer))
+      if (r) out.set(serials[i]!, unpack<Message>(r))
     })
     return out
   }
@@ -74,8 +80,8 @@ export class RedisVersionStore implements VersionStore {
   async versions(app: string, channel: string, serial: string, q: VersionQuery): Promise<Message[]> {
     const fwd = q.direction === 'forwards'
     const from = q.cursor === undefined ? (fwd ? '-' : '+') : `(${q.cursor}`
-    const serials = (await this.t(
-      this.cmd.sendCommand([
+    const serials = await this.t(
+      this.cmd.sendCommand<string[]>([
         fwd ? 'ZRANGEBYLEX' : 'ZREVRANGEBYLEX',
         this.keys.versionIndex(app, channel, serial),
         from,
@@ -84,11 +90,14 @@ export class RedisVersionStore implements VersionStore {
         '0',
         String(q.limit),
       ]),
-    )) as string[]
+    )
     if (!serials.length) return []
-    const bodies = (await this.t(
-      this.cmd.sendCommand(['HMGET', this.keys.versions(app, channel, serial), ...serials], BUFFERS),
-    )) as unknown as Array<Buffer | null>
+    const bodies = await this.t(
+      this.cmd.sendCommand<Array<Buffer | null>>(
+        ['HMGET', this.keys.versions(app, channel, serial), ...serials],
+        BUFFERS,
+      ),
+    )
     // a record that expired between the two reads answers no bodies
     return bodies.filter((b): b is Buffer => !!b).map((b) => unpack<Message>(b))
   }

@@ -40,7 +40,7 @@ const rawKey = (c: Credentials): string =>
 /** A key of no app at all, presented as a key (Basic auth, a token request): 40101. */
 const KEY_NO_APP = () => new GatewayError(40101, 'Invalid credentials: no application for this key')
 /** A JWT whose `kid` names a key of no app: 40400 with status 404, as the hosted service answers. */
-const JWT_NO_APP = () => new GatewayError(40400, 'Invalid JWT: no application for its key', { status: 404 })
+const JWT_NO_APP = () => new GatewayError(40400, 'Invalid JWT: no application for its key')
 
 /**
  * Turns credentials into a Principal. Verified credentials are cached (Basic until a control
@@ -150,6 +150,7 @@ export class Authenticator {
     const key = await this.control.getKey(keyName)
     if (!key) {
       const dot = keyName.indexOf('.')
+      // 401, not the table's 404: a credential the app does not have (the hosted service's answer)
       if (dot > 0 && (await this.control.getApp(keyName.slice(0, dot))))
         throw new GatewayError(40400, 'Invalid credentials: key not found', { status: 401 })
       throw noApp()
@@ -227,6 +228,7 @@ export class Authenticator {
       // without x-ably-capability, the key's capability (as the hosted service takes such a JWT)
       if (!claims.capability) return this.tokenPrincipal('jwt', key, app, JSON.stringify(key.capability), claims)
       const cap = intersectCapability(key.capability, parseCapability(claims.capability))
+      // 401, not the table's 403: the credentials themselves grant nothing (the hosted service's status for it)
       if (!cap) throw new GatewayError(40160, 'JWT capability has no intersection with the key', { status: 401 })
       return this.tokenPrincipal('jwt', key, app, JSON.stringify(cap), claims)
     }

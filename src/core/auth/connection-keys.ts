@@ -31,13 +31,6 @@ const whoOf = (i: ConnectionIdentity) =>
 
 const KEY = /^([A-Za-z0-9_-]{1,64})!([0-9a-z]{1,12})\.([A-Za-z0-9_-]{1,32})\.([A-Za-z0-9_-]{16})\.([A-Za-z0-9_-]{22})$/
 
-/** The connection id of a key, when it is well formed (not yet verified). */
-export function connectionIdOf(key: string): string | undefined {
-  const bang = key.indexOf('!')
-  const id = key.slice(0, bang)
-  return bang > 0 && /^[A-Za-z0-9_-]{1,64}$/.test(id) ? id : undefined
-}
-
 /**
  * The node that issued `key`, when it is well formed (not verified: a hint of where the connection
  * lives, never a grant). A comet request naming a connection another process of this node holds

@@ -31,7 +31,7 @@ export interface Principal {
   presenceMaxMembers?: number
   /** Set for a token of a key with revocableTokens: what a revocation matches it on. */
   revocable?: RevocableClaims
-  /** A JWT's `ably.room.<pattern>` claims: pattern -> value (see model/user-claims.ts). */
+  /** A JWT's `ably.room.<pattern>` claims: pattern -> value (see auth/user-claims.ts). */
   roomClaims?: Record<string, string>
 }
 

@@ -109,6 +109,8 @@ export class TokenRequests {
         ? key.capability
         : parseCapability(body.capability)
     const cap = intersectCapability(key.capability, wanted)
+    // 401, not the table's 403 (a refused operation): the credentials asked for cannot be issued,
+    // and the hosted service answers 40160 on credentials with 401 (ably-wire.md §14)
     if (!cap) throw new GatewayError(40160, 'Requested capability has no intersection with the key', { status: 401 })
 
     const issued = this.clock.now()

@@ -40,7 +40,7 @@ type Node =
 /** A parsed filter: whether a message passes it. */
 export type MessageFilter = (m: Message) => boolean
 
-const invalid = (why: string) => new GatewayError(40010, `Invalid channel filter expression: ${why}`, { status: 400 })
+const invalid = (why: string) => new GatewayError(40010, `Invalid channel filter expression: ${why}`)
 
 const COMPARATORS = ['==', '!=', '<=', '>=', '<', '>']
 

@@ -1,4 +1,5 @@
 import { GatewayError } from '../../errors'
+import { fromBase64url } from '../../lib/encoding'
 import { checkChannelName, MAX_CHANNEL_NAME } from '../model/names'
 import { compileFilter, type CompiledFilter } from './filter-expression'
 
@@ -33,7 +34,8 @@ export function parseFilteredChannel(name: string): FilteredChannel {
   const encoded = m[1]!
   if (!/^[A-Za-z0-9+/_-]*={0,2}$/.test(encoded))
     throw new GatewayError(40010, 'Invalid channel filter: the expression must be base64')
-  const expression = Buffer.from(encoded, 'base64').toString('utf8')
+  // either alphabet, as the hosted service takes it (the decoder reads both)
+  const expression = fromBase64url(encoded)
   const params: Record<string, string> = {}
   if (m[2]) for (const [k, v] of new URLSearchParams(m[2])) params[k] = v
   return { base, filter: compileFilter(expression), params }

@@ -4,7 +4,7 @@ import { authorize } from '../auth/authorize'
 import type { Principal } from '../auth/principal'
 import { stampUserClaim } from '../auth/user-claims'
 import type { Namespaces } from '../control/namespaces'
-import type { Broker, PublishOptions, PublishResult } from '../ports'
+import type { Broker, PublishOptions, PublishResult, SyncAppend } from '../ports'
 import type { LimitCharge, Limits } from '../limits/limits'
 import type { RulesEngine } from '../rules/rules-engine'
 import type { StatsService } from '../stats/stats-service'
@@ -70,12 +70,11 @@ type Append = <T>(
 ) => Answer<T>
 
 /**
- * The append a broker offers, chosen once: its synchronous one where it has one (the embedded
- * broker: no promise and no turn of the event loop per publish), else its promise.
+ * The append the backend offers, chosen once: its synchronous one where it gives one (the embedded
+ * backend: no promise and no turn of the event loop per publish), else the broker's promise.
  */
-function appendOf(broker: Broker): Append {
-  const now = broker.publishNow?.bind(broker)
-  if (now) return (appId, channel, drafts, opts, then) => then(now(appId, channel, drafts, opts))
+function appendOf(broker: Broker, sync: SyncAppend | undefined): Append {
+  if (sync) return (appId, channel, drafts, opts, then) => then(sync.publishNow(appId, channel, drafts, opts))
   return (appId, channel, drafts, opts, then) => broker.publish(appId, channel, drafts, opts).then(then)
 }
 
@@ -86,6 +85,8 @@ export class Publisher {
 
   constructor(
     broker: Broker,
+    /** The backend's synchronous append, where it has one (CorePorts `syncAppend`). */
+    sync: SyncAppend | undefined,
     private readonly namespaces: Namespaces,
     private readonly stats: StatsService,
     private readonly limits: Limits,
@@ -98,7 +99,7 @@ export class Publisher {
     /** REST publishes on behalf of a realtime connection (a message's `connectionKey`). */
     private readonly onBehalf?: OnBehalf,
   ) {
-    this.appendVia = appendOf(broker)
+    this.appendVia = appendOf(broker, sync)
   }
 
   /**

@@ -1,4 +1,5 @@
 import type { ErrorBody } from '../../errors'
+import type { Timers } from '../../lib/clock'
 import { latencyNow } from '../../lib/metrics'
 import { ackLatency, ackSeries, arrival } from './metrics'
 import { Action } from './protocol'
@@ -68,7 +69,10 @@ export class AckQueue {
   private waiters?: Array<() => void>
   private scheduled = false
 
-  constructor(private readonly send: (pm: object) => void) {}
+  constructor(
+    private readonly send: (pm: object) => void,
+    private readonly timers: Timers,
+  ) {}
 
   get pending(): number {
     return this.slots.length
@@ -119,7 +123,7 @@ export class AckQueue {
 
   /** A slot for the next protocol message (`remembered`: its outcome answers a resend); settle it with `ack` or `nack`. */
   open(msgSerial: number, remembered: boolean): AckSlot {
-    const slot: AckSlot = { msgSerial, done: false, remembered, at: arrival() }
+    const slot: AckSlot = { msgSerial, done: false, remembered, at: arrival(this.timers) }
     this.slots.push(slot)
     return slot
   }
@@ -147,7 +151,7 @@ export class AckQueue {
   private schedule() {
     if (this.scheduled) return
     this.scheduled = true
-    setImmediate(() => {
+    this.timers.soon(() => {
       this.scheduled = false
       this.flush()
     })

@@ -145,9 +145,7 @@ export class ChannelOps {
       existing.close()
       this.attachments.delete(channel)
     } else if (this.attachments.size + (this.attaching?.size ?? 0) >= s.realtimeMaxChannels) {
-      throw new GatewayError(90021, `Too many channels on this connection (at most ${s.realtimeMaxChannels})`, {
-        status: 400,
-      })
+      throw new GatewayError(90021, `Too many channels on this connection (at most ${s.realtimeMaxChannels})`)
     }
     // channels attach concurrently: this one holds its place while it awaits the backend
     const attaching = (this.attaching ??= new Set())
@@ -190,7 +188,7 @@ export class ChannelOps {
         flags |= Flag.RESUMED
         positions = [serial]
       } else {
-        error = new GatewayError(90003, 'Unable to recover channel (messages expired)', { status: 404 })
+        error = new GatewayError(90003, 'Unable to recover channel (messages expired)')
       }
     }
     // a fresh attacher that receives presence gets the members (SYNC after ATTACHED); a resumed one has them

@@ -84,8 +84,7 @@ export class ConnectionPresence {
       if (!isAction(action)) throw new GatewayError(40000, `Invalid presence action ${String(action)}`)
       const d = draftFromWire(item, p)
       stampUserClaim(d, p, channel)
-      if (d.clientId === undefined)
-        throw new GatewayError(91000, 'Unable to enter presence channel (no clientId)', { status: 400 })
+      if (d.clientId === undefined) throw new GatewayError(91000, 'Unable to enter presence channel (no clientId)')
       size += messageSize(d)
       const before = ctx.own.get(d.clientId)
       const e: PresenceMessage = {
@@ -114,9 +113,7 @@ export class ConnectionPresence {
       )
     const max = Math.min(this.s.presenceMaxMembers, p.presenceMaxMembers ?? Infinity)
     if (entering && (await this.store.count(p.appId, channel)) + entering > max)
-      throw new GatewayError(91003, `Unable to enter presence channel (maximum member limit of ${max} exceeded)`, {
-        status: 400,
-      })
+      throw new GatewayError(91003, `Unable to enter presence channel (maximum member limit of ${max} exceeded)`)
     const serials: Array<string | null> = wire.map(() => null)
     if (events.length) {
       // presence events count against the account's message budget, as messages do

@@ -89,7 +89,7 @@ export class Connection implements ConnectionHost {
     const p = params
     this.echo = p.echo
     this.heartbeats = p.heartbeats
-    this.acks = new AckQueue((pm) => this.send(pm))
+    this.acks = new AckQueue((pm) => this.send(pm), this.core.timers)
     this.presence = new PresenceOps(this)
     this.channels = new ChannelOps(this, this.presence)
     this.operations = new Operations(this, this.s.realtimeMaxInboundRate ?? 0)

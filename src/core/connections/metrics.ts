@@ -1,3 +1,4 @@
+import type { Timers } from '../../lib/clock'
 import { latencyNow, metrics, NO_LABELS } from '../../lib/metrics'
 
 /**
@@ -25,10 +26,10 @@ const nextTurn = () => {
  * Now (ms, `latencyNow()`), read once per event-loop turn for the whole process: the protocol
  * messages of one turn share it (an ACK latency is at most one turn longer than it was).
  */
-export function arrival(): number {
+export function arrival(timers: Timers): number {
   if (turn === 0) {
     turn = latencyNow()
-    setImmediate(nextTurn)
+    timers.soon(nextTurn)
   }
   return turn
 }

@@ -127,7 +127,7 @@ export class ConnectionRegistry {
    */
   async open(params: ConnectParams, transport: Transport): Promise<Connection | undefined> {
     if (this.live.size >= this.s.realtimeMaxConnections) {
-      const err = new GatewayError(50003, 'Too many connections on this node; try again later', { status: 503 })
+      const err = new GatewayError(50003, 'Too many connections on this node; try again later')
       this.log.info('realtime connection refused', { code: err.code, statusCode: err.statusCode, error: err.message })
       transport.send({ action: Action.DISCONNECTED, error: err.toBody() })
       transport.close()

@@ -38,7 +38,7 @@ export class ResendLookup {
         resends,
         messages: 0,
         // made once this turn's frames are in: the resends the client sent together go together
-        answers: new Promise<void>((next) => setImmediate(next)).then(() => {
+        answers: new Promise<void>((next) => this.host.core.timers.soon(next)).then(() => {
           if (this.lookups!.get(channel) === made) this.lookups!.delete(channel)
           return this.host.core.channels.publishedBefore(this.host.principalOf, channel, this.host.id, resends)
         }),

@@ -136,6 +136,7 @@ export class Sandbox {
 
   /** `DELETE /apps/{appId}` with one of that app's keys. */
   async remove(p: Principal, appId: string): Promise<void> {
+    // 401, not the table's 403: these credentials are not the app's (as the hosted sandbox answers)
     if (p.appId !== appId) throw new GatewayError(40160, 'Credentials of another app', { status: 401 })
     await this.removeApp(appId)
   }

@@ -1,5 +1,5 @@
 import { metrics, NO_LABELS } from '../../lib/metrics'
-import type { Broker, Clock } from '../ports'
+import type { Broker, Clock, Timers } from '../ports'
 import type { Message } from '../types'
 import type { ChannelHold } from './channel-hold'
 
@@ -56,8 +56,12 @@ export class Hub {
     private readonly broker: Broker,
     /** The broker's clock: message timestamps are its (delivery latency). */
     private readonly clock: Clock,
+    /** Batches are handed out once per event-loop turn (`soon`). */
+    private readonly timers: Timers,
     private readonly holdFor?: HoldFor,
   ) {}
+
+  private readonly flushSoon = () => this.flush()
 
   private static key(appId: string, channel: string) {
     return appId + '\u0000' + channel
@@ -123,7 +127,7 @@ export class Hub {
     this.dirty.push(c)
     if (!this.scheduled) {
       this.scheduled = true
-      setImmediate(() => this.flush())
+      this.timers.soon(this.flushSoon)
     }
   }
 

@@ -161,9 +161,7 @@ export class Streams {
       await session.prepare(start)
     } catch (e) {
       session.close()
-      throw e instanceof GatewayError
-        ? e
-        : new GatewayError(50003, 'Stream could not start: backend unavailable', { status: 503 })
+      throw e instanceof GatewayError ? e : new GatewayError(50003, 'Stream could not start: backend unavailable')
     }
     session.replay(start).catch((e) => {
       session.end(e instanceof GatewayError ? e : new GatewayError(50003, 'Stream interrupted: backend unavailable'))

@@ -25,9 +25,8 @@ export interface PublishResult {
   objectIds: string[]
 }
 
-const notFound = (id: string) =>
-  new GatewayError(92004, `unable to fetch objects tree for not found object: ${id}`, { status: 404 })
-const noPath = (path: string) => new GatewayError(92005, `path "${path}" does not match any object`, { status: 400 })
+const notFound = (id: string) => new GatewayError(92004, `unable to fetch objects tree for not found object: ${id}`)
+const noPath = (path: string) => new GatewayError(92005, `path "${path}" does not match any object`)
 
 /** A dot path as its segments: `\.` escapes a dot inside a key; `""` is the start object itself. */
 export function pathSegments(path: string): string[] {
@@ -157,9 +156,7 @@ export class LiveObjectRest {
     const start = objects.get(startId)
     if (!start) throw notFound(startId)
     if (start.tombstone)
-      throw startId === ROOT
-        ? new GatewayError(92003, 'the root object has been deleted', { status: 400 })
-        : notFound(startId)
+      throw startId === ROOT ? new GatewayError(92003, 'the root object has been deleted') : notFound(startId)
     const found = resolve(objects, start, pathSegments(q.path ?? ''), false)
     const t = found[0]
     if (!t) throw noPath(q.path ?? '')
@@ -224,7 +221,7 @@ export class LiveObjectRest {
         for (const t of resolve(objs, objs.get(ROOT)!, segs, true))
           if ('rec' in t && fits(t.rec.objectId)) targets.push(t.rec.objectId)
         if (targets.length === 0) throw noPath(path)
-      } else throw new GatewayError(92006, `${where} names neither an objectId nor a path`, { status: 400 })
+      } else throw new GatewayError(92006, `${where} names neither an objectId nor a path`)
       const action =
         kind === 'mapSet' ? OpAction.MAP_SET : kind === 'mapRemove' ? OpAction.MAP_REMOVE : OpAction.COUNTER_INC
       for (const id of targets) {
@@ -248,8 +245,7 @@ export class LiveObjectRest {
     where: string,
   ) {
     const segs = pathSegments(path)
-    if (segs.includes('*'))
-      throw new GatewayError(92007, 'wildcard paths are not allowed for create operations', { status: 400 })
+    if (segs.includes('*')) throw new GatewayError(92007, 'wildcard paths are not allowed for create operations')
     const key = segs.pop()
     if (key === undefined) throw invalidObjects(`${where}.path must name a key`)
     const parent = resolve(objects, objects.get(ROOT)!, segs, false)[0]

@@ -3,8 +3,8 @@
  * applies (shared/reference/ably-liveobjects.md §5.2), for one site. Every operation of a channel
  * gets its serial from the channel's one sequence, so each is newer than everything stored: a set
  * or remove always wins its key, a clear removes every entry, a create is merged once, increments
- * are summed. The Redis backend runs the same rules in Lua (backend/redis/live-object-scripts.ts);
- * the contract tests hold both.
+ * are summed. The Redis backend runs the same rules in Lua (backend/redis/lua/live-objects.ts);
+ * one table of cases holds both (test/contracts/live-apply-cases.ts, run on every backend).
  *
  * An object is stored as a head (LiveHead) and, for a map, one record per entry (StoredEntry), so
  * an operation reads and writes only the entries it names plus bounded bookkeeping (the head's
@@ -29,16 +29,15 @@ import type {
 export type { LiveChanges, LiveHead, LiveLimits, LiveObjectRecord, StoredEntry } from './ports'
 
 export const objectsLimit = (max: number) =>
-  new GatewayError(92001, `Channel object limit exceeded: a channel holds at most ${max} objects`, { status: 400 })
+  new GatewayError(92001, `Channel object limit exceeded: a channel holds at most ${max} objects`)
 export const keysLimit = (id: string, max: number) =>
-  new GatewayError(92001, `Map key limit exceeded: map ${id} holds at most ${max} keys`, { status: 400 })
+  new GatewayError(92001, `Map key limit exceeded: map ${id} holds at most ${max} keys`)
 /** The hosted service's words (error 92001: "channel object total size limit <n> exceeded"). */
-export const bytesLimit = (max: number) =>
-  new GatewayError(92001, `channel object total size limit ${max} exceeded`, { status: 400 })
+export const bytesLimit = (max: number) => new GatewayError(92001, `channel object total size limit ${max} exceeded`)
 export const tombstoned = (id: string) =>
-  new GatewayError(92002, `Object ${id} has been deleted (tombstoned); operations on it are refused`, { status: 400 })
+  new GatewayError(92002, `Object ${id} has been deleted (tombstoned); operations on it are refused`)
 export const notFinite = (id: string) =>
-  new GatewayError(92000, `Invalid object message: counter ${id} would not hold a finite number`, { status: 400 })
+  new GatewayError(92000, `Invalid object message: counter ${id} would not hold a finite number`)
 
 /** What applying needs of the store: heads and entries by id (copies it may change), and totals. */
 export interface ApplyTarget {

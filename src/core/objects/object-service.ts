@@ -36,6 +36,7 @@ export interface DeleteResult {
 const READ = 'object-subscribe'
 const WRITE = 'object-publish'
 
+/** 404 with 40160, not the table's 403: a missing object or namespace, as the interface spec states. */
 const missingObject = (ns: string, id: string) =>
   new GatewayError(40160, `Object "${id}" not found in namespace "${ns}"`, { status: 404 })
 const missingNamespace = (ns: string) => new GatewayError(40160, `Namespace "${ns}" not found`, { status: 404 })

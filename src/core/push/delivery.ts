@@ -97,7 +97,6 @@ export class PushDelivery {
       throw new GatewayError(
         50003,
         `Push delivery failed: no transport for ${recipient.transportType} is configured on this gateway (set PUSH_WEBHOOK_URL)`,
-        { status: 503 },
       )
     }
     try {

@@ -79,7 +79,7 @@ export class WebhookTransport implements PushTransport {
     const status = await this.post(this.url, { 'x-ably-push-transport': n.recipient.transportType }, body)
     if (status >= 200 && status < 300) return
     throw status === 0
-      ? new GatewayError(50003, 'Push delivery failed: the push webhook did not answer', { status: 503 })
+      ? new GatewayError(50003, 'Push delivery failed: the push webhook did not answer')
       : new GatewayError(50000, `Push delivery failed: the push webhook answered HTTP ${status}`)
   }
 }

@@ -1,3 +1,5 @@
+import { LOG_LUA } from './log'
+
 /**
  * Many publishes in one script call (PublishBatcher): the publishes of one shard made while its
  * previous call was in flight. Each publish keeps the single-publish script's semantics (dedupe by client id,
@@ -39,8 +41,9 @@ const BODY = `
 local window, nchan, count = ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[3])
 local pos = 4 + nchan
 
--- the channels due for a trim and an expiry: their trim's MINID and their expiry (ms)
-local minid, expire = {}, {}
+-- the channels due for a trim and an expiry: their trim's MINID (at their first append: lua/log.ts)
+-- and their expiry (ms)
+local expire = {}
 local nd = tonumber(ARGV[pos])
 pos = pos + 1
 if nd > 0 then
@@ -48,7 +51,7 @@ if nd > 0 then
   local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
   for _ = 1, nd do
     local s = tonumber(ARGV[pos])
-    minid[s], expire[s] = tostring(now - tonumber(ARGV[pos + 1])), ARGV[pos + 2]
+    log_minid[s], expire[s] = tostring(now - tonumber(ARGV[pos + 1])), ARGV[pos + 2]
     pos = pos + 3
   end
 end
@@ -69,51 +72,9 @@ for _ = 1, nq do
   pos = pos + 2
 end
 
--- per channel number: the first and last id the batch appended, the first's body, the
--- notification's parts once it has more than one message; stored: a publish to it ran
-local first, last, body1, parts, stored = {}, {}, {}, {}, {}
+-- stored: a publish to channel s ran
+local stored = {}
 local buckets = {}
-
--- appends a body to channel s: its id, or redis.pcall's error; trimmed at the channel's first
--- append when it is due (the clock stands still in a script: later appends would trim nothing)
-local function append(s, body)
-  local m = minid[s]
-  if m then
-    minid[s] = nil
-    return redis.pcall('XADD', K[2 * s - 1], 'MINID', m, '*', 'm', body)
-  end
-  return redis.pcall('XADD', K[2 * s - 1], '*', 'm', body)
-end
-
--- ' <length> ' of a body, formatted once per batch and length (a number's formatting is a
--- sprintf in Lua)
-local lens = {}
-local function len(body)
-  local n = #body
-  local l = lens[n]
-  if not l then
-    l = ' ' .. n .. ' '
-    lens[n] = l
-  end
-  return l
-end
-
--- what the channel's notification carries of an appended message
-local function note(s, id, body)
-  if not first[s] then
-    first[s], body1[s] = id, body
-  else
-    local p = parts[s]
-    if not p then
-      -- p[1]: the previous id, known once the batch's appends are done
-      p = { '', ' ', first[s], len(body1[s]), body1[s] }
-      parts[s] = p
-    end
-    local k = #p
-    p[k + 1], p[k + 2], p[k + 3] = id, len(body), body
-  end
-  last[s] = id
-end
 
 local function take(key, cost, rate, burst, at0)
   local b = buckets[key]
@@ -148,12 +109,12 @@ local function publish(s, n, ids, m)
     if seen then
       out[#out + 1] = seen
     else
-      local id = append(s, body)
+      local id = log_append(s, K[2 * s - 1], body)
       if type(id) == 'table' then error(id) end
       out[#out + 1] = id
       fresh = fresh + 1
       if marker then redis.call('SET', marker, id, 'PX', window) end
-      note(s, id, body)
+      log_note(s, id, body)
     end
   end
   stored[s] = true
@@ -173,12 +134,12 @@ for p = 1, count do
     -- plain: nothing to look up or charge, nothing that fails but the append
     local body = ARGV[pos + 1]
     pos = pos + 2
-    local id = append(s, body)
+    local id = log_append(s, K[2 * s - 1], body)
     if type(id) == 'table' then
       out[p] = { -2, message(id) }
     else
       out[p] = id
-      note(s, id, body)
+      log_note(s, id, body)
       stored[s] = true
     end
   else
@@ -221,37 +182,7 @@ for s = 1, nchan do
     if ix then redis.call('ZADD', K[tonumber(ARGV[ix])], ARGV[ix + 1], ARGV[ix + 2]) end
     if exp then redis.call('PEXPIRE', key, exp) end
   end
-  local id = last[s]
-  if id then
-    -- the previous id: the last id key, swapped for the batch's last (every script that appends
-    -- keeps it; its expiry set with the stream's, kept in between); gone (expired, or a stream
-    -- written before it existed): read from the stream (a key of another type fails alone: the
-    -- appends are made, their publishes must be answered)
-    local prev
-    if exp then
-      prev = redis.pcall('SET', K[2 * s], id, 'PX', exp, 'GET')
-    else
-      prev = redis.pcall('SET', K[2 * s], id, 'KEEPTTL', 'GET')
-      if prev == false then
-        -- created now: it expires with the stream
-        local ttl = redis.call('PTTL', key)
-        if ttl > 0 then redis.call('PEXPIRE', K[2 * s], ttl) end
-      end
-    end
-    if type(prev) ~= 'string' then
-      local before = redis.call('XREVRANGE', key, '(' .. first[s], '-', 'COUNT', 1)
-      prev = '0-0'
-      if #before > 0 then prev = before[1][1] end
-    end
-    local p = parts[s]
-    if p then
-      p[1] = prev
-      redis.call('SPUBLISH', ARGV[3 + s], table.concat(p))
-    else
-      local b = body1[s]
-      redis.call('SPUBLISH', ARGV[3 + s], prev .. ' ' .. id .. len(b) .. b)
-    end
-  end
+  log_notify(s, ARGV[3 + s], key, K[2 * s], exp)
 end
 for key, b in pairs(buckets) do
   redis.call('HSET', key, 't', tostring(b.tokens), 'a', tostring(b.at))
@@ -262,6 +193,7 @@ return out
 
 /** One redis-server: the keys are declared, of any slot. */
 export const BATCH_PUBLISH_SCRIPT = `local K = KEYS
+${LOG_LUA}
 ${BODY}`
 
 /**
@@ -275,4 +207,5 @@ export const CLUSTER_BATCH_PUBLISH_SCRIPT = `#!lua flags=allow-cross-slot-keys
 local nk = tonumber(ARGV[#ARGV])
 local K = {}
 for i = 1, nk do K[i] = ARGV[#ARGV - nk - 1 + i] end
+${LOG_LUA}
 ${BODY}`

@@ -1,3 +1,5 @@
+import { LOG_LUA } from './log'
+
 /**
  * The atomic steps of the plugin's LiveObjects on Redis. Layout (every key in the channel's slot):
  * - heads: one hash per channel, object id -> msgpack LiveHead (a record without its entries);
@@ -12,12 +14,11 @@
 /**
  * A publish: check and apply the operations (core/objects/live-state.ts `applyOps`, the same
  * rules in Lua), append one stream entry per operation to the channel's stream and notify the
- * nodes, as the publish script does (scripts.ts: same entry field, trimming and notification
- * text), so the operations take their serials from the channel's one sequence and reach
+ * nodes through the log fragment every appending script shares (lua/log.ts), so the operations take their serials from the channel's one sequence and reach
  * subscribers in channel order. Serials are written as placeholders while applying (nothing is
  * written when an operation is refused) and replaced by the entries' serials once they exist.
  *
- * KEYS[1] stream, KEYS[2] heads hash, KEYS[3] the channel's last id key (batch-publish-script.ts),
+ * KEYS[1] stream, KEYS[2] heads hash, KEYS[3] the channel's last id key (batch-publish.ts),
  * KEYS[4] the channel's totals hash
  * ARGV[1] notify channel, ARGV[2] retention ms, ARGV[3] idempotency window ms, ARGV[4] idempotency
  * key ('' when the batch has no client ids), ARGV[5] max objects, ARGV[6] max map keys,
@@ -27,7 +28,7 @@
  * Returns { 1, id... } applied; { 0, id... } a duplicate batch (not applied again);
  * { -1, code, message } refused; { -2, objectId } an object of the earlier layout (migrate it first).
  */
-export const LIVE_PUBLISH_SCRIPT = `
+export const LIVE_PUBLISH_SCRIPT = `${LOG_LUA}
 local n = tonumber(ARGV[9])
 if ARGV[4] ~= '' then
   local seen = redis.call('GET', ARGV[4])
@@ -168,20 +169,16 @@ if delta > 0 and (tonumber(redis.call('HGET', KEYS[4], 'b')) or 0) + delta > max
   return { -1, 92001, 'channel object total size limit ' .. maxBytes .. ' exceeded' }
 end
 
-local last = redis.call('XREVRANGE', KEYS[1], '+', '-', 'COUNT', 1)
-local prev = '0-0'
-if #last > 0 then prev = last[1][1] end
-local minid = tostring(now - tonumber(ARGV[2]))
-local ids, parts = {}, { prev, ' ' }
+log_minid[1] = tostring(now - tonumber(ARGV[2]))
+local ids = {}
 for i = 1, n do
   local body = ARGV[9 + 2 * i]
-  local id = redis.call('XADD', KEYS[1], 'MINID', minid, '*', 'm', body)
+  local id = log_append(1, KEYS[1], body)
+  if type(id) == 'table' then return id end
   ids[i] = id
-  parts[#parts + 1] = id .. ' ' .. #body .. ' '
-  parts[#parts + 1] = body
+  log_note(1, id, body)
 end
 redis.call('PEXPIRE', KEYS[1], ARGV[2])
-if n > 0 then redis.call('SET', KEYS[3], ids[n], 'PX', ARGV[2]) end
 local ts = tonumber(string.match(ids[1], '^(%d+)'))
 
 -- a stream id as a channel serial (core/model/serial.ts formatSerial): fixed width, so string order is channel order
@@ -218,7 +215,7 @@ for _, oid in ipairs(worder) do
   if #ef > 0 then redis.call('HSET', eprefix .. oid, unpack(ef)) end
 end
 if delta ~= 0 then redis.call('HINCRBY', KEYS[4], 'b', delta) end
-redis.call('SPUBLISH', ARGV[1], table.concat(parts))
+log_notify(1, ARGV[1], KEYS[1], KEYS[3], ARGV[2])
 if ARGV[4] ~= '' then redis.call('SET', ARGV[4], table.concat(ids, ' '), 'PX', ARGV[3]) end
 table.insert(ids, 1, 1)
 return ids
