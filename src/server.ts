@@ -26,6 +26,7 @@ import { isLongLived } from './api/http/long-lived'
 import { sseRoutes, type SseSettings } from './api/sse'
 import { realtime, UPGRADED, type Realtime, type RealtimeLimits } from './api/realtime'
 import type { SocketData, SocketTap } from './api/realtime/socket'
+import { connectionRate } from './api/http/connection-rate'
 
 export interface ServerSettings extends SseSettings, BodyLimits, RealtimeLimits {
   sandboxProvisioning: boolean
@@ -36,6 +37,8 @@ export interface ServerSettings extends SseSettings, BodyLimits, RealtimeLimits 
   tlsKeyFile: string
   /** HTTP/2 by ALPN on the TLS listener (HTTP2). */
   http2: boolean
+  /** Requests one connection may make per second on the HTTP/2 listener (HTTP2_MAX_REQUESTS_PER_SECOND). */
+  http2MaxRequestsPerSecond: number
   /** HTTP/3 (QUIC) beside the TLS listener (HTTP3). */
   http3: boolean
   idleConnectionTimeoutMs: number
@@ -177,6 +180,9 @@ export type GatewayHandlers = ReturnType<typeof gatewayHandlers>
  */
 export function serve(app: App, core: Core, s: ServerSettings, log: Logger, o: ListenOptions): GatewayServer {
   const h = gatewayHandlers(app, core, s, log)
+  const h2 = s.http2 && !!s.tlsCertFile
+  // on the HTTP/2 listener only: a connection's requests per second are bounded before any work
+  const over = h2 ? connectionRate<SocketData>(s.http2MaxRequestsPerSecond) : undefined
   const server = Bun.serve<SocketData>({
     port: o.port,
     hostname: o.hostname,
@@ -185,10 +191,17 @@ export function serve(app: App, core: Core, s: ServerSettings, log: Logger, o: L
     maxRequestBodySize: runtimeBodyLimit(s.maxBodySize),
     tls: s.tlsCertFile ? { cert: Bun.file(s.tlsCertFile), key: Bun.file(s.tlsKeyFile) } : undefined,
     // h2 only where ALPN offers it: without TLS Bun would also take cleartext prior-knowledge HTTP/2
-    http2: s.http2 && !!s.tlsCertFile,
+    http2: h2,
     http3: s.http3 && !!s.tlsCertFile,
-    routes: { [PUBLISH_ROUTE]: { POST: h.publish } },
-    fetch: (req, server) => h.fetch(req, server),
+    routes: {
+      [PUBLISH_ROUTE]: {
+        POST: over
+          ? (req: Parameters<typeof h.publish>[0], server: Server<SocketData>) =>
+              over(req, server) ?? h.publish(req, server)
+          : h.publish,
+      },
+    },
+    fetch: over ? (req, server) => over(req, server) ?? h.fetch(req, server) : (req, server) => h.fetch(req, server),
     // never the runtime's development error page (stack, paths, source lines): the spec's 500
     development: false,
     error: (e) => internalError(e, log),

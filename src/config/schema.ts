@@ -566,6 +566,12 @@ export const SETTINGS = {
     'HTTP/2 on the TLS listener (clients offering `h2` by ALPN get it, the others HTTP/1.1, WebSockets included): its streams share one connection, so a browser is not held to ~6 event streams per origin. `off`: HTTP/1.1 only. No effect without TLS.',
     onOff,
   ),
+  http2MaxRequestsPerSecond: setting(
+    'HTTP2_MAX_REQUESTS_PER_SECOND',
+    '5000',
+    'Requests one connection may make per second on the HTTP/2 listener (its streams share one connection); beyond, 429 / 42910 at once, before any work: bounds a rapid-reset flood, whose every stream Bun hands to the handler.',
+    int(1, 10_000_000),
+  ),
   http3: setting(
     'HTTP3',
     'off',

@@ -13,7 +13,7 @@ import { parseSerial, serialAfter } from '../../core/model/serial'
  */
 export type Q = Readonly<Record<string, string | undefined>>
 
-const NO_QUERY: Q = Object.freeze({})
+export const NO_QUERY: Q = Object.freeze({})
 
 /** The query parameters of a request as its URL has them (the last of repeated ones); no URL parsing without a `?`. */
 export function queryOf(request: Request): Q {
