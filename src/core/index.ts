@@ -129,6 +129,8 @@ export interface Core {
   dataGuard: DataGuard
   /** What the node holds in memory for channel history (metrics), where the broker keeps rings. */
   memory(): { channels: number; messages: number; bytes: number }
+  /** The broker's `delivered` (ports.ts), where its appends reach this node's listeners after they resolve. */
+  delivered?: Broker['delivered']
   auth: Authenticator
   tokens: TokenRequests
   /** Realtime connection keys: issued and verified with the servers' secret, bound to app and identity. */
@@ -286,6 +288,7 @@ export function createCore(backend: CorePorts, clock: Clock, timers: Timers, s: 
     },
     dataGuard,
     memory: () => backend.broker.memory(),
+    delivered: (appId: string, channel: string, serial: string) => backend.broker.delivered(appId, channel, serial),
     auth,
     tokens: new TokenRequests(auth, backend.nonces, limits, stats, clock, s),
     connectionKeys,

@@ -106,6 +106,13 @@ export interface Broker {
   channels(appId: string, prefix: string, after: string | undefined, limit: number): Promise<string[]>
   /** Registers the node-wide delivery listener for a channel; returns the unsubscribe function. */
   subscribe(appId: string, channel: string, listener: BrokerListener): () => void
+  /**
+   * Resolves once this node's listener of the channel was handed every entry up to `serial`
+   * (undefined: it was, or the node has none), within a bound (a lost notification never holds
+   * its caller). A broker that hands entries to its listeners within the append (the embedded
+   * one) answers undefined: its appends are delivered before they resolve.
+   */
+  delivered(appId: string, channel: string, serial: string): Promise<void> | undefined
   /** What the node holds in memory for channels (metrics): zeros where the broker keeps no rings of its own. */
   memory(): { channels: number; messages: number; bytes: number }
   ready(): Promise<boolean>

@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import type { Broker, PublishOptions } from '../../src/core/ports'
 import type { Message, MessageDraft } from '../../src/core/types'
+import { formatSerial } from '../../src/core/model/serial'
 import { createTestGateway, type TestGateway } from '../helpers/gateway'
 
 // The Broker port's contract (core/ports.ts), held against whichever backend TEST_BACKEND names:
@@ -210,6 +211,31 @@ describe('Broker contract', () => {
     expect([...(await broker.serialsOf(APP, ch, ['conn-b:1:0'], { persisted: true }))]).toEqual([
       ['conn-b:1:0', serial!],
     ])
+  })
+
+  test('a resolved publish is with the listener once `delivered` settles (the broker has it only when its appends reach listeners later)', async () => {
+    const ch = fresh()
+    const got: string[] = []
+    const unsubscribe = broker.subscribe(APP, ch, (_a, _c, msgs) => void got.push(...msgs.map((m) => m.serial)))
+    await broker.position(APP, ch)
+    for (let i = 0; i < 20; i++) {
+      const { serials } = await broker.publish(APP, ch, drafts(`d${i}`, `e${i}`), plain)
+      await broker.delivered?.(APP, ch, serials[1]!)
+      expect(got.slice(-2)).toEqual(serials)
+    }
+    const ephemeral = await broker.publish(APP, ch, [{ id: `eph-${n}`, data: 'live', extras: { ephemeral: true } }], {
+      persisted: false,
+      ephemeral: true,
+    })
+    await broker.delivered?.(APP, ch, ephemeral.serials[0]!)
+    expect(got[got.length - 1]).toBe(ephemeral.serials[0]!)
+    // an entry that never comes holds no caller for good: settled after the bound, or by the unsubscribe
+    const never = formatSerial(Date.now() + 3_600_000, 0)
+    await broker.delivered?.(APP, ch, never)
+    const pending = broker.delivered?.(APP, ch, never)
+    unsubscribe()
+    await pending
+    expect(broker.delivered?.(APP, ch, never)).toBeUndefined()
   })
 
   test('ready answers true while the backend is reachable', async () => {

@@ -108,6 +108,22 @@ describe.each(FORMATS)('ably-js Realtime over %s', (_format, binary) => {
     }
   })
 
+  test('a publisher subscribed to its channel has its own message once the publish resolves (the echo before the ACK)', async () => {
+    const ch = (await client()).channels.get(fresh('echo-first'))
+    const got: unknown[] = []
+    await ch.subscribe((m) => void got.push(m.data))
+    for (let i = 0; i < 10; i++) {
+      await ch.publish('n', `m${i}`)
+      expect(got[got.length - 1]).toBe(`m${i}`)
+    }
+    await ch.publish({ name: 'e', data: 'ephemeral', extras: { ephemeral: true } } as Ably.Message)
+    expect(got[got.length - 1]).toBe('ephemeral')
+    await ch.publish([{ data: 'a' }, { data: 'b' }])
+    expect(got.slice(-2)).toEqual(['a', 'b'])
+    await Promise.all([ch.publish('x', 'c1'), ch.publish('x', 'c2'), ch.publish('x', 'c3')])
+    expect(got.slice(-3).sort()).toEqual(['c1', 'c2', 'c3'])
+  })
+
   test('transient publish: a channel never attached publishes, and stays unattached', async () => {
     const name = fresh('transient')
     const sub = await collect((await otherClient()).channels.get(name))

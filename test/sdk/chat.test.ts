@@ -63,6 +63,18 @@ describe.each(FORMATS)('@ably/chat over %s', (_format, binary) => {
     expect(history.items).toEqual([])
   })
 
+  // @ably/chat's own room-reactions suite reads what its subscriber got right after `send` resolves
+  test('a room reaction sent right after the attach has reached its sender when the send resolves', async () => {
+    const room = await (await chat('alice')).rooms.get(fresh('reaction-echo'))
+    const got: string[] = []
+    room.reactions.subscribe((e: RoomReactionEvent) => void got.push(e.reaction.name))
+    await room.attach()
+    for (const name of ['like', 'love', 'hate']) {
+      await room.reactions.send({ name })
+      expect(got[got.length - 1]).toBe(name)
+    }
+  })
+
   test('chat messages still go through REST; a channel publish cannot forge one', async () => {
     const name = fresh('forge')
     const alice = await joined(name, 'alice')

@@ -259,6 +259,11 @@ export class MemoryBroker implements Broker, SyncAppend {
     }
   }
 
+  /** Appends are handed to the listeners within the append: nothing to wait for. */
+  delivered(): undefined {
+    return undefined
+  }
+
   memory() {
     let channels = 0
     let messages = 0

@@ -320,6 +320,10 @@ export class RedisBroker implements Broker {
     return this.subs.subscribe(app, channel, listener)
   }
 
+  delivered(app: string, channel: string, serial: string): Promise<void> | undefined {
+    return this.subs.delivered(app, channel, serial)
+  }
+
   /** Its rings are caches of what it delivered, per subscribed channel: not reported (the streams hold history). */
   memory() {
     return { channels: 0, messages: 0, bytes: 0 }

@@ -30,6 +30,17 @@ export interface Subscription {
    * order. Resumes that start inside it are served from memory; the stream stays the truth.
    */
   ring?: Ring
+  /** Callers of `delivered` waiting for an entry to be handed to the listeners, oldest first. */
+  waiters?: Waiter[]
+  /** Resolves the waiters past their time (set while there are waiters). */
+  expiry?: ReturnType<typeof setTimeout>
+}
+
+interface Waiter {
+  serial: string
+  /** When it is resolved anyway (ms). */
+  until: number
+  resolve: () => void
 }
 
 /**
@@ -48,7 +59,7 @@ export class ChannelSubscriptions {
     private readonly sub: RedisSubscriber,
     private readonly keys: RedisKeys,
     private readonly reads: StreamReads,
-    private readonly s: { ringSize: number; ringMaxBytes: number },
+    private readonly s: { ringSize: number; ringMaxBytes: number; redisTimeoutMs: number },
     private readonly onError: (e: unknown) => void,
   ) {
     // after a reconnect, notifications may have been missed: catch up from the streams
@@ -82,6 +93,8 @@ export class ChannelSubscriptions {
           // an empty stream: the ring starts at Redis's "now" (anything before it is gone, or never was)
           const base = last.length ? last[0]!.serial : await this.reads.now(this.keys.stream(app, channel))
           if (entry.last === undefined && last.length) entry.last = base
+          // what the stream held before is never handed out by this subscription
+          if (entry.waiters) this.release(entry, entry.last ?? base)
           // the ring is complete from here on; anything delivered before is left to the stream
           entry.ring = new Ring(
             { minCount: this.s.ringSize, windowMs: 0, maxBytes: this.s.ringMaxBytes },
@@ -99,6 +112,7 @@ export class ChannelSubscriptions {
       sub.listeners.delete(listener)
       if (sub.listeners.size === 0 && this.subs.get(k) === sub) {
         this.subs.delete(k)
+        if (sub.waiters) this.release(sub)
         // only this subscription's listener: a newer subscription to the same channel keeps its own
         this.sub.sUnsubscribe(this.keys.notify(app, channel), sub.onMessage, true).catch((e) => this.onError(e))
       }
@@ -143,10 +157,59 @@ export class ChannelSubscriptions {
     // an ephemeral message is delivered, never kept: no resume from memory replays it
     if (s.ring) for (const m of fresh) if (!isEphemeral(m)) s.ring.push(m)
     for (const l of s.listeners) l(s.app, s.channel, fresh)
+    if (s.waiters) this.release(s, s.last)
+  }
+
+  /**
+   * The notification of an append reaches this node apart from the script's reply (on the
+   * subscriber's connection): a caller that must not answer before the append was handed to the
+   * channel's listener here (a realtime publish's ACK after its echo) waits for it, about
+   * REDIS_TIMEOUT_MS at most (a notification lost with the subscriber's connection is caught up
+   * after its reconnect). Only its callers pay for it: a publish does not.
+   */
+  delivered(app: string, channel: string, serial: string): Promise<void> | undefined {
+    const s = this.subs.get(`${app}\u0000${channel}`)
+    if (!s || (s.last !== undefined && s.last >= serial)) return undefined
+    const timeout = this.s.redisTimeoutMs
+    return new Promise<void>((resolve) => {
+      ;(s.waiters ??= []).push({ serial, until: Date.now() + timeout, resolve })
+      // one timer per subscription at a time, not one per waiter
+      s.expiry ??= setTimeout(() => this.expire(s), timeout)
+    })
+  }
+
+  /** Resolves the waiters of entries up to `upTo` (every waiter without it). */
+  private release(s: Subscription, upTo?: string) {
+    const waiters = s.waiters!
+    let left: Waiter[] | undefined
+    for (const w of waiters) if (upTo !== undefined && w.serial > upTo) (left ??= []).push(w)
+    if (left?.length === waiters.length) return
+    s.waiters = left
+    // left running otherwise: it finds nothing, once (no timer set and cleared per publish)
+    if (upTo === undefined && s.expiry) {
+      clearTimeout(s.expiry)
+      s.expiry = undefined
+    }
+    for (const w of waiters) if (upTo === undefined || w.serial <= upTo) w.resolve()
+  }
+
+  /** Resolves the waiters past their time; the timer again for the oldest of the others. */
+  private expire(s: Subscription) {
+    s.expiry = undefined
+    const waiters = s.waiters
+    if (!waiters) return
+    const now = Date.now()
+    const left = waiters.filter((w) => w.until > now)
+    s.waiters = left.length ? left : undefined
+    for (const w of waiters) if (w.until <= now) w.resolve()
+    if (left.length) s.expiry = setTimeout(() => this.expire(s), Math.max(1, left[0]!.until - now))
   }
 
   close() {
-    for (const s of this.subs.values()) s.listeners.clear()
+    for (const s of this.subs.values()) {
+      s.listeners.clear()
+      if (s.waiters) this.release(s)
+    }
     this.subs.clear()
   }
 }

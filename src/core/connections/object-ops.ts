@@ -32,6 +32,8 @@ export const OBJECT: Operation<ConnectionHost> = {
   dropsRefusals: false,
   rated: false,
   count: (pm) => (Array.isArray(pm.state) ? pm.state.length : undefined),
+  // OBJECT frames go to every OBJECT_SUBSCRIBE attachment, whatever the connection's echo (transport.ts)
+  echoed: (conn, channel) => ((conn.attachedModes(channel) ?? 0) & Flag.OBJECT_SUBSCRIBE) !== 0,
   run: async (conn, name, pm, msgSerial) => {
     const channel = checkChannelName(name)
     const ops = conn.core.liveObjects.parseState(pm.state)

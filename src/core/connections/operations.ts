@@ -39,6 +39,14 @@ export interface Operation<C> {
    * there when the connection resumed without its publish memory; undefined: it is not looked up.
    */
   count?(pm: ProtocolMessage): number | undefined
+  /**
+   * The connection receives its own copy of what it appended to the channel (by its attachment's
+   * modes and `echo`): then it is acknowledged only once this node handed that copy out, so the
+   * copy goes first, as the hosted service sends it and the client's state expects it (the
+   * LiveObjects plugin reads its objects right after the ACK of an operation it does not apply
+   * itself; a chat client's room reaction has arrived when its send resolves). Undefined: never.
+   */
+  echoed?(host: ConnectionHost, channel: string): boolean
   /** Runs it: what it is acknowledged with (a value when answered at once), or the refusal thrown. */
   run(ctx: C, channel: string, pm: ProtocolMessage, msgSerial: number): Answer<Outcome>
 }
@@ -107,10 +115,30 @@ export class Operations {
     }
     if (answer instanceof Promise)
       answer.then(
-        (r) => acks.ack(slot, r.serials),
+        (r) => this.answer(slot, channel, op, r.serials),
         (e) => this.refused(slot, channel, op, e),
       )
     else acks.ack(slot, answer.serials)
+  }
+
+  /** Acknowledges an operation, after the connection's own copy of it where it receives one (`echoed`). */
+  private answer(slot: AckSlot, channel: string, op: Operation<unknown>, serials: Array<string | null>) {
+    const echo = this.echo(channel, op, serials)
+    if (echo) void echo.then(() => this.host.acks.ack(slot, serials))
+    else this.host.acks.ack(slot, serials)
+  }
+
+  /**
+   * Where the broker hands its appends to this node apart from answering them (Redis: the
+   * notification comes on another connection than the script's reply), the wait for the newest of
+   * `serials` to be handed out here, when the connection receives it; undefined: nothing to wait for.
+   */
+  private echo(channel: string, op: Operation<unknown>, serials: Array<string | null>) {
+    const delivered = this.host.core.delivered
+    if (!delivered || !op.echoed?.(this.host, channel)) return undefined
+    let last: string | null = null
+    for (const s of serials) if (s !== null && (last === null || s > last)) last = s
+    return last === null ? undefined : delivered(this.host.principalOf.appId, channel, last)
   }
 
   /** Answers a resend from the connection's memory (its first outcome, waited for when still under way): false when not a resend. */
@@ -153,7 +181,7 @@ export class Operations {
       this.checkMode(channel, op)
       const count = op.count && this.pastUnknown ? op.count(pm) : undefined
       const logged = count === undefined ? undefined : await this.resends().inLog(channel, slot.msgSerial, count)
-      this.host.acks.ack(slot, logged ?? (await op.run(ctx, channel, pm, slot.msgSerial)).serials)
+      this.answer(slot, channel, op, logged ?? (await op.run(ctx, channel, pm, slot.msgSerial)).serials)
     } catch (e) {
       this.refused(slot, channel, op, e)
     }

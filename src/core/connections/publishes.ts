@@ -15,6 +15,8 @@ export const MESSAGE: Operation<ConnectionHost> = {
   dropsRefusals: true,
   rated: true,
   count: (pm) => (Array.isArray(pm.messages) ? pm.messages.length : 1),
+  // delivered back to it unless it connected with echo=false
+  echoed: (conn, channel) => conn.echo && ((conn.attachedModes(channel) ?? 0) & Flag.SUBSCRIBE) !== 0,
   run: (conn, channel, pm, msgSerial) =>
     conn.core.publisher.publish(conn.principalOf, channel, pm.messages, { connectionId: conn.id, msgSerial }),
 }

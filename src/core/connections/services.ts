@@ -7,7 +7,7 @@ import type { AnnotationService } from '../channels/annotation-service'
 import type { OccupancyEvents } from '../presence/occupancy-events'
 import type { Occupancy } from '../fanout/occupancy'
 import type { Streams } from '../fanout/streams'
-import type { Clock, Timers } from '../ports'
+import type { Broker, Clock, Timers } from '../ports'
 import type { PresenceService } from '../presence/presence-service'
 import type { StatsService } from '../stats/stats-service'
 import type { LiveObjectService } from '../objects/live-service'
@@ -29,6 +29,11 @@ export interface ConnectionServices {
   occupancyEvents: OccupancyEvents
   stats: StatsService
   publisher: Publisher
+  /**
+   * Resolves once this node handed a channel's entries up to a serial to its subscribers (the
+   * broker's `delivered`): an operation whose copy the connection receives is answered after it.
+   */
+  delivered?: Broker['delivered']
   /** Publishes of a resumed connection looked up in the channel's log. */
   channels: ChannelQueries
   /** The plugin's LiveObjects (object-ops.ts). */
