@@ -1,0 +1,44 @@
+import { GatewayError } from '../../errors'
+import type { AttachRequest } from './attach-request'
+import { Flag, type ProtocolMessage } from './protocol'
+import { parseRewind } from './rewind'
+
+/**
+ * Where an attachment's deliveries start:
+ * - `fresh`: at the channel's head (a first attach, an ATTACH_RESUME without a channelSerial, or
+ *   a resume whose point is no longer retained: then with `error`, 90003, which ATTACHED carries);
+ * - `rewind`: up to `count` messages before the head (of the last `ms` when given), a first attach
+ *   with the `rewind` param;
+ * - `resume`: right after `from`, the channelSerial the client last saw (ATTACHED with RESUMED).
+ */
+export type AttachStart =
+  | { kind: 'fresh'; error?: GatewayError }
+  | { kind: 'rewind'; count: number; ms?: number }
+  | { kind: 'resume'; from: string }
+
+/** Whether the channel can be resumed exactly after `serial` (fanout/streams.ts `canResume`). */
+export type CanResume = (appId: string, channel: string, serial: string) => Promise<boolean>
+
+/**
+ * The start an ATTACH asks for. An attach that resumes (ATTACH_RESUME, or a channelSerial: the
+ * client was attached before) replays nothing by `rewind`: what it saw is not sent again (the
+ * param is still checked: a malformed one fails the attach, 40003).
+ */
+export async function decideStart(
+  req: AttachRequest,
+  pm: ProtocolMessage,
+  appId: string,
+  canResume: CanResume,
+): Promise<AttachStart> {
+  const rewind = req.params.rewind === undefined ? undefined : parseRewind(String(req.params.rewind))
+  const serial = typeof pm.channelSerial === 'string' && pm.channelSerial ? pm.channelSerial : undefined
+  if (serial !== undefined)
+    return (await canResume(appId, req.channel, serial))
+      ? { kind: 'resume', from: serial }
+      : {
+          kind: 'fresh',
+          error: new GatewayError(90003, 'Unable to recover channel (messages expired)', { status: 404 }),
+        }
+  const resuming = typeof pm.flags === 'number' && (pm.flags & Flag.ATTACH_RESUME) !== 0
+  return rewind && !resuming ? { kind: 'rewind', ...rewind } : { kind: 'fresh' }
+}
