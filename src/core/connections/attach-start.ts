@@ -1,7 +1,6 @@
 import { GatewayError } from '../../errors'
 import type { AttachRequest } from './attach-request'
 import { Flag, type ProtocolMessage } from './protocol'
-import { parseRewind } from './rewind'
 
 /**
  * Where an attachment's deliveries start:
@@ -41,4 +40,19 @@ export async function decideStart(
         }
   const resuming = typeof pm.flags === 'number' && (pm.flags & Flag.ATTACH_RESUME) !== 0
   return rewind && !resuming ? { kind: 'rewind', ...rewind } : { kind: 'fresh' }
+}
+
+/** At most this many messages are rewound, whatever the parameter asks (as the hosted service does). */
+const MAX_REWIND = 100
+
+/**
+ * The `rewind` channel parameter: a count (`10`) or a window (`30s`, `2m`), at most 100 messages
+ * either way; anything else fails the attach (40003).
+ */
+function parseRewind(raw: string): { count: number; ms?: number } {
+  const count = /^\d{1,6}$/.exec(raw)
+  if (count) return { count: Math.min(Number(raw), MAX_REWIND) }
+  const window = /^(\d{1,6})(s|m)$/.exec(raw)
+  if (window) return { count: MAX_REWIND, ms: Number(window[1]) * (window[2] === 'm' ? 60_000 : 1000) }
+  throw new GatewayError(40003, `Invalid rewind param "${raw}": a count, or a window such as 10s or 2m`)
 }
