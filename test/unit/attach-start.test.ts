@@ -7,8 +7,8 @@ import { Action, Flag } from '../../src/core/connections/protocol'
 
 const req = (params: Record<string, string> = {}) => ({ channel: 'c', params }) as unknown as AttachRequest
 const attach = (more: Record<string, unknown> = {}) => ({ action: Action.ATTACH, channel: 'c', ...more })
-const retained = async () => true
-const expired = async () => false
+const retained = { canResume: async () => true }
+const expired = { canResume: async () => false }
 
 test('a first attach starts at the head; with rewind, rewound (a count, or a window of at most 100)', async () => {
   expect(await decideStart(req(), attach(), 'app', retained)).toEqual({ kind: 'fresh' })
@@ -36,7 +36,7 @@ test('an attach that resumes replays nothing by rewind: RESUMED after its channe
 
 test('a malformed rewind fails the attach (40003), resuming or not, before the resume point is looked up', async () => {
   let asked = false
-  const look = async () => ((asked = true), true)
+  const look = { canResume: async () => ((asked = true), true) }
   for (const pm of [attach(), attach({ channelSerial: '01700000000000-000003' })])
     await expect(decideStart(req({ rewind: 'soon' }), pm, 'app', look)).rejects.toMatchObject({ code: 40003 })
   expect(asked).toBe(false)

@@ -15,8 +15,11 @@ export type AttachStart =
   | { kind: 'rewind'; count: number; ms?: number }
   | { kind: 'resume'; from: string }
 
-/** Whether the channel can be resumed exactly after `serial` (fanout/streams.ts `canResume`). */
-export type CanResume = (appId: string, channel: string, serial: string) => Promise<boolean>
+/** Where resume points are looked up (fanout/streams.ts). */
+export interface ResumePoints {
+  /** Whether the channel can be resumed exactly after `serial`. */
+  canResume(appId: string, channel: string, serial: string): Promise<boolean>
+}
 
 /**
  * The start an ATTACH asks for. An attach that resumes (ATTACH_RESUME, or a channelSerial: the
@@ -27,12 +30,12 @@ export async function decideStart(
   req: AttachRequest,
   pm: ProtocolMessage,
   appId: string,
-  canResume: CanResume,
+  points: ResumePoints,
 ): Promise<AttachStart> {
   const rewind = req.params.rewind === undefined ? undefined : parseRewind(String(req.params.rewind))
   const serial = typeof pm.channelSerial === 'string' && pm.channelSerial ? pm.channelSerial : undefined
   if (serial !== undefined)
-    return (await canResume(appId, req.channel, serial))
+    return (await points.canResume(appId, req.channel, serial))
       ? { kind: 'resume', from: serial }
       : {
           kind: 'fresh',

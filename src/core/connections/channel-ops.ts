@@ -150,9 +150,7 @@ export class ChannelOps {
   private async attachNew(wireName: string, pm: ProtocolMessage) {
     const { core, principalOf: principal } = this.conn
     const req = readAttach(wireName, pm, principal)
-    const start = await decideStart(req, pm, principal.appId, (app, ch, serial) =>
-      core.streams.canResume(app, ch, serial),
-    )
+    const start = await decideStart(req, pm, principal.appId, core.streams)
     const plans = await planSteps(ATTACH_STEPS, req, start, this.conn)
     const { stream, frames } = deliveriesOf(req, start, this.conn)
     const att = new Attachment(this.conn, req, principal.appId, start, plans, frames)
