@@ -60,8 +60,6 @@ export interface FrameStage {
  */
 export class Attachment implements SessionSink {
   session?: StreamSession
-  /** Set once ATTACHED went out. */
-  attached = false
   /** The channel: the one attached, or a filtered channel's base (its occupancy and capability). */
   readonly base: string
   /** The modes the ATTACH asked for (0: the default set), which a re-auth grants again (`regrant`). */
@@ -137,7 +135,6 @@ export class Attachment implements SessionSink {
     }
     if (this.params) pm.params = this.params
     if (error) pm.error = error.toBody()
-    this.attached = true
     this.host.send(pm)
   }
 
