@@ -301,6 +301,17 @@ test('the realtime operations are answered through one skeleton: only core/conne
   expect(problems).toEqual([])
 })
 
+test('ATTACH decides its start, then runs what features register: attachNew stays short and names no feature', () => {
+  const ops = sources.find((s) => s.rel === 'core/connections/channel-ops.ts')!
+  const body = /\n {2}private async attachNew\([\s\S]*?\n {2}\}\n/.exec(codeOf(ops))?.[0] ?? ''
+  expect(body).not.toBe('')
+  expect(body.trim().split('\n').length).toBeLessThan(40)
+  // presence, LiveObjects and occupancy are steps (attach-steps.ts), deltas, filters and held
+  // entries stages (attachment-stages.ts): neither is named in the attach itself
+  expect(body.match(/presence|object|occupancy|delta|filter|held|rewind|Flag\./gi) ?? []).toEqual([])
+  expect(ops.imports.filter((t) => /^core\/fanout\/|object-ops|occupancy-ops/.test(t))).toEqual([])
+})
+
 test("the realtime transports (WebSocket and comet, api/realtime/) reach the core only through the connection's public surface (core/connections/index.ts)", () => {
   const problems: string[] = []
   expect(sources.filter((s) => s.rel.startsWith('api/realtime/')).map((s) => s.rel)).toContain('api/realtime/comet.ts')

@@ -75,7 +75,8 @@ export interface Broker {
   publish(appId: string, channel: string, messages: MessageDraft[], opts: PublishOptions): Promise<PublishResult>
   /**
    * Messages of the channel in the query's order, honouring start/end (timestamps), cursor and
-   * limit; with `entries: 'all'`, every entry kind of the log (retained in memory or the stream).
+   * limit; with `entries: 'versions'` the messages' later versions too, with `entries: 'all'` every
+   * entry kind of the log (retained in memory or the stream).
    */
   history(appId: string, channel: string, query: HistoryQuery, opts: PublishOptions): Promise<Message[]>
   /**

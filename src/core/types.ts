@@ -156,8 +156,11 @@ export interface HistoryQuery {
   direction: Direction
   /** Serial of the last item of the previous page: the next page starts strictly after it. */
   cursor?: string
-  /** Channel history: only messages (default), or every entry of the log (rewind). */
-  entries?: 'messages' | 'all'
+  /**
+   * Channel history: only messages (default); `versions`: messages and their later versions
+   * (entries of kind `mutation`: what a rewind replays); `all`: every entry of the log.
+   */
+  entries?: 'messages' | 'versions' | 'all'
 }
 
 /**

@@ -113,9 +113,12 @@ describe('Broker contract', () => {
 
       const history = await broker.history(APP, ch, { limit: 10, direction: 'forwards' }, opts)
       expect(history.map((m) => m.serial)).toEqual([serial!])
-      // the ring (and, on Redis, the stream) keeps every entry kind for rewind
+      // the ring (and, on Redis, the stream) keeps every entry kind; a rewind reads messages and their versions
       const all = await broker.history(APP, ch, { limit: 10, direction: 'forwards', entries: 'all' }, plain)
       expect(norm(all[1])).toMatchObject({ ...expected, serial: versionSerial })
+      await broker.publish(APP, ch, [presence('ann', 2)], plain)
+      const versions = await broker.history(APP, ch, { limit: 2, direction: 'backwards', entries: 'versions' }, plain)
+      expect(versions.map((m) => m.serial)).toEqual([versionSerial!, serial!])
       const { messages } = await broker.readAfter(APP, ch, start, 10)
       expect(norm(messages[1])).toMatchObject({ ...expected, serial: versionSerial })
       await sub.until(2)

@@ -8,7 +8,8 @@
  * attach that resumes.
  */
 import { describe, expect, test } from 'bun:test'
-import type * as Ably from 'ably'
+import * as Ably from 'ably'
+import { LiveObjects } from 'ably/liveobjects'
 import { collect, connectedClient, FORMATS, fresh, realtimeGateway } from '../helpers/realtime'
 import { rawConnected, type Pm } from '../helpers/realtime-raw'
 
@@ -18,6 +19,8 @@ const ATTACH = 10
 const ATTACHED = 11
 const ERROR = 9
 const MESSAGE = 15
+const PRESENCE = 14
+const SYNC = 16
 const HAS_BACKLOG = 1 << 1
 const ATTACH_RESUME = 1 << 5
 
@@ -142,6 +145,41 @@ describe.each(FORMATS)('ably-js Realtime over %s', (format, binary) => {
       expect((await got.until(1)).map((m) => m.data)).toEqual(['old'])
       const again = (await client()).channels.get(name, { params: { rewind: '5' } })
       expect((await again.attach())?.hasBacklog).toBe(true)
+    })
+
+    test('rewind counts and replays messages only: presence events and LiveObjects operations neither count nor replay (the members come in SYNC)', async () => {
+      const name = fresh('rewind-kinds')
+      const rest = rt.rest({ binary })
+      await rest.channels.get(name).publish('n', 'a')
+      await rest.channels.get(name).publish('n', 'b')
+      const member = (await client({ clientId: 'cat' })).channels.get(name)
+      await member.presence.enter('here')
+      await member.presence.update('still here')
+      const objects = new Ably.Rest({
+        key: rt.gw.key,
+        endpoint: '127.0.0.1',
+        port: rt.port,
+        tls: false,
+        useBinaryProtocol: binary,
+        logLevel: 0,
+        plugins: { LiveObjects },
+      } as Ably.ClientOptions)
+      await (objects.channels.get(name) as any).object.publish({ path: 'votes', counterCreate: { count: 1 } })
+      const { raw } = await rawConnected(rt.base, { key: rt.gw.key }, format)
+      const mine = (f: Pm) => f.channel === name
+      raw.send({ action: ATTACH, channel: name, params: { rewind: '2' } })
+      const attached = await raw.next((f) => f.action === ATTACHED && mine(f), 5000)
+      expect(attached.flags & HAS_BACKLOG).toBe(HAS_BACKLOG)
+      await rest.channels.get(name).publish('n', 'live')
+      await raw.next((f) => f.action === MESSAGE && mine(f) && f.messages.some((m: Pm) => m.data === 'live'), 5000)
+      const after = raw.frames.slice(raw.frames.indexOf(attached))
+      const data = after
+        .filter((f) => f.action === MESSAGE && mine(f))
+        .flatMap((f) => f.messages.map((m: Pm) => m.data))
+      expect(data).toEqual(['a', 'b', 'live'])
+      expect(after.filter((f) => f.action === PRESENCE && mine(f))).toEqual([])
+      const synced = after.filter((f) => f.action === SYNC && mine(f)).flatMap((f) => f.presence)
+      expect(synced.map((m: Pm) => [m.clientId, m.data])).toEqual([['cat', 'still here']])
     })
 
     test('rewind is ignored on an attach that resumes (ATTACH_RESUME, or a channelSerial no longer retained)', async () => {

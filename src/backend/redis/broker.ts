@@ -221,7 +221,8 @@ export class RedisBroker implements Broker {
     while (out.length < q.limit) {
       const want = q.limit - out.length
       const got = fwd ? await this.range('XRANGE', key, lo, hi, want) : await this.range('XREVRANGE', key, hi, lo, want)
-      for (const m of got) if (!m.kind || q.entries === 'all') out.push(m)
+      for (const m of got)
+        if (!m.kind || q.entries === 'all' || (q.entries === 'versions' && m.kind === 'mutation')) out.push(m)
       if (got.length < want) break
       const edge = `(${idFromSerial(got[got.length - 1]!.serial)}`
       if (fwd) lo = edge

@@ -206,17 +206,18 @@ export class Ring {
     }
   }
 
-  /** History query over the ring (other kinds than messages only when asked; timestamps inclusive, cursor exclusive). */
+  /** History query over the ring (other kinds than messages only as asked; timestamps inclusive, cursor exclusive). */
   query(q: HistoryQuery, minTimestamp: number): Message[] {
     const out: Message[] = []
     const start = Math.max(q.start ?? 0, minTimestamp)
     const end = q.end ?? Infinity
     const all = q.entries === 'all'
+    const versions = q.entries === 'versions'
     if (q.direction === 'forwards') {
       for (let i = q.cursor ? this.indexAfter(q.cursor) : 0; i < this.count && out.length < q.limit; i++) {
         const t = this.timestampAt(i)
         if (t > end) break
-        if (t >= start && (all || this.kind[this.slot(i)] === 0)) out.push(this.at(i))
+        if (t >= start && (all || this.inHistory(i, versions))) out.push(this.at(i))
       }
     } else {
       let i = q.cursor ? this.indexAfter(q.cursor) - 1 : this.count - 1
@@ -225,10 +226,16 @@ export class Ring {
       for (; i >= 0 && out.length < q.limit; i--) {
         const t = this.timestampAt(i)
         if (t < start) break
-        if (t <= end && (all || this.kind[this.slot(i)] === 0)) out.push(this.at(i))
+        if (t <= end && (all || this.inHistory(i, versions))) out.push(this.at(i))
       }
     }
     return out
+  }
+
+  /** Whether entry #i is a message (or, with `versions`, a later version of one). */
+  private inHistory(i: number, versions: boolean): boolean {
+    const kind = this.kind[this.slot(i)]!
+    return kind === 0 || (versions && kind === KIND_CODES.mutation)
   }
 
   /** Drops what the policy keeps beyond its count (the window's extra): the minimum is kept. */

@@ -5,12 +5,11 @@ import type { ConnectionServices } from './services'
 import type { OccupancyRole } from '../fanout/occupancy'
 import type { DeliveryFilter } from './transport'
 import { Action, Flag } from './protocol'
-import { occupancyMessage } from './occupancy-message'
-import type { OccupancyEvent } from '../presence/occupancy-events'
-import type { DeltaStage } from '../fanout/delta-stage'
+import type { AttachRequest } from './attach-request'
+import type { AttachStart } from './attach-start'
 
 /** How an attachment with these modes counts in its channel's occupancy. */
-export function occupancyRole(modes: number): OccupancyRole {
+function occupancyRole(modes: number): OccupancyRole {
   return {
     publish: (modes & Flag.PUBLISH) !== 0,
     subscribe: (modes & Flag.SUBSCRIBE) !== 0,
@@ -35,44 +34,77 @@ export interface AttachmentHost {
   ended(attachment: Attachment, err: GatewayError): void
 }
 
+/** What the attach's steps add to the attachment (attach-step.ts `AttachPlans`). */
+export interface StepAdditions {
+  /** Flags of ATTACHED (HAS_PRESENCE, HAS_OBJECTS). */
+  readonly flags: number
+  /** Params ATTACHED echoes besides the recognised ones. */
+  readonly params?: Record<string, string>
+  /** Run after each ATTACHED sent again. */
+  readonly reattached?: (att: Attachment) => void
+}
+
 /**
- * One attached channel of a realtime connection: the granted modes, and (when they include
- * SUBSCRIBE or PRESENCE_SUBSCRIBE) a stream session whose deliveries become MESSAGE and PRESENCE
- * frames. ATTACHED goes out when the session has fixed its start, before any replayed frame.
+ * A stage of one attachment between its session and the transport (attachment-stages.ts): the
+ * frames a batch goes out as (deltas: a delta starts a frame of its own, fanout/delta-stage.ts).
+ */
+export interface FrameStage {
+  framed(batch: Message[]): Iterable<Message[]>
+}
+
+/**
+ * One attached channel of a realtime connection: the granted modes, and (when they include a
+ * receiving mode) a stream session whose deliveries become MESSAGE, PRESENCE, OBJECT and
+ * ANNOTATION frames. ATTACHED goes out when the session has fixed its start, before any replayed
+ * frame. It counts in its channel's occupancy from when it is made until it closes.
  */
 export class Attachment implements SessionSink {
   session?: StreamSession
-  /** Set once ATTACHED went out. */
-  attached = false
-  /** Counted in the channel's occupancy as this, until it closes. */
-  role?: OccupancyRole
-  appId?: string
-  /** Called after an ATTACHED sent again (a resume gap): LiveObjects sync again after every ATTACHED. */
-  reattached?: () => void
-  /** The channel counted in occupancy when `channel` is a filtered channel's name (its base channel). */
-  base?: string
+  /** The channel: the one attached, or a filtered channel's base (its occupancy and capability). */
+  readonly base: string
   /** The modes the ATTACH asked for (0: the default set), which a re-auth grants again (`regrant`). */
-  requested = 0
-  /** Ends the occupancy events of an `occupancy=metrics` attachment. */
-  unwatch?: () => void
-  /** Messages go as deltas (`delta=vcdiff`); a new attachment (a re-attach) starts with a whole message. */
-  deltas?: DeltaStage
+  readonly requested: number
+  /** Granted; the sending modes among them follow the capability on re-auth (`regrant`). */
+  modes: number
+  /** Counted in the channel's occupancy as this, until it closes. */
+  private role: OccupancyRole
+  /** Flags of ATTACHED besides the modes (RESUMED, HAS_PRESENCE, HAS_OBJECTS; HAS_BACKLOG is found when the session begins). */
+  private readonly flags: number
+  /** Channel params the server recognised, echoed in ATTACHED. */
+  readonly params: Record<string, string> | undefined
+  /** A non-fatal error ATTACHED carries (the resume point was no longer retained). */
+  private readonly error?: GatewayError
+  /** The steps' work after each ATTACHED sent again (attach-step.ts: LiveObjects sync again). */
+  private readonly reattached?: (att: Attachment) => void
+  /** Run when it closes (the end of its occupancy events). */
+  private stops?: Array<() => void>
   private closed = false
   /** Which entries this attachment delivers (by its modes and the connection's `echo`). */
   private readonly filter: DeliveryFilter
 
+  /** The name attached (a filtered channel's whole): what the frames carry. */
+  readonly channel: string
+
   constructor(
     private readonly host: AttachmentHost,
-    readonly channel: string,
-    /** Granted; the sending modes among them follow the capability on re-auth (`regrant`). */
-    public modes: number,
-    /** Flags of ATTACHED besides the modes (RESUMED, HAS_PRESENCE; HAS_BACKLOG is found when the session begins). */
-    private readonly flags: number,
-    /** Channel params the server recognised, echoed in ATTACHED. */
-    private readonly params: Record<string, string> | undefined,
-    /** A non-fatal error ATTACHED carries (e.g. the resume point was no longer retained). */
-    private readonly error?: GatewayError,
+    req: AttachRequest,
+    /** The app whose channel it is. */
+    private readonly appId: string,
+    start: AttachStart,
+    plans: StepAdditions,
+    /** Its own stage, when its ATTACH asked for one (attachment-stages.ts). */
+    private readonly frames?: FrameStage,
   ) {
+    const modes = req.modes
+    this.channel = req.wireName
+    this.base = req.channel
+    this.requested = req.requested
+    this.modes = modes
+    this.flags = (start.kind === 'resume' ? Flag.RESUMED : 0) | plans.flags
+    const params = plans.params ? { ...req.echoed, ...plans.params } : req.echoed
+    this.params = Object.keys(params).length ? params : undefined
+    if (start.kind === 'fresh') this.error = start.error
+    this.reattached = plans.reattached
     this.filter = {
       messages: (modes & Flag.SUBSCRIBE) !== 0,
       presence: (modes & Flag.PRESENCE_SUBSCRIBE) !== 0,
@@ -80,6 +112,8 @@ export class Attachment implements SessionSink {
       annotations: (modes & Flag.ANNOTATION_SUBSCRIBE) !== 0,
       exceptConnection: host.echo ? undefined : host.id,
     }
+    this.role = occupancyRole(modes)
+    host.core.occupancy.attach(appId, this.base, this.role)
   }
 
   /**
@@ -101,7 +135,6 @@ export class Attachment implements SessionSink {
     }
     if (this.params) pm.params = this.params
     if (error) pm.error = error.toBody()
-    this.attached = true
     this.host.send(pm)
   }
 
@@ -112,32 +145,33 @@ export class Attachment implements SessionSink {
   regrant(modes: number): void {
     if (modes === this.modes) return
     this.modes = modes
-    if (this.closed || !this.role) return
+    if (this.closed) return
     const role = occupancyRole(modes)
-    this.host.core.occupancy.detach(this.appId!, this.base ?? this.channel, this.role)
-    this.host.core.occupancy.attach(this.appId!, this.base ?? this.channel, role)
+    this.host.core.occupancy.detach(this.appId, this.base, this.role)
+    this.host.core.occupancy.attach(this.appId, this.base, role)
     this.role = role
   }
 
   deliver(_index: number, batch: Message[]): boolean {
     if (this.closed) return true
-    if (!this.deltas) return this.host.deliver(this.channel, batch, this.filter)
-    // a delta starts a frame of its own (fanout/delta-stage.ts); every frame goes, room or not
+    if (!this.frames) return this.host.deliver(this.channel, batch, this.filter)
+    // every frame of its stage goes, room or not (a delta starts a frame of its own)
     let room = true
-    for (const frame of this.deltas.framed(batch)) room = this.host.deliver(this.channel, frame, this.filter) && room
+    for (const frame of this.frames.framed(batch)) room = this.host.deliver(this.channel, frame, this.filter) && room
     return room
-  }
-
-  /** An occupancy event (`occupancy=metrics`), once ATTACHED went out. */
-  occupancy(e: OccupancyEvent): void {
-    if (!this.closed && this.attached) this.host.send(occupancyMessage(this.channel, e))
   }
 
   /** A resume gap found after ATTACHED: an update without RESUMED carrying the error (the client sees the discontinuity). */
   notice(err: GatewayError): void {
     if (this.closed) return
     this.sendAttached(this.session?.positions[0] ?? '', err, this.flags & ~Flag.RESUMED)
-    this.reattached?.()
+    this.reattached?.(this)
+  }
+
+  /** Runs `stop` when the attachment closes (at once when it has). */
+  onClose(stop: () => void): void {
+    if (this.closed) stop()
+    else (this.stops ??= []).push(stop)
   }
 
   end(err: GatewayError): void {
@@ -151,7 +185,7 @@ export class Attachment implements SessionSink {
     if (this.closed) return
     this.closed = true
     this.session?.close()
-    this.unwatch?.()
-    if (this.role) this.host.core.occupancy.detach(this.appId!, this.base ?? this.channel, this.role)
+    for (const stop of this.stops?.splice(0) ?? []) stop()
+    this.host.core.occupancy.detach(this.appId, this.base, this.role)
   }
 }

@@ -2,32 +2,15 @@ import type { Principal } from '../auth/principal'
 import { checkChannelName } from '../model/names'
 import { isFiltered, parseFilteredChannel } from '../channels/filtered-channel'
 import { asGatewayError, GatewayError } from '../../errors'
-import { Attachment, occupancyRole } from './attachment'
-import {
-  Action,
-  Flag,
-  grantedModes,
-  loggedName,
-  requestedModes,
-  SENDING_MODES,
-  wireError,
-  type ProtocolMessage,
-} from './protocol'
+import { Attachment } from './attachment'
+import { Action, Flag, grantedModes, loggedName, SENDING_MODES, wireError, type ProtocolMessage } from './protocol'
 import type { PresenceOps } from './presence-ops'
-import { parseRewind } from './rewind'
-import { wantsOccupancy } from './occupancy-message'
 import type { ConnectionHost } from './host'
-import { sendObjectSync } from './object-ops'
-import { DeltaStage } from '../fanout/delta-stage'
-
-/**
- * Channel params the server recognises, echoed in ATTACHED as sent (others are dropped, as the
- * hosted service does): `rewind`, `modes` (which overrides the mode flags), and `delta`, echoed
- * only when honoured (`vcdiff`, the one format there is; another value is dropped and full
- * payloads are sent).
- */
-const RECOGNISED_PARAMS = new Set(['rewind', 'modes', 'delta'])
-const DELTA_FORMAT = 'vcdiff'
+import { readAttach } from './attach-request'
+import { decideStart } from './attach-start'
+import { planSteps } from './attach-step'
+import { ATTACH_STEPS } from './attach-steps'
+import { deliveriesOf } from './attachment-stages'
 
 /**
  * The attachments of one connection. Operations on one channel run one after another (an
@@ -157,109 +140,34 @@ export class ChannelOps {
     }
   }
 
+  /**
+   * A new attachment: the ATTACH read and granted, its start decided (fresh, rewind or resume),
+   * the features' steps planned (attach-steps.ts), then ATTACHED once its deliveries have a fixed
+   * start (through the stages it asked for: attachment-stages.ts), then the steps' work.
+   */
   private async attachNew(wireName: string, pm: ProtocolMessage) {
-    const { core } = this.conn
-    const principal = this.conn.principalOf
-    // a filtered channel (`[filter=...]name`): the channel `name`, its messages filtered on delivery
-    const derived = isFiltered(wireName) ? parseFilteredChannel(wireName) : undefined
-    const channel = derived?.base ?? wireName
-    const params = { ...derived?.params, ...(typeof pm.params === 'object' && pm.params !== null ? pm.params : {}) }
-    const requested = requestedModes(pm.flags, params)
-    const modes = grantedModes(principal.capability, channel, requested)
-    if (!modes) throw new GatewayError(40160, `No capability on channel "${channel}" for any of the requested modes`)
-    const serial = typeof pm.channelSerial === 'string' && pm.channelSerial ? pm.channelSerial : undefined
-    // an attach that resumes (ATTACH_RESUME, or a channelSerial: the client was attached before)
-    // replays nothing by `rewind`: what it saw is not sent again (the param is still checked)
-    const resuming = serial !== undefined || (typeof pm.flags === 'number' && (pm.flags & Flag.ATTACH_RESUME) !== 0)
-    const parsed = params.rewind === undefined ? undefined : parseRewind(String(params.rewind))
-    const rewind = resuming ? undefined : parsed
-    const echoed: Record<string, string> = {}
-    for (const [k, v] of Object.entries(params)) if (RECOGNISED_PARAMS.has(k)) echoed[k] = String(v)
-    if (echoed.delta !== undefined && echoed.delta !== DELTA_FORMAT) delete echoed.delta
-    // occupancy events need channel-metadata; without it the attach goes on, without events
-    const occupancy = wantsOccupancy(params) && principal.capability.allows(channel, 'channel-metadata')
-    if (occupancy) echoed.occupancy = 'metrics'
-
-    let flags = 0
-    let error: GatewayError | undefined
-    let positions: string[] | undefined
-    if (serial !== undefined) {
-      if (await core.streams.canResume(principal.appId, channel, serial)) {
-        flags |= Flag.RESUMED
-        positions = [serial]
-      } else {
-        error = new GatewayError(90003, 'Unable to recover channel (messages expired)')
-      }
-    }
-    // a fresh attacher that receives presence gets the members (SYNC after ATTACHED); a resumed one has them
-    const members =
-      modes & Flag.PRESENCE_SUBSCRIBE && !(flags & Flag.RESUMED)
-        ? await core.presence.snapshot(principal.appId, channel)
-        : []
-    if (members.length) flags |= Flag.HAS_PRESENCE
-    if (modes & Flag.OBJECT_SUBSCRIBE) flags |= Flag.HAS_OBJECTS // always followed by a full OBJECT_SYNC
-    const att = new Attachment(
-      this.conn,
-      wireName,
-      modes,
-      flags,
-      Object.keys(echoed).length ? echoed : undefined,
-      error,
-    )
-    att.base = channel
-    att.requested = requested
-    // deltas (fanout/delta-stage.ts): a stage of this attachment's own, from its first message
-    if (echoed.delta && modes & Flag.SUBSCRIBE)
-      att.deltas = new DeltaStage(this.conn.s.deltaMaxBytes, this.conn.echo ? undefined : this.conn.id)
+    const { core, principalOf: principal } = this.conn
+    const req = readAttach(wireName, pm, principal)
+    const start = await decideStart(req, pm, principal.appId, core.streams)
+    const plans = await planSteps(ATTACH_STEPS, req, start, this.conn)
+    const { stream, frames } = deliveriesOf(req, start, this.conn)
+    const att = new Attachment(this.conn, req, principal.appId, start, plans, frames)
     this.attachments.set(wireName, att)
-    att.role = occupancyRole(modes)
-    att.appId = principal.appId
-    core.occupancy.attach(principal.appId, channel, att.role)
-    if (modes & (Flag.SUBSCRIBE | Flag.PRESENCE_SUBSCRIBE | Flag.OBJECT_SUBSCRIBE | Flag.ANNOTATION_SUBSCRIBE)) {
-      att.session = core.streams.create(
-        {
-          principal,
-          channels: [channel],
-          positions,
-          rewind: rewind?.count,
-          rewindMs: rewind?.ms,
-          managed: true,
-          // receiving only object operations (LiveObjects) needs object-subscribe, not subscribe
-          operation: modes & (Flag.SUBSCRIBE | Flag.PRESENCE_SUBSCRIBE) ? undefined : 'object-subscribe',
-          filter: derived?.filter,
-          held:
-            modes & (Flag.SUBSCRIBE | Flag.ANNOTATION_SUBSCRIBE)
-              ? {
-                  summaries: (modes & Flag.SUBSCRIBE) !== 0,
-                  annotations: (modes & Flag.ANNOTATION_SUBSCRIBE) !== 0,
-                  exceptConnection: this.conn.echo ? undefined : this.conn.id,
-                }
-              : undefined,
-          appendRollupWindowMs: this.conn.appendRollupWindowMs,
-        },
-        att,
-      )
+    if (stream) {
+      att.session = core.streams.create(stream, att)
       await core.streams.start(att.session)
     } else {
-      att.sendAttached(await core.streams.position(principal.appId, channel))
+      att.sendAttached(await core.streams.position(principal.appId, req.channel))
     }
     if (this.conn.log.enabled('debug'))
       this.conn.log.debug('realtime attached', {
         connectionId: this.conn.id,
         channel: loggedName(wireName),
-        modes,
-        resumed: (flags & Flag.RESUMED) !== 0,
-        ...(Object.keys(echoed).length ? { params: echoed } : {}),
+        modes: req.modes,
+        resumed: start.kind === 'resume',
+        ...(att.params ? { params: att.params } : {}),
       })
-    if (members.length) await this.presence.sync(wireName, members)
-    if (modes & Flag.OBJECT_SUBSCRIBE) {
-      // LiveObjects (object-ops.ts): a full sync after every ATTACHED
-      att.reattached = () =>
-        void sendObjectSync(this.conn, channel, wireName).catch((e) => this.conn.fail(asGatewayError(e)))
-      await sendObjectSync(this.conn, channel, wireName)
-    }
-    if (occupancy && this.attachments.get(wireName) === att)
-      att.unwatch = core.occupancyEvents.watch(principal.appId, channel, att)
+    await plans.attached(att)
   }
 
   /**
@@ -269,7 +177,7 @@ export class ChannelOps {
    */
   reauthorized(principal: Principal): void {
     for (const [channel, att] of this.attachments) {
-      const granted = grantedModes(principal.capability, att.base ?? channel, att.requested)
+      const granted = grantedModes(principal.capability, att.base, att.requested)
       const kept = (att.modes & ~SENDING_MODES) | (granted & SENDING_MODES)
       if ((granted & kept) !== kept || !kept) {
         att.close()

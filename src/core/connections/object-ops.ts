@@ -2,6 +2,7 @@ import { checkChannelName } from '../model/names'
 import { SITE_CODE } from '../objects/live-service'
 import { syncPages } from '../objects/live-sync'
 import type { LiveObjectRecord } from '../objects/ports'
+import type { AttachStep } from './attach-step'
 import type { ConnectionHost } from './host'
 import type { Operation } from './operations'
 import { Action, Flag } from './protocol'
@@ -43,11 +44,24 @@ export const OBJECT: Operation<ConnectionHost> = {
 }
 
 /**
+ * The channel's objects after every ATTACHED of an object subscriber (HAS_OBJECTS): a full
+ * OBJECT_SYNC, again after an ATTACHED sent again (a resume gap).
+ */
+export const OBJECT_SYNC: AttachStep = {
+  name: 'objects sync',
+  prepare: (req, _start, conn) => {
+    if (!(req.modes & Flag.OBJECT_SUBSCRIBE)) return undefined
+    const sync = () => sendObjectSync(conn, req.channel, req.wireName)
+    return { flags: Flag.HAS_OBJECTS, attached: sync, reattached: sync }
+  },
+}
+
+/**
  * The channel's objects after ATTACHED (HAS_OBJECTS): a snapshot taken once the attachment
  * receives live operations, so every operation is in the snapshot, delivered after it, or both
  * (the client skips an operation its synced object already covers).
  */
-export async function sendObjectSync(host: ConnectionHost, channel: string, wireName = channel): Promise<void> {
+async function sendObjectSync(host: ConnectionHost, channel: string, wireName = channel): Promise<void> {
   const records = await host.core.liveObjects.snapshot(host.principalOf, channel)
   // a page at a time, each once the socket has room: a large tree to a slow reader is paced, never
   // piled up in memory (nor a reason to cut the client as one that does not read its answers)

@@ -2,6 +2,7 @@ import { checkChannelName } from '../model/names'
 import type { OwnMembers, PresenceOutcome } from './connection-presence'
 import { PresenceAction, type PresenceMessage } from '../types'
 import { randomId } from '../../lib/crypto'
+import type { AttachStep } from './attach-step'
 import type { ConnectionHost } from './host'
 import type { Operation } from './operations'
 import { Action, Flag } from './protocol'
@@ -83,20 +84,38 @@ export class PresenceOps {
     await cp.closed(this.host.id)
   }
 
-  /** SYNC frames of the channel's members (one self-contained frame when they fit in one page). */
-  async sync(channel: string, members?: PresenceMessage[]): Promise<void> {
-    const all = members ?? (await this.host.core.presence.snapshot(this.host.principalOf.appId, channel))
-    const syncId = randomId(10)
-    for (let i = 0; i < all.length || i === 0; i += SYNC_PAGE) {
-      const page = all.slice(i, i + SYNC_PAGE)
-      const last = i + SYNC_PAGE >= all.length
-      const pm = {
-        action: Action.SYNC,
-        channel,
-        channelSerial: `${syncId}:${last ? '' : String(i / SYNC_PAGE + 1)}`,
-        presence: page.map((m) => ({ ...m, action: PresenceAction.PRESENT })),
-      }
-      this.host.push(pm)
+  /** SYNC frames of the channel's members, asked for by the client. */
+  async sync(channel: string): Promise<void> {
+    sendMembers(this.host, channel, await this.host.core.presence.snapshot(this.host.principalOf.appId, channel))
+  }
+}
+
+/**
+ * The members after ATTACHED, for a fresh attacher that receives presence (a resumed one has
+ * them): ATTACHED says HAS_PRESENCE when there are some, and SYNC frames follow it.
+ */
+export const PRESENCE_SYNC: AttachStep = {
+  name: 'presence sync',
+  prepare: async (req, start, conn) => {
+    if (!(req.modes & Flag.PRESENCE_SUBSCRIBE) || start.kind === 'resume') return undefined
+    const members = await conn.core.presence.snapshot(conn.principalOf.appId, req.channel)
+    if (!members.length) return undefined
+    return { flags: Flag.HAS_PRESENCE, attached: () => sendMembers(conn, req.wireName, members) }
+  },
+}
+
+/** SYNC frames of `members` (one self-contained frame when they fit in one page). */
+function sendMembers(host: ConnectionHost, channel: string, members: PresenceMessage[]): void {
+  const syncId = randomId(10)
+  for (let i = 0; i < members.length || i === 0; i += SYNC_PAGE) {
+    const page = members.slice(i, i + SYNC_PAGE)
+    const last = i + SYNC_PAGE >= members.length
+    const pm = {
+      action: Action.SYNC,
+      channel,
+      channelSerial: `${syncId}:${last ? '' : String(i / SYNC_PAGE + 1)}`,
+      presence: page.map((m) => ({ ...m, action: PresenceAction.PRESENT })),
     }
+    host.push(pm)
   }
 }

@@ -154,7 +154,9 @@ export class StreamSession implements Subscriber {
             {
               limit: opts.rewind,
               direction: 'backwards',
-              entries: 'all',
+              // messages and their versions only, as the hosted service rewinds: presence (the
+              // members come in SYNC) and LiveObjects operations neither count nor replay
+              entries: 'versions',
               start: opts.rewindMs === undefined ? undefined : this.clock.now() - opts.rewindMs,
             },
             { persisted: false },
