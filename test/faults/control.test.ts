@@ -3,12 +3,12 @@
  * refusals in the spec's error shape, its bounds (sessions, rules, log, timeout), a session that
  * sees and alters only its own port's traffic, and a start refused on a public address.
  */
-import { afterEach, describe, expect, test } from 'bun:test'
+import { describe, expect, test } from 'bun:test'
 import { spawnSync } from 'node:child_process'
 import { join } from 'node:path'
 import { loadConfig } from '../../src/config'
 import { Action } from '../../src/core/connections'
-import { faultSession, frames, type FaultSession } from '../helpers/faults'
+import { faultSession, frames, useFaultSessions } from '../helpers/faults'
 import { collect, connectedClient, fresh, realtimeGateway, type Collected } from '../helpers/realtime'
 import { freePort } from '../helpers/redis'
 import { waitFor } from '../helpers/wait'
@@ -21,15 +21,7 @@ const rt = realtimeGateway({
   faultsMaxLogEvents: 20,
 })
 const control = () => rt.gw.faultsUrl!
-const sessions: FaultSession[] = []
-const session = async (body: object = {}) => {
-  const s = await faultSession(control(), body)
-  sessions.push(s)
-  return s
-}
-afterEach(async () => {
-  for (const s of sessions.splice(0)) await s.close()
-})
+const session = useFaultSessions(control)
 const post = (path: string, body: unknown) =>
   fetch(control() + path, {
     method: 'POST',

@@ -3,22 +3,14 @@
  * HTTP action, with the official REST client through a session's port; comet and the event
  * stream served there too.
  */
-import { afterEach, describe, expect, test } from 'bun:test'
+import { describe, expect, test } from 'bun:test'
 import * as Ably from 'ably'
-import { faultSession, type FaultSession } from '../helpers/faults'
+import { useFaultSessions } from '../helpers/faults'
 import { ablyError } from '../helpers/ably'
 import { authCallbackOf, connectedClient, fresh, realtimeGateway } from '../helpers/realtime'
 
 const rt = realtimeGateway({ faults: true, faultsPort: 0 })
-const sessions: FaultSession[] = []
-const session = async (body: object = {}) => {
-  const s = await faultSession(rt.gw.faultsUrl!, body)
-  sessions.push(s)
-  return s
-}
-afterEach(async () => {
-  for (const s of sessions.splice(0)) await s.close()
-})
+const session = useFaultSessions(() => rt.gw.faultsUrl!)
 
 const restThrough = (port: number, o: Partial<Ably.ClientOptions> = {}) =>
   new Ably.Rest({

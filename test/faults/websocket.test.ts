@@ -3,22 +3,14 @@
  * hosted tooling's grammar, with the official client (msgpack and JSON) connected through a
  * session's port, and the session's event log checked.
  */
-import { afterEach, describe, expect, test } from 'bun:test'
+import { describe, expect, test } from 'bun:test'
 import { Action } from '../../src/core/connections'
-import { faultSession, frames, type FaultSession } from '../helpers/faults'
+import { frames, type FaultSession, useFaultSessions } from '../helpers/faults'
 import { collect, connectedClient, FORMATS, fresh, reach, realtimeClient, realtimeGateway } from '../helpers/realtime'
 import { waitFor } from '../helpers/wait'
 
 const rt = realtimeGateway({ faults: true, faultsPort: 0, realtimeMaxIdleIntervalMs: 3000 })
-const sessions: FaultSession[] = []
-const session = async (body: object = {}) => {
-  const s = await faultSession(rt.gw.faultsUrl!, body)
-  sessions.push(s)
-  return s
-}
-afterEach(async () => {
-  for (const s of sessions.splice(0)) await s.close()
-})
+const session = useFaultSessions(() => rt.gw.faultsUrl!)
 
 const connects = (log: Awaited<ReturnType<FaultSession['log']>>) => log.filter((e) => e.type === 'ws_connect')
 

@@ -3,6 +3,7 @@
  * own test helper for the hosted tooling (ably-js test/uts/.../helpers/proxy.ts): sessions with
  * rules, imperative actions, the event log.
  */
+import { afterEach } from 'bun:test'
 export interface FaultEvent {
   timestamp: string
   type: string
@@ -62,3 +63,19 @@ export const frames = (log: FaultEvent[], direction: 'client_to_server' | 'serve
   log.filter(
     (e) => e.type === 'ws_frame' && e.direction === direction && (action === undefined || e.message?.action === action),
   )
+
+/**
+ * A test file's sessions: `session(body)` opens one on the control API `control()` names, and every
+ * session a test opened is closed after it.
+ */
+export function useFaultSessions(control: () => string) {
+  const sessions: FaultSession[] = []
+  afterEach(async () => {
+    for (const s of sessions.splice(0)) await s.close()
+  })
+  return async (body: object = {}) => {
+    const s = await faultSession(control(), body)
+    sessions.push(s)
+    return s
+  }
+}

@@ -1,41 +1,18 @@
 import { afterAll, beforeAll, expect, test } from 'bun:test'
-import { execFileSync } from 'node:child_process'
 import { mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { basic, createTestGateway, listen, type TestGateway } from '../helpers/gateway'
-import { requireSystem } from '../helpers/system'
+import { makeCert, opensslAvailable } from '../helpers/tls-cert'
 
-const available = requireSystem('/usr/bin/openssl', 'openssl')
+const available = opensslAvailable()
 const dir = mkdtempSync(join(tmpdir(), 'gw-tls-'))
 let gw: TestGateway | undefined
 let base = ''
 
 beforeAll(async () => {
   if (!available) return
-  const cert = join(dir, 'cert.pem')
-  const key = join(dir, 'key.pem')
-  execFileSync(
-    'openssl',
-    [
-      'req',
-      '-x509',
-      '-newkey',
-      'rsa:2048',
-      '-nodes',
-      '-keyout',
-      key,
-      '-out',
-      cert,
-      '-days',
-      '1',
-      '-subj',
-      '/CN=127.0.0.1',
-      '-addext',
-      'subjectAltName=IP:127.0.0.1',
-    ],
-    { stdio: 'ignore' },
-  )
+  const { cert, key } = makeCert(dir)
   gw = await createTestGateway({ tlsCertFile: cert, tlsKeyFile: key, basicAuthRequiresTls: true })
   base = listen(gw)
 })
