@@ -7,7 +7,8 @@
  */
 export type DeltaStream = 'json-state' | 'growing-text'
 
-function rng(seed: number) {
+/** A small deterministic generator (xorshift): a run or a failure is reproduced from its seed. */
+export function rng(seed: number) {
   let x = seed >>> 0 || 1
   return () => {
     x ^= x << 13

@@ -1,6 +1,7 @@
 import { describe, expect, test } from 'bun:test'
 import { decode } from '@ably/vcdiff-decoder'
 import { vcdiffEncode } from '../../src/lib/vcdiff'
+import { rng } from '../../bench/lib/delta-payloads'
 
 /**
  * The encoder checked against the hosted service's clients' decoder (`@ably/vcdiff-decoder`, the
@@ -12,18 +13,6 @@ const bytes = (s: string) => enc.encode(s)
 /** Headers of a delta that adds everything: magic, indicators, lengths (at most 5 bytes each at 64 KiB). */
 const BOUND = 32
 
-/** A small deterministic generator (xorshift), so a failure names its seed. */
-function rng(seed: number) {
-  let x = seed >>> 0 || 1
-  return () => {
-    x ^= x << 13
-    x >>>= 0
-    x ^= x >>> 17
-    x ^= x << 5
-    x >>>= 0
-    return x / 0x100000000
-  }
-}
 const randomBytes = (r: () => number, n: number) => Uint8Array.from({ length: n }, () => Math.floor(r() * 256))
 
 function roundTrip(source: Uint8Array, target: Uint8Array): Uint8Array {
