@@ -10,7 +10,7 @@ import type { RedisKeys } from './keys'
 import { ScriptRunner } from './script-runner'
 import { chargeArgs, TAKE_TOKENS_SCRIPT } from './lua/rate-limit'
 import { EPHEMERAL_PUBLISH_SCRIPT } from './lua/ephemeral-publish'
-import { PublishBatcher } from './publish-batcher'
+import { PublishBatcher, type BatchAnswer } from './publish-batcher'
 import { ChannelSubscriptions } from './subscriptions'
 import { ChannelMarks, INDEX_REFRESH_MS, markDue, type Marks } from './channel-marks'
 
@@ -129,10 +129,10 @@ export class RedisBroker implements Broker {
     // with REDIS_WAIT_REPLICAS every publish writes, so that its WAIT covers what it stored
     const expireNow = (this.s.redisWaitReplicas ?? 0) > 0 || markDue(m, 'expired', now) !== undefined
     const ttlMs = this.ttl(opts)
-    let reply: Array<number | string>
+    let answer: BatchAnswer
     try {
       // bounded by the batcher: answered within REDIS_TIMEOUT_MS, its errors 503 unless a GatewayError
-      reply = await this.batcher.publish({
+      answer = await this.batcher.publish({
         stream: this.keys.stream(app, channel),
         lastId: this.keys.lastId(app, channel),
         notify: this.keys.notify(app, channel),
@@ -150,6 +150,7 @@ export class RedisBroker implements Broker {
       if (expireNow) m.expired = 0
       throw e
     }
+    const reply = answer.reply
     if (Number(reply[0]) === -1) {
       // refused: nothing appended, the index not refreshed
       if (due !== undefined) m.indexed = 0
@@ -160,11 +161,15 @@ export class RedisBroker implements Broker {
       }
     }
     if (c && !cluster) charged = { ok: true, remaining: Number(reply.pop()) / 1000, retryAfterMs: 0 }
+    const fresh = Number(reply[0])
+    const serials: string[] = []
+    for (let i = 1; i < reply.length; i++) serials.push(serialFromId(String(reply[i])))
+    // this node subscribes to the channel: it holds what it appended, delivered without its notification's decoding
+    const sub = fresh > 0 && answer.prev !== undefined ? this.subs.get(app, channel) : undefined
+    if (sub) this.subs.published(sub, serialFromId(answer.prev!), drafts, serials)
     const failed = index && (await this.t(index))
     if (failed) throw commandFailed(failed)
-    const fresh = Number(reply[0])
-    const ids = reply.slice(1).map(String)
-    return { serials: ids.map(serialFromId), appended: fresh, charged }
+    return { serials, appended: fresh, charged }
   }
 
   /**

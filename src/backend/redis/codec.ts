@@ -1,5 +1,5 @@
 import { Packr } from 'msgpackr'
-import { formatSerial, parseSerial } from '../../core/model/serial'
+import { parseSerial } from '../../core/model/serial'
 import type { Message, MessageDraft } from '../../core/types'
 
 /** How messages are encoded in Redis (msgpack) and how stream ids map to serials. */
@@ -14,16 +14,20 @@ export function packDraft(d: MessageDraft): Buffer {
 }
 
 export function messageFromEntry(id: string, body: Uint8Array): Message {
-  const m = packr.unpack(body) as Message
-  const [ms, seq] = id.split('-')
-  m.serial = formatSerial(Number(ms), Number(seq))
-  m.timestamp = Number(ms)
-  return m
+  return messageAt(serialFromId(id), id, body)
 }
 
+const ZEROS = '00000000000000'
+
+/**
+ * The serial of a stream id (`<ms>-<seq>`, decimal without leading zeros as Redis writes them):
+ * `formatSerial(ms, seq)` made by padding the text, with no number parsed (it runs for every id
+ * of every publish and notification).
+ */
 export const serialFromId = (id: string): string => {
-  const [ms, seq] = id.split('-')
-  return formatSerial(Number(ms), Number(seq))
+  const i = id.indexOf('-')
+  const seq = id.length - i - 1
+  return (i < 14 ? ZEROS.slice(i) : '') + (seq < 6 ? id.slice(0, i + 1) + ZEROS.slice(8 + seq) + id.slice(i + 1) : id)
 }
 
 export function idFromSerial(serial: string): string {
@@ -36,9 +40,11 @@ export const unpack = <T>(b: Uint8Array): T => packr.unpack(b) as T
 
 /**
  * Notification payload written by the publish script: `<prev id> ` then, per new message,
- * `<id> <body length> <body>`. Returns the previous stream id and the messages in order.
+ * `<id> <body length> <body>`. Returns the previous entry's serial and the messages in order;
+ * with `after`, only the messages past that serial are decoded (the others, which the node
+ * already holds, are skipped by their length).
  */
-export function parseNotification(buf: Buffer): { prev: string; messages: Message[] } {
+export function parseNotification(buf: Buffer, after?: string): { prev: string; messages: Message[] } {
   let pos = 0
   const token = () => {
     const sp = buf.indexOf(0x20, pos)
@@ -46,13 +52,22 @@ export function parseNotification(buf: Buffer): { prev: string; messages: Messag
     pos = sp + 1
     return t
   }
-  const prev = token()
+  const prev = serialFromId(token())
   const messages: Message[] = []
   while (pos < buf.length) {
     const id = token()
     const len = Number(token())
-    messages.push(messageFromEntry(id, buf.subarray(pos, pos + len)))
+    const serial = serialFromId(id)
+    if (after === undefined || serial > after) messages.push(messageAt(serial, id, buf.subarray(pos, pos + len)))
     pos += len
   }
   return { prev, messages }
+}
+
+/** A stored body as its message, given its serial and stream id. */
+function messageAt(serial: string, id: string, body: Uint8Array): Message {
+  const m = packr.unpack(body) as Message
+  m.serial = serial
+  m.timestamp = Number(id.slice(0, id.indexOf('-')))
+  return m
 }

@@ -38,6 +38,12 @@ interface Described {
 /** The script's answer to one publish: `{ fresh, ...ids[, remaining] }`, `{ -1, remaining, retryAfterMs }`. */
 export type BatchReply = Array<number | string>
 
+/** A publish's answer, and the stream id of its channel's entry before its first new message (when it appended). */
+export interface BatchAnswer {
+  reply: BatchReply
+  prev?: string
+}
+
 /** At most this many publishes, or about this many bytes of bodies, in one script call. */
 const MAX_PUBLISHES = 256
 const MAX_BYTES = 4 << 20
@@ -46,7 +52,7 @@ interface Pending {
   p: BatchedPublish
   /** When it was made (`performance.now()`): it is answered within REDIS_TIMEOUT_MS of this. */
   at: number
-  resolve(r: BatchReply): void
+  resolve(r: BatchAnswer): void
   reject(e: unknown): void
 }
 
@@ -100,8 +106,8 @@ export class PublishBatcher {
     this.script = new ScriptRunner(send, o.cluster ? CLUSTER_BATCH_PUBLISH_SCRIPT : BATCH_PUBLISH_SCRIPT)
   }
 
-  /** Resolves with the publish's reply, after its batch's write (and WAIT, if set) answered. */
-  publish(p: BatchedPublish): Promise<BatchReply> {
+  /** Resolves with the publish's answer, after its batch's write (and WAIT, if set) answered. */
+  publish(p: BatchedPublish): Promise<BatchAnswer> {
     return new Promise((resolve, reject) => {
       const key = this.o.shardOf?.(p.stream) ?? ''
       let s = this.shards.get(key)
@@ -145,7 +151,7 @@ export class PublishBatcher {
   private async run(items: Pending[]) {
     // the oldest member (the first: a batch is taken from the front of its queue) sets the deadline
     const ms = Math.max(0, items[0]!.at + this.o.redisTimeoutMs - performance.now())
-    let replies: BatchReply[]
+    let replies: BatchAnswer[]
     try {
       replies = await settleWithin(this.write(items), ms, () => TIMED_OUT)
     } catch (e) {
@@ -171,16 +177,17 @@ export class PublishBatcher {
         waitError = e ?? new Error('WAIT failed')
       })
     items.forEach((it, i) => {
-      const r = replies[i]
+      const a = replies[i]
+      const r = a?.reply
       if (!Array.isArray(r)) it.reject(commandFailed(new Error('Unexpected reply from the batch publish script')))
       else if (Number(r[0]) === -2) it.reject(commandFailed(new Error(String(r[1]))))
-      else if (Number(r[0]) === -1 || waitError === undefined) it.resolve(r)
+      else if (Number(r[0]) === -1 || waitError === undefined) it.resolve(a!)
       else it.reject(commandFailed(waitError))
     })
   }
 
   /** The batch's script call. */
-  private async write(items: Pending[]): Promise<BatchReply[]> {
+  private async write(items: Pending[]): Promise<BatchAnswer[]> {
     const t0 = performance.now()
     const replies = await this.call(items)
     commandAnswered(t0)
@@ -188,7 +195,7 @@ export class PublishBatcher {
   }
 
   /** The script's arguments (lua/batch-publish.ts): each channel described once, then each publish. */
-  private async call(items: Pending[]): Promise<BatchReply[]> {
+  private async call(items: Pending[]): Promise<BatchAnswer[]> {
     const channels = new Map<string, Described>()
     // per publish: 1 its messages have client ids, -1 plain (one message, no client id, no charge), 0 neither
     const kinds: number[] = []
@@ -249,7 +256,41 @@ export class PublishBatcher {
     const replies = this.o.cluster
       ? await this.script.run<Array<BatchReply | string>>(keys.slice(0, 1), [...args, ...keys, String(keys.length)])
       : await this.script.run<Array<BatchReply | string>>(keys, args)
-    // a plain publish appended is answered its id alone
-    return replies.map((r) => (typeof r === 'string' ? [1, r] : r))
+    // after the publishes' answers, per channel its entry before the call's appends: each
+    // publish's previous entry follows, its channel's last appended id moving on past it
+    const last: Array<string | undefined> = []
+    for (let c = 0; c < channels.size; c++) last.push((replies[items.length + c] as string | undefined) || undefined)
+    return items.map(({ p }, i) => {
+      const r = replies[i]!
+      const c = Number(channels.get(p.stream)!.n) - 1
+      const prev = last[c]
+      // a plain publish appended is answered its id alone
+      if (typeof r === 'string') {
+        last[c] = r
+        return { reply: [1, r], prev }
+      }
+      if (Number(r[0]) > 0) last[c] = lastAppended(r, prev)
+      return { reply: r, prev }
+    })
   }
+}
+
+/** The last id a publish appended (its answer `{ fresh, ...ids }`: ids past `prev`; a duplicate's is older). */
+function lastAppended(r: BatchReply, prev: string | undefined): string | undefined {
+  const n = Number(r[0])
+  let last = prev
+  for (let i = 1; i < r.length && n > 0; i++) {
+    const id = r[i]
+    if (typeof id === 'string' && (last === undefined || newerId(id, last))) last = id
+  }
+  return last
+}
+
+/** Whether stream id `a` (`<ms>-<seq>`) is after `b`. */
+function newerId(a: string, b: string): boolean {
+  const i = a.indexOf('-')
+  const j = b.indexOf('-')
+  const ma = Number(a.slice(0, i))
+  const mb = Number(b.slice(0, j))
+  return ma !== mb ? ma > mb : Number(a.slice(i + 1)) > Number(b.slice(j + 1))
 }

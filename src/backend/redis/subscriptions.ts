@@ -1,9 +1,9 @@
 import type { BrokerListener } from '../../core/ports'
-import type { Message } from '../../core/types'
+import type { Message, MessageDraft } from '../../core/types'
 import { Ring } from '../shared/ring'
 import { ringCodec } from '../shared/ring-codec'
 import type { RedisSubscriber } from './clients'
-import { idFromSerial, parseNotification, serialFromId } from './codec'
+import { idFromSerial, parseNotification } from './codec'
 import type { RedisKeys } from './keys'
 
 /** What the subscriptions read of a channel's stream (the broker's reads). */
@@ -22,8 +22,10 @@ export interface Subscription {
   subscribed: Promise<void>
   /** Serial of the last message handed to listeners (gap detection). */
   last?: string
-  /** Serializes notification handling (a gap fill must finish before the next batch). */
+  /** Serializes the notifications handled by reads (a gap fill must finish before the next batch). */
   queue: Promise<void>
+  /** Works in `queue` not finished: while any is, every notification waits its turn there. */
+  busy: number
   onMessage: (buf: Buffer) => void
   /**
    * Cache of what this node delivered since it subscribed: every message after `ring.floor`, in
@@ -51,9 +53,17 @@ interface Waiter {
  * catches up from the stream (notifications may have been missed), so delivery is complete and
  * in order. What a channel delivered since its subscription is kept in a ring, so a resume that
  * starts inside it is served from memory (the stream stays the truth).
+ *
+ * A notification that follows what was delivered (no gap, nothing queued) is handled at once,
+ * with no promise; only its messages not delivered yet are decoded. A node that published
+ * messages hands them here itself (`published`) when the script's answer says they follow
+ * the last one delivered: they are delivered from what the node holds, and their notification,
+ * when it comes, finds nothing new in it and decodes nothing. Order is the previous-id chain's
+ * either way: messages are delivered only right after the entry before them.
  */
 export class ChannelSubscriptions {
-  private subs = new Map<string, Subscription>()
+  /** By app, then by channel (no key built per lookup: the publish path looks here). */
+  private subs = new Map<string, Map<string, Subscription>>()
 
   constructor(
     private readonly sub: RedisSubscriber,
@@ -64,18 +74,20 @@ export class ChannelSubscriptions {
   ) {
     // after a reconnect, notifications may have been missed: catch up from the streams
     sub.onReady(() => {
-      for (const s of this.subs.values()) this.enqueue(s, () => this.catchUp(s))
+      for (const byChannel of this.subs.values())
+        for (const s of byChannel.values()) this.enqueue(s, () => this.catchUp(s))
     })
   }
 
   /** The channel's subscription on this node, if it has one. */
   get(app: string, channel: string): Subscription | undefined {
-    return this.subs.get(`${app}\u0000${channel}`)
+    return this.subs.get(app)?.get(channel)
   }
 
   subscribe(app: string, channel: string, listener: BrokerListener): () => void {
-    const k = `${app}\u0000${channel}`
-    let s = this.subs.get(k)
+    let byChannel = this.subs.get(app)
+    if (!byChannel) this.subs.set(app, (byChannel = new Map()))
+    let s = byChannel.get(channel)
     if (!s) {
       const entry: Subscription = {
         app,
@@ -83,7 +95,8 @@ export class ChannelSubscriptions {
         listeners: new Set(),
         subscribed: Promise.resolve(),
         queue: Promise.resolve(),
-        onMessage: (buf: Buffer) => this.enqueue(entry, () => this.onNotification(entry, buf)),
+        busy: 0,
+        onMessage: (buf: Buffer) => this.onMessage(entry, buf),
       }
       entry.subscribed = this.sub
         .sSubscribe(this.keys.notify(app, channel), entry.onMessage, true)
@@ -104,14 +117,16 @@ export class ChannelSubscriptions {
         })
         .catch((e) => this.onError(e))
       s = entry
-      this.subs.set(k, s)
+      byChannel.set(channel, s)
     }
     s.listeners.add(listener)
     const sub = s
     return () => {
       sub.listeners.delete(listener)
-      if (sub.listeners.size === 0 && this.subs.get(k) === sub) {
-        this.subs.delete(k)
+      const apps = this.subs.get(app)
+      if (sub.listeners.size === 0 && apps?.get(channel) === sub) {
+        apps.delete(channel)
+        if (apps.size === 0) this.subs.delete(app)
         if (sub.waiters) this.release(sub)
         // only this subscription's listener: a newer subscription to the same channel keeps its own
         this.sub.sUnsubscribe(this.keys.notify(app, channel), sub.onMessage, true).catch((e) => this.onError(e))
@@ -120,12 +135,38 @@ export class ChannelSubscriptions {
   }
 
   private enqueue(s: Subscription, work: () => Promise<void>) {
-    s.queue = s.queue.then(work).catch((e) => this.onError(e))
+    s.busy++
+    s.queue = s.queue
+      .then(work)
+      .catch((e) => this.onError(e))
+      .finally(() => {
+        s.busy--
+      })
+  }
+
+  /** A notification: handled now when nothing is queued and it follows what was delivered, else queued. */
+  private onMessage(s: Subscription, buf: Buffer) {
+    if (s.busy > 0) return this.enqueue(s, () => this.onNotification(s, buf))
+    try {
+      const last = s.last
+      const { prev, messages } = parseNotification(buf, last)
+      if (last !== undefined && prev > last && messages.length) this.enqueue(s, () => this.fillGap(s, messages))
+      else this.emit(s, messages)
+    } catch (e) {
+      this.onError(e)
+    }
   }
 
   private async onNotification(s: Subscription, buf: Buffer) {
-    const { prev, messages } = parseNotification(buf)
-    if (s.last !== undefined && serialFromId(prev) > s.last && messages.length) {
+    const last = s.last
+    const { prev, messages } = parseNotification(buf, last)
+    if (last !== undefined && prev > last && messages.length) await this.fillGap(s, messages)
+    else this.emit(s, messages)
+  }
+
+  /** The entries between the last delivered and `messages` read from the stream, then `messages`. */
+  private async fillGap(s: Subscription, messages: Message[]) {
+    if (s.last !== undefined) {
       const first = idFromSerial(messages[0]!.serial)
       this.emit(
         s,
@@ -139,6 +180,28 @@ export class ChannelSubscriptions {
       )
     }
     this.emit(s, messages)
+  }
+
+  /**
+   * A publish this node made to a channel it subscribes to: its drafts, their serials as the
+   * script answered (a duplicate's is an older entry's), `prev` the serial of the entry before
+   * the first it appended. Delivered now when that is the last one delivered and nothing is
+   * queued (as messages, their serials and timestamps set, as the embedded broker does); else
+   * left to their notification.
+   */
+  published(s: Subscription, prev: string, drafts: MessageDraft[], serials: string[]) {
+    if (s.busy > 0 || s.last === undefined || s.last !== prev || s.listeners.size === 0) return
+    const out: Message[] = []
+    let last = prev
+    for (let i = 0; i < drafts.length; i++) {
+      const serial = serials[i]
+      if (serial === undefined || serial <= last) continue
+      const m = drafts[i] as Message
+      m.serial = last = serial
+      m.timestamp = Number(serial.slice(0, serial.indexOf('-')))
+      out.push(m)
+    }
+    this.emit(s, out)
   }
 
   private async catchUp(s: Subscription) {
@@ -168,7 +231,7 @@ export class ChannelSubscriptions {
    * after its reconnect). Only its callers pay for it: a publish does not.
    */
   delivered(app: string, channel: string, serial: string): Promise<void> | undefined {
-    const s = this.subs.get(`${app}\u0000${channel}`)
+    const s = this.get(app, channel)
     if (!s || (s.last !== undefined && s.last >= serial)) return undefined
     const timeout = this.s.redisTimeoutMs
     return new Promise<void>((resolve) => {
@@ -206,10 +269,11 @@ export class ChannelSubscriptions {
   }
 
   close() {
-    for (const s of this.subs.values()) {
-      s.listeners.clear()
-      if (s.waiters) this.release(s)
-    }
+    for (const byChannel of this.subs.values())
+      for (const s of byChannel.values()) {
+        s.listeners.clear()
+        if (s.waiters) this.release(s)
+      }
     this.subs.clear()
   }
 }

@@ -31,7 +31,10 @@ import { LOG_LUA } from './log'
  *     charge)[, cost, rate per second, burst, now ms], then n bodies or n × (client id or '', body).
  * Returns per publish its id alone when plain and appended; else { fresh, id per message[,
  * remaining*1000 when charged] }, { -1, remaining*1000, retryAfterMs } when its charge was
- * refused (nothing appended), or { -2, error text } when it failed.
+ * refused (nothing appended), or { -2, error text } when it failed; then per channel the id of
+ * its entry before the call's first append ('' when nothing was appended to it): with the
+ * answer's ids, the previous-id chain of what the call appended, so that the node that
+ * published can deliver its messages itself, in the chain's order (subscriptions.ts).
  *
  * On Redis Cluster the keys of one batch are in several slots of one master: the call declares
  * only the first stream and passes the keys in ARGV (CLUSTER_BATCH_PUBLISH_SCRIPT); a batch that
@@ -182,7 +185,7 @@ for s = 1, nchan do
     if ix then redis.call('ZADD', K[tonumber(ARGV[ix])], ARGV[ix + 1], ARGV[ix + 2]) end
     if exp then redis.call('PEXPIRE', key, exp) end
   end
-  log_notify(s, ARGV[3 + s], key, K[2 * s], exp)
+  out[count + s] = log_notify(s, ARGV[3 + s], key, K[2 * s], exp) or ''
 end
 for key, b in pairs(buckets) do
   redis.call('HSET', key, 't', tostring(b.tokens), 'a', tostring(b.at))

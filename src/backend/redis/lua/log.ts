@@ -16,7 +16,8 @@
  *   channel's last id key to the last of them (PX `exp`, or its expiry kept), which gives the
  *   previous id (read from the stream when the key is gone), and publishes the notification to
  *   `channel` (SPUBLISH: the nodes subscribed); with `prev` (entries handed out but not stored:
- *   ephemeral messages) that is the previous id and the key stays;
+ *   ephemeral messages) that is the previous id and the key stays; returns the previous id (nil
+ *   when nothing was noted);
  * - `log_before(stream, id)`: the id of the newest stored entry before `id` (nil: newest of all),
  *   or '0-0'.
  * Every script that appends keeps the last id key, so a notification's previous id is one SET.
@@ -96,5 +97,6 @@ local function log_notify(s, channel, stream, lastkey, exp, prev)
     local b = log_body1[s]
     redis.call('SPUBLISH', channel, prev .. ' ' .. id .. log_len(b) .. b)
   end
+  return prev
 end
 `

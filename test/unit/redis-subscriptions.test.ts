@@ -1,0 +1,142 @@
+/**
+ * A node's channel subscriptions on Redis (src/backend/redis/subscriptions.ts), with a fake
+ * subscriber and fake stream reads: what a node published it delivers from what it holds, in the
+ * previous-id chain's order, and the notification of it then decodes nothing; a notification that
+ * follows what was delivered is handled at once, one after a gap waits for the gap's read.
+ */
+import { expect, test } from 'bun:test'
+import { pack, parseNotification, serialFromId } from '../../src/backend/redis/codec'
+import { RedisKeys } from '../../src/backend/redis/keys'
+import { ChannelSubscriptions, type StreamReads } from '../../src/backend/redis/subscriptions'
+import type { RedisSubscriber } from '../../src/backend/redis/clients'
+import { formatSerial } from '../../src/core/model/serial'
+import type { Message, MessageDraft } from '../../src/core/types'
+
+/** A notification as the publish script writes it: the previous id, then `<id> <length> <body>` per entry. */
+function notification(prev: string, entries: Array<[string, Uint8Array]>): Buffer {
+  const parts: Buffer[] = [Buffer.from(prev + ' ')]
+  for (const [id, body] of entries) parts.push(Buffer.from(`${id} ${body.length} `), Buffer.from(body))
+  return Buffer.concat(parts)
+}
+const body = (d: MessageDraft) => pack(d)
+/** Bytes that are no msgpack message: decoding them throws. */
+const UNDECODABLE = Uint8Array.from([0xc1, 0xc1, 0xc1])
+
+async function setup(stream: Message[] = []) {
+  const listeners = new Map<string, (b: Buffer, channel: string) => void>()
+  const sub: RedisSubscriber = {
+    subscribe: async () => {},
+    sSubscribe: async (c, l) => void listeners.set(c, l),
+    sUnsubscribe: async (c) => void listeners.delete(c),
+    onReady: () => {},
+  }
+  const reads: string[][] = []
+  const fake: StreamReads = {
+    range: async (cmd, _key, a, b) => {
+      reads.push([cmd, a, b])
+      if (cmd === 'XREVRANGE') return stream.slice(-1)
+      const lo = a.startsWith('(') ? a.slice(1) : a
+      const hi = b.startsWith('(') ? b.slice(1) : b
+      return stream.filter((m) => m.serial > serialFromId(lo) && (hi === '+' || m.serial < serialFromId(hi)))
+    },
+    now: async () => formatSerial(1, 0),
+  }
+  const errors: unknown[] = []
+  const subs = new ChannelSubscriptions(
+    sub,
+    new RedisKeys('t:'),
+    fake,
+    { ringSize: 100, ringMaxBytes: 1 << 20, redisTimeoutMs: 2000 },
+    (e) => errors.push(e),
+  )
+  const got: Message[] = []
+  subs.subscribe('app', 'ch', (_a, _c, ms) => got.push(...ms))
+  await subs.get('app', 'ch')!.subscribed
+  const notify = (buf: Buffer) => listeners.get(new RedisKeys('t:').notify('app', 'ch'))!(buf, '')
+  return { subs, got, notify, reads, errors, s: subs.get('app', 'ch')! }
+}
+
+const draft = (id: string): MessageDraft => ({ id, name: 'n', data: id })
+const stored = (id: string, streamId: string): Message => ({
+  ...draft(id),
+  serial: serialFromId(streamId),
+  timestamp: Number(streamId.split('-')[0]),
+})
+
+test('a notification decodes only the messages past the serial given', () => {
+  const buf = notification('10-0', [
+    ['11-0', UNDECODABLE],
+    ['11-1', body(draft('b'))],
+  ])
+  const { prev, messages } = parseNotification(buf, serialFromId('11-0'))
+  expect(prev).toBe(serialFromId('10-0'))
+  expect(messages.map((m) => [m.id, m.serial, m.timestamp])).toEqual([['b', serialFromId('11-1'), 11]])
+  expect(() => parseNotification(buf)).toThrow()
+})
+
+test('a serial made from a stream id is formatSerial of its numbers', () => {
+  for (const [ms, seq] of [
+    [0, 0],
+    [5, 1_234_567],
+    [1_732_860_000_123, 0],
+    [1_732_860_000_123, 999_999],
+    [123_456_789_012_345, 42],
+  ] as const)
+    expect(serialFromId(`${ms}-${seq}`)).toBe(formatSerial(ms, seq))
+})
+
+test('what a node published is delivered from its drafts when it follows the last delivered, and its notification decodes nothing', async () => {
+  const { subs, got, notify, errors, s } = await setup([stored('a', '10-0')])
+  const drafts = [draft('b'), draft('c')]
+  subs.published(s, serialFromId('10-0'), drafts, [serialFromId('11-0'), serialFromId('11-1')])
+  // delivered at once, the drafts themselves with their serials and timestamps
+  expect(got.map((m) => [m.id, m.serial, m.timestamp])).toEqual([
+    ['b', serialFromId('11-0'), 11],
+    ['c', serialFromId('11-1'), 11],
+  ])
+  expect(got[0]).toBe(drafts[0] as Message)
+  // its notification: nothing new in it, nothing decoded (these bodies would throw)
+  notify(
+    notification('10-0', [
+      ['11-0', UNDECODABLE],
+      ['11-1', UNDECODABLE],
+    ]),
+  )
+  expect(got.length).toBe(2)
+  expect(errors).toEqual([])
+  // the next entry, another node's, delivered at once from its notification
+  notify(notification('11-1', [['12-0', body(draft('d'))]]))
+  expect(got.map((m) => m.id)).toEqual(['b', 'c', 'd'])
+})
+
+test("a publish whose previous entry is not the last delivered (another node's came between) waits for the notifications, in order", async () => {
+  const { subs, got, notify, errors, s } = await setup([stored('a', '10-0')])
+  // this node's publish came after another node's entry 11-0, whose notification has not arrived
+  subs.published(s, serialFromId('11-0'), [draft('mine')], [serialFromId('12-0')])
+  expect(got).toEqual([])
+  notify(notification('10-0', [['11-0', body(draft('other'))]]))
+  notify(notification('11-0', [['12-0', body(draft('mine'))]]))
+  expect(got.map((m) => m.id)).toEqual(['other', 'mine'])
+  expect(errors).toEqual([])
+})
+
+test('a duplicate (its serial an older entry) is not delivered again; only what the publish appended is', async () => {
+  const { subs, got, s } = await setup([stored('a', '10-0')])
+  subs.published(s, serialFromId('10-0'), [draft('a'), draft('b')], [serialFromId('10-0'), serialFromId('11-0')])
+  expect(got.map((m) => [m.id, m.serial])).toEqual([['b', serialFromId('11-0')]])
+})
+
+test('a notification after a gap waits for the gap read from the stream; what comes meanwhile waits its turn', async () => {
+  const stream = [stored('a', '10-0')]
+  const { subs, got, notify, reads, s } = await setup(stream)
+  // 11-0 was missed (its notification lost): it is in the stream
+  stream.push(stored('missed', '11-0'))
+  notify(notification('11-0', [['12-0', body(draft('b'))]]))
+  // a publish of this node answered while the gap is read: left to its notification
+  subs.published(s, serialFromId('12-0'), [draft('c')], [serialFromId('13-0')])
+  notify(notification('12-0', [['13-0', body(draft('c'))]]))
+  expect(got).toEqual([])
+  await Bun.sleep(10)
+  expect(got.map((m) => m.id)).toEqual(['missed', 'b', 'c'])
+  expect(reads.at(-1)).toEqual(['XRANGE', '(10-0', '(12-0'])
+})
