@@ -152,7 +152,9 @@ export class ChannelOps {
     const plans = await planSteps(ATTACH_STEPS, req, start, this.conn)
     const { stream, frames } = deliveriesOf(req, start, this.conn)
     const att = new Attachment(this.conn, req, principal.appId, start, plans, frames)
+    // counted once: among the attachments from here on, no longer among the ones under way
     this.attachments.set(wireName, att)
+    this.attaching?.delete(wireName)
     if (stream) {
       att.session = core.streams.create(stream, att)
       await core.streams.start(att.session)
