@@ -102,8 +102,12 @@ describe('LIMITS_PROFILE=hosted', () => {
         ),
       ),
     )
+    // a second of the budget at least; how many of the rest are refused depends on how long the
+    // 300 take (the bucket refills meanwhile: the rate itself is checked with a test clock in
+    // test/limits/rate-limits.test.ts), and every refusal is the hosted one
     expect(outcomes.filter((o) => o === 'ok').length).toBeGreaterThanOrEqual(250)
-    expect(new Set(outcomes.filter((o) => o !== 'ok'))).toEqual(new Set(['429/42910']))
+    for (const o of new Set(outcomes.filter((o) => o !== 'ok'))) expect(o).toBe('429/42910')
+    expect(loadConfig({ LIMITS_PROFILE: 'hosted' }).limitTokenRequestsPerSecond).toBe(250)
   })
 })
 
