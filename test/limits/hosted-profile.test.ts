@@ -86,10 +86,16 @@ describe('LIMITS_PROFILE=hosted', () => {
   test('messages per account per second: 2,500 (a third batch of 1,000 at once is 429 / 42910)', async () => {
     const ch = rt.rest().channels.get(fresh('account'))
     const batch = Array.from({ length: 1000 }, (_, i) => ({ name: 'b', data: String(i) }))
-    await ch.publish(batch)
-    await ch.publish(batch)
-    const err = await ablyError(ch.publish(batch))
-    expect([err.statusCode, err.code]).toEqual([429, 42910])
+    // sent together, so that the bucket has no time to refill between them on a slow machine
+    const outcomes = await Promise.all(
+      [0, 1, 2].map(() =>
+        ch.publish(batch).then(
+          () => 'ok',
+          (e: Ably.ErrorInfo) => `${e.statusCode}/${e.code}`,
+        ),
+      ),
+    )
+    expect(outcomes.sort()).toEqual(['429/42910', 'ok', 'ok'])
   })
 
   test('token requests per account per second: 250', async () => {
