@@ -51,6 +51,9 @@ async function startGateway(plan: Plan, env: Record<string, string>, n: number):
       TLS_CERT_FILE: plan.tls.cert,
       TLS_KEY_FILE: plan.tls.key,
       SANDBOX_PROVISIONING: 'true',
+      // as `gateway sandbox` runs for test suites: the suites' apps share one account here, and a
+      // file's bursts of REST object reads passed the default 50/s of one account
+      RATE_LIMITS: 'off',
       // the fault API (loopback, inside the run's namespace): the uts-proxy suite's control host
       FAULTS: 'on',
       FAULTS_PORT: String(FAULTS_PORT),
