@@ -113,7 +113,8 @@ function sourceFiles(dir = root, out: string[] = []): string[] {
 test('every source file the documentation names in code spans exists (a path may be written from src/ or a folder in it)', () => {
   const files = sourceFiles()
   const problems: string[] = []
-  for (const page of pages)
+  // the conformance scorecard names the files of the official suites' repositories, not of this one
+  for (const page of pages.filter((p) => p !== 'docs/conformance.md'))
     for (const m of read(page).matchAll(/`([\w.-]+(?:\/[\w.-]+)+\.ts)`/g)) {
       const path = m[1]!
       if (!files.some((f) => f === path || f.endsWith('/' + path))) problems.push(`${page}: ${path}`)
