@@ -22,11 +22,6 @@ export const CAUSES: Cause[] = [
     cause: 'internet: the test reaches a host outside the run (no network in the namespace)',
   },
   {
-    match: /rest\/auth Rest embedded JWT with encryption/,
-    cause:
-      'gateway: an encrypted (JWE) embedded token is not served (the plain embedded token, `x-ably-token` in a JWS, is); issue 42',
-  },
-  {
     match: /realtime\/connection connectionPingWithCallback[^\n]*\n.*responseTime was \+ve/,
     cause:
       "the suite's timing: it asserts a ping's responseTime > 0 ms, and over loopback the gateway's HEARTBEAT comes back within the millisecond (responseTime 0); not the gateway's",

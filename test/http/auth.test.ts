@@ -91,6 +91,26 @@ describe('Basic auth', () => {
         40160,
       )
     }
+    // the wrapper may be a compact JWE (its claims encrypted with the customer's own secret): the
+    // embedded token in its readable protected header authenticates; a JWE embedding nothing is refused
+    const b64 = (o: object) => Buffer.from(JSON.stringify(o)).toString('base64url')
+    const jwe = (head: object) => `${b64({ alg: 'dir', enc: 'A256GCM', ...head })}..aXY.Y2lwaGVy.dGFn`
+    const encrypted = jwe({ 'x-ably-token': issued.token })
+    expect(
+      (
+        await gw.request('/channels/pub:embedded/messages', {
+          method: 'POST',
+          key: null,
+          headers: bearer(encrypted),
+          json: { data: 'x' },
+        })
+      ).status,
+    ).toBe(201)
+    await expectError(
+      await gw.request('/channels/a/messages', { key: null, headers: bearer(jwe({ kid: KEY_NAME })) }),
+      401,
+      40144,
+    )
     // a forged inner token is refused as that token would be; one wrapper inside another is refused
     await expectError(
       await gw.request('/channels/a/messages', { key: null, headers: bearer(wrap('header', 'garbage')) }),

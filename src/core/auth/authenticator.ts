@@ -222,6 +222,7 @@ export class Authenticator {
         if (embedded) throw new GatewayError(40144, 'Invalid JWT: an embedded token may not wrap another')
         return this.verifyToken(inner, true)
       }
+      if (jwt.encrypted) throw new GatewayError(40144, 'Invalid JWT: an encrypted JWT must embed an Ably token')
       if (!jwt.header.kid) throw new GatewayError(40144, 'Invalid JWT: kid (key name) missing')
       const { key, app } = await this.key(jwt.header.kid, JWT_NO_APP)
       const claims = verifyJwt(jwt, key)

@@ -98,15 +98,22 @@ export function embeddedToken(jwt: { header: JwtHeader; claims: Record<string, u
   return typeof t === 'string' && t ? t : undefined
 }
 
+/**
+ * A JWT: a JWS (three parts), or a compact JWE (five parts) whose claims are encrypted with the
+ * customer's own secret and so unread (`encrypted`; only its readable protected header counts: an
+ * embedded token's wrapper may be a JWE).
+ */
 export function parseJwt(
   token: string,
-): { header: JwtHeader; claims: Record<string, unknown>; signed: string; sig: string } | undefined {
+): { header: JwtHeader; claims: Record<string, unknown>; signed: string; sig: string; encrypted?: true } | undefined {
   const parts = token.split('.')
-  if (parts.length !== 3) return undefined
+  if (parts.length !== 3 && parts.length !== 5) return undefined
   try {
     const header = JSON.parse(fromBase64url(parts[0]!)) as JwtHeader
+    if (typeof header !== 'object' || !header) return undefined
+    if (parts.length === 5) return { header, claims: {}, signed: '', sig: '', encrypted: true }
     const claims = JSON.parse(fromBase64url(parts[1]!)) as Record<string, unknown>
-    if (typeof header !== 'object' || typeof claims !== 'object' || !header || !claims) return undefined
+    if (typeof claims !== 'object' || !claims) return undefined
     return { header, claims, signed: `${parts[0]}.${parts[1]}`, sig: parts[2]! }
   } catch {
     return undefined
