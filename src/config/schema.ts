@@ -357,7 +357,7 @@ export const SETTINGS = {
   realtimeMaxChannels: setting(
     'REALTIME_MAX_CHANNELS',
     '1000',
-    'Most channels one realtime connection may have attached (more: a channel ERROR 90021).',
+    'Most channels one realtime connection may have attached (more: a channel ERROR 90010).',
     int(1, 100_000),
   ),
   filterBudgetSteps: setting(

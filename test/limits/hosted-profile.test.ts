@@ -59,7 +59,7 @@ describe('LIMITS_PROFILE=hosted', () => {
     const prefix = fresh('many')
     await Promise.all(Array.from({ length: 200 }, (_, i) => client.channels.get(`${prefix}-${i}`).attach()))
     const err = await ablyError(client.channels.get(`${prefix}-200`).attach())
-    expect([err.statusCode, err.code]).toEqual([400, 90021])
+    expect([err.statusCode, err.code]).toEqual([400, 90010])
     expect(client.connection.state).toBe('connected')
   })
 

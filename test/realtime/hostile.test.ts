@@ -212,12 +212,12 @@ describe.each(['json', 'msgpack'] as const)('%s connections', (format) => {
     }
   })
 
-  test('attaching more channels than REALTIME_MAX_CHANNELS: channel ERROR 90021 for the extra ones', async () => {
+  test('attaching more channels than REALTIME_MAX_CHANNELS: channel ERROR 90010 for the extra ones', async () => {
     const raw = await connect()
     for (let i = 0; i < 7; i++) raw.send({ action: 10, channel: `many-${i}` })
     await raw.next(() => raw.frames.filter((f) => f.action === 11 || f.action === 9).length === 7)
     const refused = raw.frames.filter((f) => f.action === 9)
-    expect(refused.map((f) => f.error.code)).toEqual([90021, 90021])
+    expect(refused.map((f) => f.error.code)).toEqual([90010, 90010])
     raw.close()
   })
 

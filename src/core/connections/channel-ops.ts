@@ -128,7 +128,7 @@ export class ChannelOps {
       existing.close()
       this.attachments.delete(channel)
     } else if (this.attachments.size + (this.attaching?.size ?? 0) >= s.realtimeMaxChannels) {
-      throw new GatewayError(90021, `Too many channels on this connection (at most ${s.realtimeMaxChannels})`)
+      throw new GatewayError(90010, `Too many channels on this connection (at most ${s.realtimeMaxChannels})`)
     }
     // channels attach concurrently: this one holds its place while it awaits the backend
     const attaching = (this.attaching ??= new Set())
