@@ -378,6 +378,12 @@ export const SETTINGS = {
     'Messages one realtime connection may publish per second (a second of it as burst); beyond, a publish is refused with NACK 42911 and the connection stays. 0: no bound (the connection is told 1000).',
     int(0, 1_000_000),
   ),
+  channelMaxPublishRate: setting(
+    'CHANNEL_MAX_PUBLISH_RATE',
+    '0',
+    'Messages one channel may take per second from all its publishers together (REST, realtime, batch, changes, chat sends; a second of it as burst; counted across nodes); beyond, a publish is refused with 429 / 42913 (a NACK on realtime). 0: no bound.',
+    int(0, 1_000_000),
+  ),
   appendRollupWindowMs: setting(
     'APPEND_ROLLUP_WINDOW_MS',
     '40',

@@ -36,6 +36,7 @@ export const ERROR_CODES = {
   40900: { status: 409, message: 'Conflict' },
   42910: { status: 429, message: 'Rate limit exceeded' },
   42911: { status: 429, message: 'Maximum per-connection publish rate exceeded' },
+  42913: { status: 429, message: 'Per-channel publish rate exceeded' },
   50000: { status: 500, message: 'Internal error' },
   80003: { status: 404, message: 'Connection disconnected: reconnect and resume' },
   80008: { status: 400, message: 'Unable to resume: messages no longer retained' },

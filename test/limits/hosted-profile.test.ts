@@ -84,18 +84,51 @@ describe('LIMITS_PROFILE=hosted', () => {
   })
 
   test('messages per account per second: 2,500 (a third batch of 1,000 at once is 429 / 42910)', async () => {
-    const ch = rt.rest().channels.get(fresh('account'))
-    const batch = Array.from({ length: 1000 }, (_, i) => ({ name: 'b', data: String(i) }))
+    const rest = rt.rest()
+    // 20 channels x 50 messages: within each channel's own 50 a second
+    const messages = Array.from({ length: 50 }, (_, i) => ({ name: 'b', data: String(i) }))
+    const spec = () => ({ channels: Array.from({ length: 20 }, () => fresh('account')), messages })
     // sent together, so that the bucket has no time to refill between them on a slow machine
     const outcomes = await Promise.all(
       [0, 1, 2].map(() =>
-        ch.publish(batch).then(
-          () => 'ok',
+        rest.batchPublish(spec()).then(
+          (r) => (r.successCount === 20 ? 'ok' : `partly: ${JSON.stringify(r)}`),
           (e: Ably.ErrorInfo) => `${e.statusCode}/${e.code}`,
         ),
       ),
     )
     expect(outcomes.sort()).toEqual(['429/42910', 'ok', 'ok'])
+  })
+
+  test('publish rate per channel: 50 a second from all publishers together, 429 / 42913 beyond (REST and realtime); other channels unaffected', async () => {
+    const name = fresh('channel-rate')
+    const outcome = (p: Promise<unknown>) =>
+      p.then(
+        () => 'ok',
+        (e: Ably.ErrorInfo) => `${e.statusCode}/${e.code}`,
+      )
+    // two realtime publishers (40 each: within their own connections' 50) and REST, at once
+    const a = await connectedClient(rt.port, { key: rt.gw.key })
+    const b = await connectedClient(rt.port, { key: rt.gw.key })
+    const [ca, cb] = [a.channels.get(name), b.channels.get(name)]
+    await Promise.all([ca.attach(), cb.attach()])
+    const rest = rt.rest().channels.get(name)
+    const outcomes = await Promise.all([
+      ...Array.from({ length: 40 }, (_, i) => outcome(ca.publish('a', String(i)))),
+      ...Array.from({ length: 40 }, (_, i) => outcome(cb.publish('b', String(i)))),
+      ...Array.from({ length: 40 }, (_, i) => outcome(rest.publish('r', String(i)))),
+    ])
+    const refused = outcomes.filter((o) => o !== 'ok')
+    // 120 at once against a burst of 50: at least 50 pass, and far from all (the refill over the
+    // time they take is 50 a second)
+    expect(outcomes.filter((o) => o === 'ok').length).toBeGreaterThanOrEqual(50)
+    expect(refused.length).toBeGreaterThan(0)
+    expect(new Set(refused)).toEqual(new Set(['429/42913']))
+    expect([a.connection.state, b.connection.state]).toEqual(['connected', 'connected'])
+    // one publish of more messages than a second's budget is refused whole; another channel takes its own 50
+    const many = Array.from({ length: 51 }, (_, i) => ({ name: 'm', data: String(i) }))
+    expect(await outcome(rt.rest().channels.get(fresh('other')).publish(many))).toBe('429/42913')
+    expect(await outcome(rt.rest().channels.get(fresh('other')).publish(many.slice(1)))).toBe('ok')
   })
 
   test('token requests per account per second: 250', async () => {
@@ -120,13 +153,14 @@ describe('LIMITS_PROFILE=hosted', () => {
 describe('limit profiles', () => {
   test('an explicit setting wins over its profile; the default profile keeps the defaults', () => {
     const hosted = loadConfig({ LIMITS_PROFILE: 'hosted', REALTIME_MAX_CHANNELS: '300' })
-    expect([hosted.realtimeMaxChannels, hosted.presenceMaxMembers, hosted.realtimeMaxInboundRate]).toEqual([
-      300, 200, 50,
-    ])
-    const plain = loadConfig({})
-    expect([plain.realtimeMaxChannels, plain.presenceMaxMembers, plain.realtimeMaxInboundRate]).toEqual([
-      1000, 20000, 0,
-    ])
+    const values = (c: typeof hosted) => [
+      c.realtimeMaxChannels,
+      c.presenceMaxMembers,
+      c.realtimeMaxInboundRate,
+      c.channelMaxPublishRate,
+    ]
+    expect(values(hosted)).toEqual([300, 200, 50, 50])
+    expect(values(loadConfig({}))).toEqual([1000, 20000, 0, 0])
     expect(() => loadConfig({ LIMITS_PROFILE: 'enterprise' })).toThrow(/LIMITS_PROFILE/)
   })
 

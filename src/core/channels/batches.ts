@@ -46,7 +46,12 @@ export class Batches {
       const results = await Promise.all(
         spec.channels.map((channel) =>
           Promise.resolve()
-            .then(() => this.publisher.append(p, this.publisher.prepare(p, channel, spec.messages)))
+            .then(async () => {
+              const prepared = this.publisher.prepare(p, channel, spec.messages)
+              if (this.limits.channelRated)
+                await this.limits.takeChannel(p.appId, prepared.channel, prepared.drafts.length)
+              return this.publisher.append(p, prepared)
+            })
             .catch((e) => ({ channel, error: batchEntryError(e) })),
         ),
       )

@@ -231,6 +231,7 @@ export class MutableMessages {
         40009,
         `Maximum message length exceeded (size was ${size} bytes, limit is ${this.s.maxMessageSize} bytes)`,
       )
+    if (this.limits.channelRated) await this.limits.takeChannel(p.appId, channel, 1)
     const charge = this.limits.enabled ? await this.limits.charge(p.accountId, 'messages') : undefined
     const res = await this.broker.publish(p.appId, channel, [{ ...draft }], { ...PERSISTED, charge })
     if (charge) this.limits.settle(charge, res.charged!)

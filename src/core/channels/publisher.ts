@@ -132,6 +132,15 @@ export class Publisher {
       return this.publishChange(p, channelName, body, ctx)
     const prepared = this.prepare(p, channelName, body, ctx)
     if (onBehalf) onBehalf.forEach((id, i) => id !== undefined && (prepared.drafts[i]!.connectionId = id))
+    if (this.limits.channelRated)
+      return this.limits
+        .takeChannel(p.appId, prepared.channel, prepared.drafts.length)
+        .then(() => this.chargeAndAppend(p, prepared))
+    return this.chargeAndAppend(p, prepared)
+  }
+
+  /** Appends `prepared`, charged to the account's message budget when rate limits are on. */
+  private chargeAndAppend(p: Principal, prepared: Prepared): Answer<PublishResponse> {
     if (!this.limits.enabled) return this.append(p, prepared)
     return this.limits
       .charge(p.accountId, 'messages', prepared.drafts.length)

@@ -71,6 +71,7 @@ export class ChatMessages {
     // the key is the room event's message id, kept for the idempotency window
     if (idempotencyKey !== undefined && idempotencyKey.length > MAX_MESSAGE_ID_LENGTH)
       throw new GatewayError(40003, `Invalid idempotencyKey param: longer than ${MAX_MESSAGE_ID_LENGTH} characters`)
+    if (this.limits.channelRated) await this.limits.takeChannel(p.appId, roomChannel(room), 1)
     await this.limits.take(p.accountId, 'messages')
     const { serial, fresh } = await this.events.publish(p, room, { ...event, id: idempotencyKey })
     if (!fresh) return this.get(p, room, serial, false)

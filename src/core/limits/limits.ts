@@ -34,6 +34,13 @@ export interface Limits {
   charge(accountId: string, cls: LimitClass, cost?: number): Promise<LimitCharge | undefined>
   /** Throws 429 when the store refused `c`. */
   settle(c: LimitCharge, r: ChargeResult): void
+  /** True when publishes are bounded per channel (CHANNEL_MAX_PUBLISH_RATE): callers may skip `takeChannel`. */
+  readonly channelRated: boolean
+  /**
+   * Takes `cost` messages from the channel's publish budget (all its publishers together, every
+   * node), or throws 429 / 42913 and takes nothing.
+   */
+  takeChannel(appId: string, channel: string, cost: number): Promise<void>
 }
 
 export const noLimits: Limits = {
@@ -41,4 +48,6 @@ export const noLimits: Limits = {
   take: async () => {},
   charge: async () => undefined,
   settle: () => {},
+  channelRated: false,
+  takeChannel: async () => {},
 }

@@ -13,6 +13,8 @@ export interface LimitSettings {
   limitObjectWritesPerSecond: number
   limitManagementPerMinute: number
   limitManagementStatsPerMinute: number
+  /** Messages a second one channel takes from all its publishers together; 0: no bound. */
+  channelMaxPublishRate: number
 }
 
 /**
@@ -118,9 +120,36 @@ export class RateLimiter implements Limits {
     })
   }
 
+  get channelRated() {
+    return this.s.channelMaxPublishRate > 0
+  }
+
+  /**
+   * A channel's publish budget: CHANNEL_MAX_PUBLISH_RATE messages a second, a second of it as
+   * burst, in the store's bucket of the channel (shared by all nodes; per app, so tenants never
+   * share one). Independent of RATE_LIMITS, as the per-connection inbound rate is: a limit of the
+   * profile (the hosted 50/s), not an account's budget.
+   */
+  async takeChannel(appId: string, channel: string, cost: number): Promise<void> {
+    const rate = this.s.channelMaxPublishRate
+    if (rate <= 0) return
+    const burst = Math.max(rate, 1)
+    if (cost > burst)
+      throw channelRateError(rate, `${cost} messages in one publish are more than the channel's burst of ${burst}`, 1)
+    const r = await this.store.take({ key: `channel:${appId}:${channel}`, cost, rate, burst, now: this.clock.now() })
+    if (r.ok) return
+    refused.inc({ class: 'channel' })
+    throw channelRateError(rate, `at most ${perSecond(rate)} messages a second on this channel`, r.retryAfterMs / 1000)
+  }
+
   /** Takes `cost` from the account's bucket of `cls`, or throws 429 and takes nothing. */
   async take(accountId: string, cls: LimitClass, cost = 1): Promise<void> {
     const c = await this.charge(accountId, cls, cost)
     if (c) this.settle(c, await this.store.take(c))
   }
 }
+
+const channelRateError = (rate: number, why: string, retryS: number) =>
+  new GatewayError(42913, `Rate limit exceeded: ${why} (all its publishers together)`, {
+    headers: { 'retry-after': String(Math.max(1, Math.ceil(retryS))), 'x-ratelimit-limit': perSecond(rate) },
+  })
