@@ -384,6 +384,12 @@ export const SETTINGS = {
     'Messages one channel may take per second from all its publishers together (REST, realtime, batch, changes, chat sends; a second of it as burst; counted across nodes); beyond, a publish is refused with 429 / 42913 (a NACK on realtime). 0: no bound.',
     int(0, 1_000_000),
   ),
+  accountMaxConnectionRate: setting(
+    'ACCOUNT_MAX_CONNECTION_RATE',
+    '0',
+    "New realtime connections an account may open per second (WebSocket and comet; a resume is not new; a second of it as burst; counted across nodes); beyond, the connect is refused with ERROR 429 / 80021 (the official client's connection fails, as on the hosted service). 0: no bound.",
+    int(0, 1_000_000),
+  ),
   appendRollupWindowMs: setting(
     'APPEND_ROLLUP_WINDOW_MS',
     '40',

@@ -42,6 +42,7 @@ export const ERROR_CODES = {
   80008: { status: 400, message: 'Unable to resume: messages no longer retained' },
   80018: { status: 400, message: 'Invalid connection key' },
   80020: { status: 429, message: 'Subscriber too slow: buffered data limit exceeded' },
+  80021: { status: 429, message: 'Account-wide connection creation rate exceeded' },
   50003: { status: 503, message: 'Service unavailable' },
   90000: { status: 400, message: 'Channel operation failed' },
   90003: { status: 404, message: 'Unable to recover channel (messages expired)' },

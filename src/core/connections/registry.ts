@@ -152,6 +152,7 @@ export class ConnectionRegistry {
         id = undefined
       }
       resumed = id !== undefined
+      if (!resumed && core.limits.connectionRated) await core.limits.takeConnection(principal.accountId)
       id ??= newConnectionId()
       const key = await core.connectionKeys.issue(id, principal)
       conn = new Connection(core, this.s, this.serverId, transport, params, id, key, principal, this.gone, this.log)

@@ -1,3 +1,4 @@
+import type { Limits } from '../limits/limits'
 import type { Authenticator } from '../auth/authenticator'
 import type { ConnectionKeys } from '../auth/connection-keys'
 import type { EndedConnections } from '../auth/ended-connections'
@@ -19,6 +20,8 @@ export interface ConnectionServices {
   /** The timers of the connections (heartbeat ticks, token renewal and expiry). */
   timers: Timers
   auth: Authenticator
+  /** The bounds of the profile a connection meets (new connections per account). */
+  limits: Pick<Limits, 'connectionRated' | 'takeConnection'>
   connectionKeys: ConnectionKeys
   endedConnections: EndedConnections
   connectionPresence: ConnectionPresence

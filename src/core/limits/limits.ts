@@ -41,6 +41,10 @@ export interface Limits {
    * node), or throws 429 / 42913 and takes nothing.
    */
   takeChannel(appId: string, channel: string, cost: number): Promise<void>
+  /** True when new connections are bounded per account (ACCOUNT_MAX_CONNECTION_RATE). */
+  readonly connectionRated: boolean
+  /** Takes a new realtime connection from the account's budget, or throws 429 / 80021. */
+  takeConnection(accountId: string): Promise<void>
 }
 
 export const noLimits: Limits = {
@@ -50,4 +54,6 @@ export const noLimits: Limits = {
   settle: () => {},
   channelRated: false,
   takeChannel: async () => {},
+  connectionRated: false,
+  takeConnection: async () => {},
 }

@@ -15,6 +15,8 @@ export interface LimitSettings {
   limitManagementStatsPerMinute: number
   /** Messages a second one channel takes from all its publishers together; 0: no bound. */
   channelMaxPublishRate: number
+  /** New realtime connections a second per account (resumes are not new); 0: no bound. */
+  accountMaxConnectionRate: number
 }
 
 /**
@@ -131,15 +133,37 @@ export class RateLimiter implements Limits {
    * profile (the hosted 50/s), not an account's budget.
    */
   async takeChannel(appId: string, channel: string, cost: number): Promise<void> {
-    const rate = this.s.channelMaxPublishRate
+    await this.takeBound(`channel:${appId}:${channel}`, cost, this.s.channelMaxPublishRate, 'channel', (why, retryS) =>
+      rateError(42913, this.s.channelMaxPublishRate, `${why} on this channel (all its publishers together)`, retryS),
+    )
+  }
+
+  get connectionRated() {
+    return this.s.accountMaxConnectionRate > 0
+  }
+
+  /** A new realtime connection of the account (ACCOUNT_MAX_CONNECTION_RATE a second, as the channel budget). */
+  async takeConnection(accountId: string): Promise<void> {
+    await this.takeBound(`connect:${accountId}`, 1, this.s.accountMaxConnectionRate, 'connection', (why, retryS) =>
+      rateError(80021, this.s.accountMaxConnectionRate, `${why} for new connections of this account`, retryS),
+    )
+  }
+
+  /** Takes `cost` from the bucket `key` of `rate` a second (a second as burst), else throws `refuse(why)`. */
+  private async takeBound(
+    key: string,
+    cost: number,
+    rate: number,
+    what: string,
+    refuse: (why: string, retryS: number) => GatewayError,
+  ): Promise<void> {
     if (rate <= 0) return
     const burst = Math.max(rate, 1)
-    if (cost > burst)
-      throw channelRateError(rate, `${cost} messages in one publish are more than the channel's burst of ${burst}`, 1)
-    const r = await this.store.take({ key: `channel:${appId}:${channel}`, cost, rate, burst, now: this.clock.now() })
+    if (cost > burst) throw refuse(`${cost} in one request is more than the burst of ${burst}`, 1)
+    const r = await this.store.take({ key, cost, rate, burst, now: this.clock.now() })
     if (r.ok) return
-    refused.inc({ class: 'channel' })
-    throw channelRateError(rate, `at most ${perSecond(rate)} messages a second on this channel`, r.retryAfterMs / 1000)
+    refused.inc({ class: what })
+    throw refuse(`at most ${perSecond(rate)} a second`, r.retryAfterMs / 1000)
   }
 
   /** Takes `cost` from the account's bucket of `cls`, or throws 429 and takes nothing. */
@@ -149,7 +173,8 @@ export class RateLimiter implements Limits {
   }
 }
 
-const channelRateError = (rate: number, why: string, retryS: number) =>
-  new GatewayError(42913, `Rate limit exceeded: ${why} (all its publishers together)`, {
+/** A 429 of a bound of the profile (a channel's publishes, an account's new connections). */
+const rateError = (code: 42913 | 80021, rate: number, why: string, retryS: number) =>
+  new GatewayError(code, `Rate limit exceeded: ${why}`, {
     headers: { 'retry-after': String(Math.max(1, Math.ceil(retryS))), 'x-ratelimit-limit': perSecond(rate) },
   })
