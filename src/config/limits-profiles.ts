@@ -12,6 +12,7 @@ export const LIMITS_PROFILES: Record<LimitsProfile, Partial<Record<SettingName, 
   default: {},
   hosted: {
     maxMessageSize: '65536',
+    accountMaxConnections: '10000',
     realtimeMaxChannels: '200',
     realtimeMaxInboundRate: '50',
     channelMaxPublishRate: '50',

@@ -354,6 +354,12 @@ export const SETTINGS = {
     'Most realtime (WebSocket) connections one node accepts; beyond it new ones get DISCONNECTED (503) and retry.',
     int(1),
   ),
+  accountMaxConnections: setting(
+    'ACCOUNT_MAX_CONNECTIONS',
+    '0',
+    "Live realtime connections (WebSocket and comet) one account may hold on all nodes together (each node's count, shared through the store on Redis; a resume is not new); beyond, a new connect is refused with ERROR 403 / 40111 (the official client's connection fails, as on the hosted service). 0: no bound.",
+    int(0, 100_000_000),
+  ),
   realtimeMaxChannels: setting(
     'REALTIME_MAX_CHANNELS',
     '1000',

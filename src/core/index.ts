@@ -22,6 +22,7 @@ import { Sandbox } from './control/sandbox'
 import { Hub } from './fanout/hub'
 import { DeliveryStages, type StageSettings } from './fanout/delivery-stages'
 import { Occupancy } from './fanout/occupancy'
+import { AccountConnections } from './connections/account-connections'
 import { Streams } from './fanout/streams'
 import { RateLimiter, type LimitSettings } from './limits/rate-limiter'
 import { ObjectService } from './objects/object-service'
@@ -147,6 +148,8 @@ export interface Core {
   occupancyEvents: OccupancyEvents
   /** Opening and tracking subscription streams for every transport. */
   streams: Streams
+  /** Live realtime connections per account, on every node (ACCOUNT_MAX_CONNECTIONS). */
+  accountConnections: AccountConnections
   limits: RateLimiter
   stats: StatsService
   presence: PresenceService
@@ -316,6 +319,7 @@ export function createCore(backend: CorePorts, clock: Clock, timers: Timers, s: 
     stats,
     presence,
     connectionPresence,
+    accountConnections: new AccountConnections(backend.occupancy),
     publisher,
     channels: new ChannelQueries(backend.broker, presence, namespaces, occupancy, limits, messages),
     batches: new Batches(publisher, presence, limits),

@@ -20,6 +20,7 @@ export const ERROR_CODES = {
   40104: { status: 401, message: 'Timestamp not current' },
   40105: { status: 401, message: 'Nonce value replayed' },
   40106: { status: 401, message: 'No authentication method provided' },
+  40111: { status: 403, message: 'Account connection limit exceeded' },
   40131: { status: 401, message: 'API key has been revoked' },
   40140: { status: 401, message: 'Token error' },
   40141: { status: 401, message: 'Token revoked' },

@@ -87,8 +87,28 @@ export class ConnectionRegistry {
       .catch((e) => this.log.warn('could not record an expired connection', { error: String(e) }))
   }
 
+  /** A connection is live here (its account's count grows unless it replaces itself: a resume on a new transport). */
+  private addLive(conn: Connection) {
+    if (!this.live.has(conn.id)) this.core.accountConnections.opened(conn.principalOf.accountId)
+    this.live.set(conn.id, conn)
+  }
+
+  /** `conn` is no longer live here (nothing when another transport of its connection took over). */
+  private dropLive(conn: Connection) {
+    if (this.live.get(conn.id) !== conn) return
+    this.live.delete(conn.id)
+    this.core.accountConnections.closed(conn.principalOf.accountId)
+  }
+
+  /** Refuses a new connection of an account at ACCOUNT_MAX_CONNECTIONS (on every node together). */
+  private async checkAccountConnections(accountId: string) {
+    const max = this.s.accountMaxConnections ?? 0
+    if (max > 0 && (await this.core.accountConnections.count(accountId)) >= max)
+      throw new GatewayError(40111, `Account connection limit exceeded (at most ${max} connections)`)
+  }
+
   private readonly gone = (conn: Connection, abrupt: boolean) => {
-    if (this.live.get(conn.id) === conn) this.live.delete(conn.id)
+    this.dropLive(conn)
     if (abrupt) {
       this.remains.set(conn.id, {
         memory: conn.acks.handOver(),
@@ -152,7 +172,10 @@ export class ConnectionRegistry {
         id = undefined
       }
       resumed = id !== undefined
-      if (!resumed && core.limits.connectionRated) await core.limits.takeConnection(principal.accountId)
+      if (!resumed) {
+        await this.checkAccountConnections(principal.accountId)
+        if (core.limits.connectionRated) await core.limits.takeConnection(principal.accountId)
+      }
       id ??= newConnectionId()
       const key = await core.connectionKeys.issue(id, principal)
       conn = new Connection(core, this.s, this.serverId, transport, params, id, key, principal, this.gone, this.log)
@@ -170,11 +193,11 @@ export class ConnectionRegistry {
       return undefined
     }
     if (!transport.open) return undefined // the client went away while we authenticated
-    live.set(conn.id, conn)
+    this.addLive(conn)
     try {
       await conn.start(resumed, resumeError)
     } catch (e) {
-      live.delete(conn.id)
+      this.dropLive(conn)
       this.refuse(transport, this.unexpected(e))
       return undefined
     }

@@ -1,3 +1,4 @@
+import type { AccountConnections } from './account-connections'
 import type { Limits } from '../limits/limits'
 import type { Authenticator } from '../auth/authenticator'
 import type { ConnectionKeys } from '../auth/connection-keys'
@@ -22,6 +23,8 @@ export interface ConnectionServices {
   auth: Authenticator
   /** The bounds of the profile a connection meets (new connections per account). */
   limits: Pick<Limits, 'connectionRated' | 'takeConnection'>
+  /** Live realtime connections per account, on every node (ACCOUNT_MAX_CONNECTIONS). */
+  accountConnections: AccountConnections
   connectionKeys: ConnectionKeys
   endedConnections: EndedConnections
   connectionPresence: ConnectionPresence

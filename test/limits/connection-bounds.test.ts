@@ -1,0 +1,105 @@
+/**
+ * The account's connection bounds of the limit profiles (issue 45), with the official client and
+ * raw WebSockets:
+ * - ACCOUNT_MAX_CONNECTION_RATE (the hosted profile's 250): new realtime connections of an
+ *   account per second, a second of it as burst, counted in the rate-limit store (every node);
+ *   past it the connect is refused with ERROR 429 / 80021 (the hosted service's "account-wide
+ *   connection creation rate exceeded"), and a resume is not a new connection. A test clock that
+ *   stands still keeps the bucket from refilling, so exactly the burst is admitted whatever the
+ *   machine's speed.
+ * - ACCOUNT_MAX_CONNECTIONS (the hosted profile's 10,000): live connections of an account on
+ *   every node together; past it ERROR 403 / 40111, and a connection that leaves makes room.
+ */
+import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
+import { createTestGateway, TestClock, type TestGateway } from '../helpers/gateway'
+import { closeRawClients, rawConnected, type Pm, RawClient, realtimeUrl } from '../helpers/realtime-raw'
+import { closeClients, reach, realtimeClient } from '../helpers/realtime'
+
+const clock = new TestClock()
+let gw: TestGateway
+let base: string
+let bounded: TestGateway
+let boundedBase: string
+/** On Redis a second node on the same store (the bound holds on both together); embedded: the same node. */
+let other: TestGateway
+let otherBase: string
+
+beforeAll(async () => {
+  gw = await createTestGateway({ accountMaxConnectionRate: 3 }, clock)
+  base = gw.listen()
+  bounded = await createTestGateway({ accountMaxConnections: 2 })
+  boundedBase = bounded.listen()
+  const shared = { redisUrl: bounded.config.redisUrl, redisPrefix: bounded.config.redisPrefix }
+  other =
+    bounded.core.backendKind === 'redis' ? await createTestGateway({ accountMaxConnections: 2, ...shared }) : bounded
+  otherBase = other === bounded ? boundedBase : other.listen()
+})
+afterAll(() => {
+  closeClients()
+  closeRawClients()
+  gw.close()
+  if (other !== bounded) other.close()
+  bounded.close()
+})
+
+/** The first frame a raw connect gets: CONNECTED (4) or ERROR (9). */
+const firstFrame = (at: string, key: string, query: Record<string, string> = {}) =>
+  new RawClient(realtimeUrl(at, { format: 'json', v: '6', key, ...query }), 'json').next(
+    (f) => f.action === 4 || f.action === 9,
+  )
+
+describe('account connection bounds', () => {
+  test('ACCOUNT_MAX_CONNECTION_RATE: past the burst a new connection is refused with 429 / 80021 (the official client fails); a resume is not counted', async () => {
+    const first = await rawConnected(base, { key: gw.key })
+    await rawConnected(base, { key: gw.key })
+    await rawConnected(base, { key: gw.key })
+    // the fourth: ERROR, then the socket closes
+    const fourth = new RawClient(realtimeUrl(base, { format: 'json', v: '6', key: gw.key }), 'json')
+    const refused: Pm = await fourth.next((f) => f.action === 4 || f.action === 9)
+    expect([refused.action, refused.error?.statusCode, refused.error?.code]).toEqual([9, 429, 80021])
+    // the official client: the connection fails with the hosted error
+    const client = realtimeClient(Number(new URL(base).port), { key: gw.key })
+    await reach(client.connection, 'failed')
+    expect([client.connection.errorReason?.statusCode, client.connection.errorReason?.code]).toEqual([429, 80021])
+    // a resume of a live connection is the same connection: admitted with the bucket empty
+    first.raw.close()
+    const key = first.connected.connectionDetails.connectionKey as string
+    const resumed = await rawConnected(base, { key: gw.key, resume: key })
+    expect(resumed.connected.connectionId).toBe(first.connected.connectionId)
+    // a second later the bucket has refilled by the rate
+    clock.advance(1000)
+    for (let i = 0; i < 3; i++) await rawConnected(base, { key: gw.key })
+    const again = new RawClient(realtimeUrl(base, { format: 'json', v: '6', key: gw.key }), 'json')
+    expect((await again.next((f) => f.action === 4 || f.action === 9)).error?.code).toBe(80021)
+  })
+
+  test('ACCOUNT_MAX_CONNECTIONS: past it a new connection is refused with 403 / 40111 (the official client fails); one leaving makes room; a resume is let through', async () => {
+    const a = await rawConnected(boundedBase, { key: bounded.key })
+    await rawConnected(otherBase, { key: bounded.key })
+    // the other node's count reaches the store within a turn of its event loop: wait for it to be
+    // read here (bounded far beyond that)
+    const account = (await bounded.core.auth.authenticate({ key: bounded.key, secure: () => true })).accountId
+    for (let i = 0; i < 200 && (await bounded.core.accountConnections.count(account)) < 2; i++) await Bun.sleep(10)
+    const refused = await firstFrame(boundedBase, bounded.key)
+    expect([refused.action, refused.error?.statusCode, refused.error?.code]).toEqual([9, 403, 40111])
+    const client = realtimeClient(Number(new URL(boundedBase).port), { key: bounded.key })
+    await reach(client.connection, 'failed')
+    expect([client.connection.errorReason?.statusCode, client.connection.errorReason?.code]).toEqual([403, 40111])
+    // `a` drops: once the node has seen its socket close there is room for one (the wait is for
+    // the close to arrive, bounded far beyond it)
+    a.raw.close()
+    let next: Pm | undefined
+    for (let i = 0; i < 100 && next?.action !== 4; i++) {
+      next = await firstFrame(boundedBase, bounded.key)
+      if (next.action !== 4) await Bun.sleep(20)
+    }
+    expect(next?.action).toBe(4)
+    // full again; `a` resumes all the same: the same connection, not a new one
+    expect((await firstFrame(boundedBase, bounded.key)).error?.code).toBe(40111)
+    const resumed = await rawConnected(boundedBase, {
+      key: bounded.key,
+      resume: a.connected.connectionDetails.connectionKey as string,
+    })
+    expect(resumed.connected.connectionId).toBe(a.connected.connectionId)
+  })
+})
