@@ -87,9 +87,14 @@ export class ConnectionRegistry {
       .catch((e) => this.log.warn('could not record an expired connection', { error: String(e) }))
   }
 
+  /** Whether accounts' connections are counted (ACCOUNT_MAX_CONNECTIONS set): else nothing is reported. */
+  private get accountsCounted() {
+    return (this.s.accountMaxConnections ?? 0) > 0
+  }
+
   /** A connection is live here (its account's count grows unless it replaces itself: a resume on a new transport). */
   private addLive(conn: Connection) {
-    if (!this.live.has(conn.id)) this.core.accountConnections.opened(conn.principalOf.accountId)
+    if (this.accountsCounted && !this.live.has(conn.id)) this.core.accountConnections.opened(conn.principalOf.accountId)
     this.live.set(conn.id, conn)
   }
 
@@ -97,13 +102,13 @@ export class ConnectionRegistry {
   private dropLive(conn: Connection) {
     if (this.live.get(conn.id) !== conn) return
     this.live.delete(conn.id)
-    this.core.accountConnections.closed(conn.principalOf.accountId)
+    if (this.accountsCounted) this.core.accountConnections.closed(conn.principalOf.accountId)
   }
 
   /** Refuses a new connection of an account at ACCOUNT_MAX_CONNECTIONS (on every node together). */
   private async checkAccountConnections(accountId: string) {
     const max = this.s.accountMaxConnections ?? 0
-    if (max > 0 && (await this.core.accountConnections.count(accountId)) >= max)
+    if (this.accountsCounted && (await this.core.accountConnections.count(accountId)) >= max)
       throw new GatewayError(40111, `Account connection limit exceeded (at most ${max} connections)`)
   }
 
