@@ -13,6 +13,8 @@ export const LIMITS_PROFILES: Record<LimitsProfile, Partial<Record<SettingName, 
   hosted: {
     maxMessageSize: '65536',
     accountMaxConnections: '10000',
+    accountMaxChannels: '10000',
+    accountMaxNewChannelRate: '250',
     realtimeMaxChannels: '200',
     realtimeMaxInboundRate: '50',
     channelMaxPublishRate: '50',

@@ -360,6 +360,18 @@ export const SETTINGS = {
     "Live realtime connections (WebSocket and comet) one account may hold on all nodes together (each node's count, shared through the store on Redis; a resume is not new); beyond, a new connect is refused with ERROR 403 / 40111 (the official client's connection fails, as on the hosted service). 0: no bound.",
     int(0, 100_000_000),
   ),
+  accountMaxChannels: setting(
+    'ACCOUNT_MAX_CHANNELS',
+    '0',
+    'Active channels one account may have on all nodes together: a channel is active while any node holds an attachment on it (realtime, event stream) and up to 30 s after; an attach that would activate one more is refused with 403 / 40114 (a channel ERROR on realtime; the connection stays). 0: no bound.',
+    int(0, 100_000_000),
+  ),
+  accountMaxNewChannelRate: setting(
+    'ACCOUNT_MAX_NEW_CHANNEL_RATE',
+    '0',
+    'Channels one account may newly activate per second (an attach of a channel active on no node; a second of it as burst; counted across nodes); beyond, the attach is refused with 429 / 90021. 0: no bound.',
+    int(0, 1_000_000),
+  ),
   realtimeMaxChannels: setting(
     'REALTIME_MAX_CHANNELS',
     '1000',

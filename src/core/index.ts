@@ -25,6 +25,7 @@ import { Occupancy } from './fanout/occupancy'
 import { AccountConnections } from './connections/account-connections'
 import { Streams } from './fanout/streams'
 import { RateLimiter, type LimitSettings } from './limits/rate-limiter'
+import { ActiveChannels, type ActiveChannelSettings } from './fanout/active-channels'
 import { ObjectService } from './objects/object-service'
 import { LiveObjectService } from './objects/live-service'
 import { LiveObjectRest } from './objects/live-rest'
@@ -39,6 +40,7 @@ import type {
   MarkStore,
   NonceStore,
   OccupancyStore,
+  ActiveChannelStore,
   PresenceStore,
   QueueBroker,
   QueueStore,
@@ -60,6 +62,7 @@ export type CoreSettings = TokenRequestSettings &
   ChannelSettings &
   MutableSettings &
   LimitSettings &
+  ActiveChannelSettings &
   PushSettings &
   WebhookSettings &
   IntegrationSettings &
@@ -112,6 +115,8 @@ export interface CorePorts {
   push: PushStore
   /** Occupancy across nodes (cluster backends only). */
   occupancy?: OccupancyStore
+  /** The channels active on each account, on every node. */
+  activeChannels: ActiveChannelStore
 }
 
 /** The domain services of one node, built on its ports. */
@@ -150,6 +155,8 @@ export interface Core {
   streams: Streams
   /** Live realtime connections per account, on every node (ACCOUNT_MAX_CONNECTIONS). */
   accountConnections: AccountConnections
+  /** The channels active on each account (ACCOUNT_MAX_CHANNELS, ACCOUNT_MAX_NEW_CHANNEL_RATE). */
+  activeChannels: ActiveChannels
   limits: RateLimiter
   stats: StatsService
   presence: PresenceService
@@ -276,6 +283,7 @@ export function createCore(backend: CorePorts, clock: Clock, timers: Timers, s: 
       typingTimeoutMs: DEFAULT_TYPING_TIMEOUT_MS,
     },
   )
+  const activeChannels = new ActiveChannels(backend.activeChannels, occupancy, limits, clock, timers, s)
   const occupancyEvents = new OccupancyEvents(occupancy, presence, hub, clock, timers)
   const connectionPresence = new ConnectionPresence(presence, backend.presence, limits, stats, s, () => {}, timers)
   return {
@@ -314,12 +322,14 @@ export function createCore(backend: CorePorts, clock: Clock, timers: Timers, s: 
       new ChannelFilters(s),
       (appId, channel, entries) => messages.rewound(appId, channel, entries),
       stages,
+      activeChannels.bounded ? (p, channel) => activeChannels.admit(p, channel) : undefined,
     ),
     limits,
     stats,
     presence,
     connectionPresence,
     accountConnections: new AccountConnections(backend.occupancy),
+    activeChannels,
     publisher,
     channels: new ChannelQueries(backend.broker, presence, namespaces, occupancy, limits, messages),
     batches: new Batches(publisher, presence, limits),
@@ -335,6 +345,7 @@ export function createCore(backend: CorePorts, clock: Clock, timers: Timers, s: 
     liveObjectsRest: new LiveObjectRest(liveObjects),
     chat,
     close() {
+      activeChannels.close()
       chat.close()
       occupancyEvents.close()
       connectionPresence.close()

@@ -421,6 +421,25 @@ export interface MarkStore {
   has(key: string): Promise<boolean>
 }
 
+/**
+ * The channels active on each account, on every node (ACCOUNT_MAX_CHANNELS and
+ * ACCOUNT_MAX_NEW_CHANNEL_RATE): a node names a channel when one of its clients attaches it and
+ * names it again while it holds attachments on it; a channel not named for `staleMs` is no longer
+ * active. `member` is `<appId>:<channel>`; times are the core clock's (ms).
+ */
+export interface ActiveChannelStore {
+  /** Whether `member` was named within `staleMs` of `now` (records nothing). */
+  has(accountId: string, member: string, now: number, staleMs: number): Promise<boolean>
+  /**
+   * Names `member` active at `now`, in one atomic step: `known` when it was active already,
+   * `added` when the account had fewer than `max` (0: no bound) other active channels, else
+   * `full` and nothing is recorded. Channels past `staleMs` no longer count (and are forgotten).
+   */
+  add(accountId: string, member: string, now: number, max: number, staleMs: number): Promise<'known' | 'added' | 'full'>
+  /** Names `members` active at `now` again (a node's refresh of what it holds attachments on); never throws. */
+  touch(accountId: string, members: string[], now: number, staleMs: number): Promise<void>
+}
+
 /** Attachments of a channel by what they do (a connection may count in several). */
 export interface OccupancyCounts {
   /** Connections attached (event streams and realtime attachments). */

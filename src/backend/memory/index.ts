@@ -13,6 +13,7 @@ import { SqliteLiveObjectStore } from './live-object-store'
 import { MemoryPresenceStore } from './presence-store'
 import { SqlitePushStore } from './push-store'
 import { MemoryRateLimitStore } from './rate-limit-store'
+import { MemoryActiveChannelStore } from './active-channel-store'
 import { SqliteQueueStore } from './queue-store'
 import { SqliteRevocationStore } from './revocation-store'
 import { openDatabase } from './sqlite'
@@ -47,6 +48,7 @@ export function createMemoryBackend(s: MemoryBrokerSettings & { dataDir: string 
     chat: new SqliteChatStore(db, s.persistedHistoryTtlMs),
     annotations: new SqliteAnnotationStore(db, s.persistedHistoryTtlMs),
     push: new SqlitePushStore(db),
+    activeChannels: new MemoryActiveChannelStore(),
     async close() {
       await broker.close()
       presence.close()

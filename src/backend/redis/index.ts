@@ -11,6 +11,7 @@ import { RedisNonceStore } from './nonce-store'
 import { RedisObjectStore } from './object-store'
 import { RedisLiveObjectStore } from './live-object-store'
 import { RedisOccupancyStore } from './occupancy-store'
+import { RedisActiveChannelStore } from './active-channel-store'
 import { RedisPresenceStore, type RedisPresenceSettings } from './presence-store'
 import { randomId } from '../../lib/crypto'
 import { RedisPushStore } from './push-store'
@@ -70,6 +71,7 @@ export async function createRedisBackend(s: RedisBackendSettings, onError: (e: u
     annotations: new RedisAnnotationStore(cmd, keys, s.persistedHistoryTtlMs, s.redisTimeoutMs),
     push: new RedisPushStore(cmd, keys, s.redisTimeoutMs),
     occupancy,
+    activeChannels: new RedisActiveChannelStore(cmd, keys, s.redisTimeoutMs, report),
     async close() {
       await broker.close()
       await occupancy.close()

@@ -84,6 +84,8 @@ export class Streams {
     private readonly filters: ChannelFilters,
     private readonly rewindView?: RewindView,
     private readonly stages?: DeliveryStages,
+    /** Admits a channel as active on its account before it is subscribed (active-channels.ts). */
+    private readonly admit?: (p: Principal, channel: string) => Promise<void>,
   ) {
     // a revoked key (or a disabled app) ends the streams opened with it, on every node
     control.onChange((e) => {
@@ -153,6 +155,8 @@ export class Streams {
     const start = session.startAt!
     session.startAt = undefined // held only until the session starts
     try {
+      // the account's channel bounds (ACCOUNT_MAX_CHANNELS, ACCOUNT_MAX_NEW_CHANNEL_RATE)
+      if (this.admit) for (const ch of session.channels) await this.admit(session.principalOf, ch)
       // delivery stages by the channels' rules (delivery-stages.ts), before anything is delivered
       await this.stages?.install(
         session,

@@ -45,6 +45,10 @@ export interface Limits {
   readonly connectionRated: boolean
   /** Takes a new realtime connection from the account's budget, or throws 429 / 80021. */
   takeConnection(accountId: string): Promise<void>
+  /** True when new channels are bounded per account (ACCOUNT_MAX_NEW_CHANNEL_RATE). */
+  readonly newChannelRated: boolean
+  /** Takes a newly active channel from the account's budget, or throws 429 / 90021. */
+  takeNewChannel(accountId: string): Promise<void>
 }
 
 export const noLimits: Limits = {
@@ -56,4 +60,6 @@ export const noLimits: Limits = {
   takeChannel: async () => {},
   connectionRated: false,
   takeConnection: async () => {},
+  newChannelRated: false,
+  takeNewChannel: async () => {},
 }

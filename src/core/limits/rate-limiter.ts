@@ -17,6 +17,8 @@ export interface LimitSettings {
   channelMaxPublishRate: number
   /** New realtime connections a second per account (resumes are not new); 0: no bound. */
   accountMaxConnectionRate: number
+  /** Channels an account may newly activate a second (an attach of a channel not active); 0: no bound. */
+  accountMaxNewChannelRate: number
 }
 
 /**
@@ -149,6 +151,17 @@ export class RateLimiter implements Limits {
     )
   }
 
+  get newChannelRated() {
+    return this.s.accountMaxNewChannelRate > 0
+  }
+
+  /** A channel the account newly activates (ACCOUNT_MAX_NEW_CHANNEL_RATE a second, as the channel budget). */
+  async takeNewChannel(accountId: string): Promise<void> {
+    await this.takeBound(`newchannel:${accountId}`, 1, this.s.accountMaxNewChannelRate, 'newChannel', (why, retryS) =>
+      rateError(90021, this.s.accountMaxNewChannelRate, `${why} for new channels of this account`, retryS),
+    )
+  }
+
   /** Takes `cost` from the bucket `key` of `rate` a second (a second as burst), else throws `refuse(why)`. */
   private async takeBound(
     key: string,
@@ -174,7 +187,7 @@ export class RateLimiter implements Limits {
 }
 
 /** A 429 of a bound of the profile (a channel's publishes, an account's new connections). */
-const rateError = (code: 42913 | 80021, rate: number, why: string, retryS: number) =>
+const rateError = (code: 42913 | 80021 | 90021, rate: number, why: string, retryS: number) =>
   new GatewayError(code, `Rate limit exceeded: ${why}`, {
     headers: { 'retry-after': String(Math.max(1, Math.ceil(retryS))), 'x-ratelimit-limit': perSecond(rate) },
   })
