@@ -396,6 +396,12 @@ export const SETTINGS = {
     'Messages one realtime connection may publish per second (a second of it as burst); beyond, a publish is refused with NACK 42911 and the connection stays. 0: no bound (the connection is told 1000).',
     int(0, 1_000_000),
   ),
+  realtimeMaxOutboundRate: setting(
+    'REALTIME_MAX_OUTBOUND_RATE',
+    '0',
+    "Messages one realtime connection may be sent per second, over all its channels (a second of it as burst); beyond, they are dropped and the channel is told of the gap once per run of drops (an ATTACHED without RESUMED carrying 80020, the hosted service's continuity loss for its 42915); the client reads what it missed from history. 0: no bound.",
+    int(0, 1_000_000),
+  ),
   channelMaxPublishRate: setting(
     'CHANNEL_MAX_PUBLISH_RATE',
     '0',

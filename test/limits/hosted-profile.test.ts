@@ -162,9 +162,10 @@ describe('limit profiles', () => {
       c.accountMaxConnections,
       c.accountMaxChannels,
       c.accountMaxNewChannelRate,
+      c.realtimeMaxOutboundRate,
     ]
-    expect(values(hosted)).toEqual([300, 200, 50, 50, 250, 10000, 10000, 250])
-    expect(values(loadConfig({}))).toEqual([1000, 20000, 0, 0, 0, 0, 0, 0])
+    expect(values(hosted)).toEqual([300, 200, 50, 50, 250, 10000, 10000, 250, 50])
+    expect(values(loadConfig({}))).toEqual([1000, 20000, 0, 0, 0, 0, 0, 0, 0])
     expect(() => loadConfig({ LIMITS_PROFILE: 'enterprise' })).toThrow(/LIMITS_PROFILE/)
   })
 

@@ -1,12 +1,13 @@
 import type { SessionSink, StreamSession } from '../fanout/session'
 import type { Message } from '../types'
-import type { GatewayError } from '../../errors'
+import { GatewayError } from '../../errors'
 import type { ConnectionServices } from './services'
 import type { OccupancyRole } from '../fanout/occupancy'
 import type { DeliveryFilter } from './transport'
 import { Action, Flag } from './protocol'
 import type { AttachRequest } from './attach-request'
 import type { AttachStart } from './attach-start'
+import type { OutboundBudget } from './outbound-budget'
 
 /** How an attachment with these modes counts in its channel's occupancy. */
 function occupancyRole(modes: number): OccupancyRole {
@@ -32,6 +33,8 @@ export interface AttachmentHost {
   deliver(channel: string, batch: Message[], filter: DeliveryFilter): boolean
   /** A subscription of this attachment ended with an error (slow, revoked, backend failure). */
   ended(attachment: Attachment, err: GatewayError): void
+  /** The connection's outbound message budget (REALTIME_MAX_OUTBOUND_RATE), when it has one. */
+  readonly outbound?: OutboundBudget
 }
 
 /** What the attach's steps add to the attachment (attach-step.ts `AttachPlans`). */
@@ -79,6 +82,8 @@ export class Attachment implements SessionSink {
   /** Run when it closes (the end of its occupancy events). */
   private stops?: Array<() => void>
   private closed = false
+  /** Messages are being dropped for the connection's outbound rate (the client was told). */
+  private dropping = false
   /** Which entries this attachment delivers (by its modes and the connection's `echo`). */
   private readonly filter: DeliveryFilter
 
@@ -154,11 +159,35 @@ export class Attachment implements SessionSink {
 
   deliver(_index: number, batch: Message[]): boolean {
     if (this.closed) return true
+    const budget = this.host.outbound
+    if (budget) {
+      const k = budget.take(batch.length)
+      if (k < batch.length) {
+        this.dropped(budget.rate)
+        if (k === 0) return true
+        batch = batch.slice(0, k)
+      } else this.dropping = false
+    }
     if (!this.frames) return this.host.deliver(this.channel, batch, this.filter)
     // every frame of its stage goes, room or not (a delta starts a frame of its own)
     let room = true
     for (const frame of this.frames.framed(batch)) room = this.host.deliver(this.channel, frame, this.filter) && room
     return room
+  }
+
+  /**
+   * Messages past the connection's outbound rate were dropped: the client is told once per run of
+   * drops, as a continuity loss (80020; the hosted service records 42915), and reads them from history.
+   */
+  private dropped(rate: number) {
+    if (this.dropping) return
+    this.dropping = true
+    this.notice(
+      new GatewayError(
+        80020,
+        `Continuity lost on channel "${this.channel}": messages beyond this connection's outbound rate (${rate} a second) were not delivered; read them from history`,
+      ),
+    )
   }
 
   /** A resume gap found after ATTACHED: an update without RESUMED carrying the error (the client sees the discontinuity). */

@@ -1,3 +1,4 @@
+import { OutboundBudget } from './outbound-budget'
 import type { Credentials } from '../auth/authenticator'
 import { ConnectionKeys } from '../auth/connection-keys'
 import type { Principal } from '../auth/principal'
@@ -50,6 +51,8 @@ const MAX_UNREAD_ANSWERS = 1024 * 1024
  */
 export class Connection implements ConnectionHost {
   readonly echo: boolean
+  /** The outbound message budget (REALTIME_MAX_OUTBOUND_RATE), when bounded. */
+  readonly outbound?: OutboundBudget
   readonly heartbeats: boolean
   readonly acks: AckQueue
   readonly channels: ChannelOps
@@ -93,6 +96,8 @@ export class Connection implements ConnectionHost {
     this.presence = new PresenceOps(this)
     this.channels = new ChannelOps(this, this.presence)
     this.operations = new Operations(this, this.s.realtimeMaxInboundRate ?? 0)
+    const outRate = this.s.realtimeMaxOutboundRate ?? 0
+    if (outRate > 0) this.outbound = new OutboundBudget(outRate, this.core.clock)
   }
 
   /** The transport's wire format (diagnostics). */

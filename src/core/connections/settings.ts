@@ -10,6 +10,8 @@ export interface RealtimeSettings {
   realtimeMaxChannels: number
   /** Messages one connection may publish per second (REALTIME_MAX_INBOUND_RATE); 0 or absent: no bound. */
   realtimeMaxInboundRate?: number
+  /** Messages one connection may be sent per second (REALTIME_MAX_OUTBOUND_RATE); beyond, dropped (80020); 0 or absent: no bound. */
+  realtimeMaxOutboundRate?: number
   /** Unsent bytes a socket may hold before its subscriptions pause (they catch up from the log). */
   realtimeBufferBytes: number
   /** Largest payload sent as a delta, or used as the base of one (`delta=vcdiff`; bytes). */
