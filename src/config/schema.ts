@@ -617,7 +617,7 @@ export const SETTINGS = {
   limitsProfile: setting(
     'LIMITS_PROFILE',
     'default',
-    "Defaults of the limit settings: `default` (this gateway's), or `hosted` (the hosted service's documented limits of its Standard package: 200 channels per connection, 50 messages/s per connection, 200 presence members, 2,500 messages/s per account...; see docs/limits.md). A limit set explicitly wins over its profile.",
+    "Defaults of the limit settings: `default` (this gateway's), or `hosted` (the hosted service's documented limits of its Standard package: 200 channels per connection, 50 messages/s in and out per connection, 50 messages/s per channel, 200 presence members, 10,000 connections and 10,000 channels per account, 2,500 messages/s per account...; see docs/limits.md). A limit set explicitly wins over its profile.",
     oneOf('default', 'hosted'),
   ),
   rateLimits: setting(
