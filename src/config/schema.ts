@@ -357,7 +357,7 @@ export const SETTINGS = {
   accountMaxConnections: setting(
     'ACCOUNT_MAX_CONNECTIONS',
     '0',
-    "Live realtime connections (WebSocket and comet) one account may hold on all nodes together (each node's count, shared through the store on Redis; a resume is not new); beyond, a new connect is refused with ERROR 403 / 40111 (the official client's connection fails, as on the hosted service). 0: no bound.",
+    "Live connections (realtime WebSocket and comet, event streams) one account may hold on all nodes together (each node's count, shared through the store on Redis; a realtime resume is not new); beyond, a new connect is refused with 403 / 40111 (an ERROR on realtime: the official client's connection fails, as on the hosted service; the HTTP answer of a stream). 0: no bound.",
     int(0, 100_000_000),
   ),
   accountMaxChannels: setting(
@@ -411,7 +411,7 @@ export const SETTINGS = {
   accountMaxConnectionRate: setting(
     'ACCOUNT_MAX_CONNECTION_RATE',
     '0',
-    "New realtime connections an account may open per second (WebSocket and comet; a resume is not new; a second of it as burst; counted across nodes); beyond, the connect is refused with ERROR 429 / 80021 (the official client's connection fails, as on the hosted service). 0: no bound.",
+    "New connections an account may open per second (realtime WebSocket and comet, event streams; a realtime resume is not new; a second of it as burst; counted across nodes); beyond, the connect is refused with 429 / 80021 (an ERROR on realtime: the official client's connection fails, as on the hosted service; the HTTP answer of a stream). 0: no bound.",
     int(0, 1_000_000),
   ),
   appendRollupWindowMs: setting(

@@ -22,7 +22,7 @@ import { Sandbox } from './control/sandbox'
 import { Hub } from './fanout/hub'
 import { DeliveryStages, type StageSettings } from './fanout/delivery-stages'
 import { Occupancy } from './fanout/occupancy'
-import { AccountConnections } from './connections/account-connections'
+import { AccountConnections, type AccountConnectionSettings } from './connections/account-connections'
 import { Streams } from './fanout/streams'
 import { RateLimiter, type LimitSettings } from './limits/rate-limiter'
 import { ActiveChannels, type ActiveChannelSettings } from './fanout/active-channels'
@@ -63,6 +63,7 @@ export type CoreSettings = TokenRequestSettings &
   MutableSettings &
   LimitSettings &
   ActiveChannelSettings &
+  AccountConnectionSettings &
   PushSettings &
   WebhookSettings &
   IntegrationSettings &
@@ -153,7 +154,7 @@ export interface Core {
   occupancyEvents: OccupancyEvents
   /** Opening and tracking subscription streams for every transport. */
   streams: Streams
-  /** Live realtime connections per account, on every node (ACCOUNT_MAX_CONNECTIONS). */
+  /** The account's connection bounds (ACCOUNT_MAX_CONNECTIONS, ACCOUNT_MAX_CONNECTION_RATE), every transport. */
   accountConnections: AccountConnections
   /** The channels active on each account (ACCOUNT_MAX_CHANNELS, ACCOUNT_MAX_NEW_CHANNEL_RATE). */
   activeChannels: ActiveChannels
@@ -328,7 +329,7 @@ export function createCore(backend: CorePorts, clock: Clock, timers: Timers, s: 
     stats,
     presence,
     connectionPresence,
-    accountConnections: new AccountConnections(backend.occupancy),
+    accountConnections: new AccountConnections(backend.occupancy, limits, s),
     activeChannels,
     publisher,
     channels: new ChannelQueries(backend.broker, presence, namespaces, occupancy, limits, messages),

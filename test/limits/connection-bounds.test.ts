@@ -13,7 +13,8 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import { createTestGateway, TestClock, type TestGateway } from '../helpers/gateway'
 import { closeRawClients, rawConnected, type Pm, RawClient, realtimeUrl } from '../helpers/realtime-raw'
-import { closeClients, reach, realtimeClient } from '../helpers/realtime'
+import { closeClients, fresh, reach, realtimeClient } from '../helpers/realtime'
+import { openSse } from '../helpers/sse'
 
 const clock = new TestClock()
 let gw: TestGateway
@@ -101,5 +102,30 @@ describe('account connection bounds', () => {
       resume: a.connected.connectionDetails.connectionKey as string,
     })
     expect(resumed.connected.connectionId).toBe(a.connected.connectionId)
+  })
+
+  test('ACCOUNT_MAX_CONNECTIONS: an event stream is a connection of its account (counted, and refused 403 / 40111 past the bound)', async () => {
+    closeRawClients()
+    closeClients()
+    const account = (await bounded.core.auth.authenticate({ key: bounded.key, secure: () => true })).accountId
+    // the connections of the test before leave once the node has seen their sockets close
+    for (let i = 0; i < 200 && (await bounded.core.accountConnections.count(account)) > 0; i++) await Bun.sleep(10)
+    const url = `${boundedBase}/sse?v=1.2&channels=${fresh('stream')}&key=${encodeURIComponent(bounded.key)}`
+    const stream = await openSse(url)
+    expect(stream.status).toBe(200)
+    await rawConnected(boundedBase, { key: bounded.key })
+    const refused = await firstFrame(boundedBase, bounded.key)
+    expect([refused.action, refused.error?.code]).toEqual([9, 40111])
+    const second = await fetch(url)
+    expect(second.status).toBe(403)
+    expect(((await second.json()) as { error: { code: number } }).error.code).toBe(40111)
+    // the stream ends: room for one again
+    stream.close()
+    let next: Pm | undefined
+    for (let i = 0; i < 100 && next?.action !== 4; i++) {
+      next = await firstFrame(boundedBase, bounded.key)
+      if (next.action !== 4) await Bun.sleep(20)
+    }
+    expect(next?.action).toBe(4)
   })
 })

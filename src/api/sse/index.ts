@@ -76,6 +76,7 @@ export function sseRoutes(core: Core, s: SseSettings) {
 
   const track = (c: EventStreamConnection) => {
     live.add(c)
+    core.accountConnections.opened(c.session!.principalOf.accountId)
     if (!timer) {
       timer = setInterval(() => {
         for (const conn of live) conn.keepalive()
@@ -84,7 +85,7 @@ export function sseRoutes(core: Core, s: SseSettings) {
     }
   }
   const untrack = (c: EventStreamConnection) => {
-    live.delete(c)
+    if (live.delete(c)) core.accountConnections.closed(c.session!.principalOf.accountId)
     if (live.size === 0 && timer) {
       clearInterval(timer)
       timer = undefined
@@ -104,6 +105,8 @@ export function sseRoutes(core: Core, s: SseSettings) {
     const heartbeats = flag(q, 'heartbeats', false)
     const principal = await core.auth.authenticate(credentialsOf(request, q))
     actingFor(request, principal)
+    // a stream is a connection of its account (ACCOUNT_MAX_CONNECTIONS, ACCOUNT_MAX_CONNECTION_RATE)
+    await core.accountConnections.admit(principal.accountId)
     const resumeToken = q.lastEvent || request.headers.get('last-event-id') || undefined
     const conn = new EventStreamConnection({
       mode,

@@ -87,14 +87,9 @@ export class ConnectionRegistry {
       .catch((e) => this.log.warn('could not record an expired connection', { error: String(e) }))
   }
 
-  /** Whether accounts' connections are counted (ACCOUNT_MAX_CONNECTIONS set): else nothing is reported. */
-  private get accountsCounted() {
-    return (this.s.accountMaxConnections ?? 0) > 0
-  }
-
   /** A connection is live here (its account's count grows unless it replaces itself: a resume on a new transport). */
   private addLive(conn: Connection) {
-    if (this.accountsCounted && !this.live.has(conn.id)) this.core.accountConnections.opened(conn.principalOf.accountId)
+    if (!this.live.has(conn.id)) this.core.accountConnections.opened(conn.principalOf.accountId)
     this.live.set(conn.id, conn)
   }
 
@@ -102,14 +97,7 @@ export class ConnectionRegistry {
   private dropLive(conn: Connection) {
     if (this.live.get(conn.id) !== conn) return
     this.live.delete(conn.id)
-    if (this.accountsCounted) this.core.accountConnections.closed(conn.principalOf.accountId)
-  }
-
-  /** Refuses a new connection of an account at ACCOUNT_MAX_CONNECTIONS (on every node together). */
-  private async checkAccountConnections(accountId: string) {
-    const max = this.s.accountMaxConnections ?? 0
-    if (this.accountsCounted && (await this.core.accountConnections.count(accountId)) >= max)
-      throw new GatewayError(40111, `Account connection limit exceeded (at most ${max} connections)`)
+    this.core.accountConnections.closed(conn.principalOf.accountId)
   }
 
   private readonly gone = (conn: Connection, abrupt: boolean) => {
@@ -177,10 +165,7 @@ export class ConnectionRegistry {
         id = undefined
       }
       resumed = id !== undefined
-      if (!resumed) {
-        await this.checkAccountConnections(principal.accountId)
-        if (core.limits.connectionRated) await core.limits.takeConnection(principal.accountId)
-      }
+      if (!resumed) await core.accountConnections.admit(principal.accountId)
       id ??= newConnectionId()
       const key = await core.connectionKeys.issue(id, principal)
       conn = new Connection(core, this.s, this.serverId, transport, params, id, key, principal, this.gone, this.log)

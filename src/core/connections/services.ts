@@ -1,5 +1,4 @@
 import type { AccountConnections } from './account-connections'
-import type { Limits } from '../limits/limits'
 import type { Authenticator } from '../auth/authenticator'
 import type { ConnectionKeys } from '../auth/connection-keys'
 import type { EndedConnections } from '../auth/ended-connections'
@@ -21,9 +20,7 @@ export interface ConnectionServices {
   /** The timers of the connections (heartbeat ticks, token renewal and expiry). */
   timers: Timers
   auth: Authenticator
-  /** The bounds of the profile a connection meets (new connections per account). */
-  limits: Pick<Limits, 'connectionRated' | 'takeConnection'>
-  /** Live realtime connections per account, on every node (ACCOUNT_MAX_CONNECTIONS). */
+  /** The account's connection bounds (ACCOUNT_MAX_CONNECTIONS, ACCOUNT_MAX_CONNECTION_RATE). */
   accountConnections: AccountConnections
   connectionKeys: ConnectionKeys
   endedConnections: EndedConnections

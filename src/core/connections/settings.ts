@@ -24,6 +24,4 @@ export interface RealtimeSettings {
 
 export interface RealtimeLimits extends RealtimeSettings {
   realtimeMaxConnections: number
-  /** Live realtime connections one account may hold on all nodes together (ACCOUNT_MAX_CONNECTIONS); 0 or absent: no bound. */
-  accountMaxConnections?: number
 }
