@@ -102,9 +102,9 @@ export class RedisKeys {
    */
   nonce = (scope: string, key: string) => `${this.prefix}nonce:{${scope}}:${key}`
   nonceIndex = (scope: string) => `${this.prefix}nonces:{${scope}}`
-  /** A mark about a realtime connection (MarkStore); the sorted set of a scope's marks by expiry (ms). */
   /** Sorted set of an account's active channels: `<app>:<channel>` -> when a node last named it (ms). */
   activeChannels = (accountId: string) => `${this.prefix}achan:{acct:${accountId}}`
+  /** A mark about a realtime connection (MarkStore); the sorted set of a scope's marks by expiry (ms). */
   mark = (key: string) => `${this.prefix}mark:${key}`
   markIndex = (scope: string) => `${this.prefix}marks:${scope}`
   /**
