@@ -43,7 +43,7 @@ export interface Limits {
   takeChannel(appId: string, channel: string, cost: number): Promise<void>
   /** True when new connections are bounded per account (ACCOUNT_MAX_CONNECTION_RATE). */
   readonly connectionRated: boolean
-  /** Takes a new realtime connection from the account's budget, or throws 429 / 80021. */
+  /** Takes a new connection (realtime or event stream) from the account's budget, or throws 429 / 80021. */
   takeConnection(accountId: string): Promise<void>
   /** True when new channels are bounded per account (ACCOUNT_MAX_NEW_CHANNEL_RATE). */
   readonly newChannelRated: boolean

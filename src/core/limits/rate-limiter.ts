@@ -15,7 +15,7 @@ export interface LimitSettings {
   limitManagementStatsPerMinute: number
   /** Messages a second one channel takes from all its publishers together; 0: no bound. */
   channelMaxPublishRate: number
-  /** New realtime connections a second per account (resumes are not new); 0: no bound. */
+  /** New connections a second per account, realtime and event streams (a realtime resume is not new); 0: no bound. */
   accountMaxConnectionRate: number
   /** Channels an account may newly activate a second (an attach of a channel not active); 0: no bound. */
   accountMaxNewChannelRate: number
@@ -144,7 +144,7 @@ export class RateLimiter implements Limits {
     return this.s.accountMaxConnectionRate > 0
   }
 
-  /** A new realtime connection of the account (ACCOUNT_MAX_CONNECTION_RATE a second, as the channel budget). */
+  /** A new connection of the account, realtime or event stream (ACCOUNT_MAX_CONNECTION_RATE a second, as the channel budget). */
   async takeConnection(accountId: string): Promise<void> {
     await this.takeBound(`connect:${accountId}`, 1, this.s.accountMaxConnectionRate, 'connection', (why, retryS) =>
       rateError(80021, this.s.accountMaxConnectionRate, `${why} for new connections of this account`, retryS),
@@ -186,7 +186,7 @@ export class RateLimiter implements Limits {
   }
 }
 
-/** A 429 of a bound of the profile (a channel's publishes, an account's new connections). */
+/** A 429 of a bound of the profile (a channel's publishes, an account's new connections or channels). */
 const rateError = (code: 42913 | 80021 | 90021, rate: number, why: string, retryS: number) =>
   new GatewayError(code, `Rate limit exceeded: ${why}`, {
     headers: { 'retry-after': String(Math.max(1, Math.ceil(retryS))), 'x-ratelimit-limit': perSecond(rate) },
