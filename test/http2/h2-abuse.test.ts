@@ -87,8 +87,11 @@ describe.skipIf(!available)('HTTP/2 abuse', () => {
       }
       await settle(c)
     })
-    expect(c.goaway).toBe(0xb)
+    // the server ends the connection; its GOAWAY says ENHANCE_YOUR_CALM when it reaches the client
+    // (the frame can be lost to the TCP reset of a socket the server closed while this client was
+    // still writing into it: seen once in a CI run, the connection closed and no frame read)
     expect(c.isClosed()).toBe(true)
+    expect(c.goaway === undefined ? 'lost to the reset' : c.goaway).toBeOneOf([0xb, 'lost to the reset'])
   })
 
   test('a header block that never ends (CONTINUATION flood) is cut before it is buffered', async () => {
