@@ -46,12 +46,7 @@ export class Batches {
       const results = await Promise.all(
         spec.channels.map((channel) =>
           Promise.resolve()
-            .then(async () => {
-              const prepared = this.publisher.prepare(p, channel, spec.messages)
-              if (this.limits.channelRated)
-                await this.limits.takeChannel(p.appId, prepared.channel, prepared.drafts.length)
-              return this.publisher.append(p, prepared)
-            })
+            .then(() => this.publisher.append(p, this.publisher.prepare(p, channel, spec.messages), true))
             .catch((e) => ({ channel, error: batchEntryError(e) })),
         ),
       )

@@ -132,19 +132,7 @@ export class Publisher {
       return this.publishChange(p, channelName, body, ctx)
     const prepared = this.prepare(p, channelName, body, ctx)
     if (onBehalf) onBehalf.forEach((id, i) => id !== undefined && (prepared.drafts[i]!.connectionId = id))
-    if (this.limits.channelRated)
-      return this.limits
-        .takeChannel(p.appId, prepared.channel, prepared.drafts.length)
-        .then(() => this.chargeAndAppend(p, prepared))
-    return this.chargeAndAppend(p, prepared)
-  }
-
-  /** Appends `prepared`, charged to the account's message budget when rate limits are on. */
-  private chargeAndAppend(p: Principal, prepared: Prepared): Answer<PublishResponse> {
-    if (!this.limits.enabled) return this.append(p, prepared)
-    return this.limits
-      .charge(p.accountId, 'messages', prepared.drafts.length)
-      .then((charge) => this.append(p, prepared, charge))
+    return this.append(p, prepared)
   }
 
   /** Validates and turns a publish body into drafts (no side effects). */
@@ -181,8 +169,29 @@ export class Publisher {
     return { channel, drafts, size, messageId, clientIds, realtime: ctx !== undefined, ephemeral }
   }
 
-  /** Appends a prepared publish (its charge, when one was taken with it) and accounts for it. */
-  append(p: Principal, x: Prepared, charge?: LimitCharge): Answer<PublishResponse> {
+  /**
+   * Appends a prepared publish and accounts for it: the channel's publish budget taken first
+   * (CHANNEL_MAX_PUBLISH_RATE), then the account's message charge, taken in the broker's append
+   * when rate limits are on, unless the caller took the account's budget itself (`accountTaken`: a
+   * batch publish, charged whole).
+   */
+  append(p: Principal, x: Prepared, accountTaken = false): Answer<PublishResponse> {
+    if (this.limits.channelRated)
+      return this.limits
+        .takeChannel(p.appId, x.channel, x.drafts.length)
+        .then(() => this.chargeAndAppend(p, x, accountTaken))
+    return this.chargeAndAppend(p, x, accountTaken)
+  }
+
+  private chargeAndAppend(p: Principal, x: Prepared, accountTaken: boolean): Answer<PublishResponse> {
+    if (accountTaken || !this.limits.enabled) return this.appendCharged(p, x)
+    return this.limits
+      .charge(p.accountId, 'messages', x.drafts.length)
+      .then((charge) => this.appendCharged(p, x, charge))
+  }
+
+  /** Appends with the account's charge, when one goes with it, by the channel's persistence. */
+  private appendCharged(p: Principal, x: Prepared, charge?: LimitCharge): Answer<PublishResponse> {
     const persisted = this.namespaces.persistedCached(p.appId, x.channel)
     if (persisted === undefined)
       return this.namespaces.isPersisted(p.appId, x.channel).then((known) => this.appendTo(p, x, known, charge))
