@@ -23,8 +23,8 @@ export interface RealtimeFixture {
   /** `http://127.0.0.1:<port>` */
   base: string
   port: number
-  /** A REST client of the official library (the root key and msgpack unless told). */
-  rest(o?: { key?: string; binary?: boolean }): Ably.Rest
+  /** A REST client of the official library (the root key and msgpack unless told; `plugins`: LiveObjects...). */
+  rest(o?: { key?: string; binary?: boolean; plugins?: unknown }): Ably.Rest
 }
 
 /**
@@ -33,7 +33,7 @@ export interface RealtimeFixture {
  */
 export function realtimeGateway(overrides: Partial<Config> = {}): RealtimeFixture {
   const rt = {
-    rest: ({ key, binary = true }: { key?: string; binary?: boolean } = {}) =>
+    rest: ({ key, binary = true, plugins }: { key?: string; binary?: boolean; plugins?: unknown } = {}) =>
       new Ably.Rest({
         key: key ?? rt.gw.key,
         endpoint: '127.0.0.1',
@@ -41,7 +41,8 @@ export function realtimeGateway(overrides: Partial<Config> = {}): RealtimeFixtur
         tls: false,
         useBinaryProtocol: binary,
         logLevel: 0,
-      }),
+        ...(plugins ? { plugins } : {}),
+      } as Ably.ClientOptions),
   } as RealtimeFixture
   beforeAll(async () => {
     rt.gw = await createTestGateway(overrides)

@@ -15,16 +15,7 @@ import { eventually, MODES } from './live-util'
 const rt = realtimeGateway()
 
 describe.each(FORMATS)('LiveObjects REST over %s', (_format, binary) => {
-  const rest = (key = rt.gw.key) =>
-    new Ably.Rest({
-      key,
-      endpoint: '127.0.0.1',
-      port: rt.port,
-      tls: false,
-      useBinaryProtocol: binary,
-      logLevel: 0,
-      plugins: { LiveObjects },
-    } as Ably.ClientOptions)
+  const rest = (key = rt.gw.key) => rt.rest({ key, binary, plugins: { LiveObjects } })
   const objectOf = (name: string, key?: string) => (rest(key).channels.get(name) as any).object
 
   test('publish by path and id, read compact and full, by id and by path', async () => {

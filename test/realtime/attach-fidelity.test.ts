@@ -155,15 +155,7 @@ describe.each(FORMATS)('ably-js Realtime over %s', (format, binary) => {
       const member = (await client({ clientId: 'cat' })).channels.get(name)
       await member.presence.enter('here')
       await member.presence.update('still here')
-      const objects = new Ably.Rest({
-        key: rt.gw.key,
-        endpoint: '127.0.0.1',
-        port: rt.port,
-        tls: false,
-        useBinaryProtocol: binary,
-        logLevel: 0,
-        plugins: { LiveObjects },
-      } as Ably.ClientOptions)
+      const objects = rt.rest({ binary, plugins: { LiveObjects } })
       await (objects.channels.get(name) as any).object.publish({ path: 'votes', counterCreate: { count: 1 } })
       const { raw } = await rawConnected(rt.base, { key: rt.gw.key }, format)
       const mine = (f: Pm) => f.channel === name
