@@ -13,6 +13,7 @@ import { mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join, resolve } from 'node:path'
 import { parseFlags } from './lib/args'
+import { pairedBlocks } from './lib/alternation'
 
 const f = parseFlags(process.argv.slice(2), { blocks: 'number', 'per-block': 'number', redis: 'string' })
 const blocks = f.blocks ?? 40
@@ -74,18 +75,6 @@ async function block(route: Route): Promise<number> {
 }
 
 for (const route of Object.values(routes)) for (let i = 0; i < 5; i++) await block(route) // warm-up
-const us: Record<string, number[]> = { before: [], after: [] }
-for (let b = 0; b < blocks; b++)
-  for (const side of b % 2 ? ['after', 'before'] : ['before', 'after']) us[side]!.push(await block(routes[side]!))
-
-const median = (a: number[]) => [...a].sort((x, y) => x - y)[Math.floor(a.length / 2)]!
-const ratios = us.after!.map((a, i) => a / us.before![i]!)
-console.log(`before: ${sides.before}\nafter:  ${sides.after}`)
-console.log(
-  `CPU µs per publish, median of ${blocks} blocks of ${perBlock}: before ${median(us.before!).toFixed(2)} ` +
-    `(min ${Math.min(...us.before!).toFixed(2)}), after ${median(us.after!).toFixed(2)} ` +
-    `(min ${Math.min(...us.after!).toFixed(2)}); after ÷ before, paired by block: median ${median(ratios).toFixed(3)} ` +
-    `(${Math.min(...ratios).toFixed(2)}-${Math.max(...ratios).toFixed(2)})`,
-)
+await pairedBlocks(`CPU µs per publish (blocks of ${perBlock})`, blocks, sides, (side) => block(routes[side]!))
 for (const d of dirs) rmSync(d, { recursive: true, force: true })
 process.exit(0)

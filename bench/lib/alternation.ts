@@ -19,3 +19,29 @@ export function range(xs: number[], f: (x: number) => string): string {
   const hi = Math.max(...xs)
   return lo === hi ? f(lo) : `${f(lo)}-${f(hi)}`
 }
+
+/**
+ * Runs `block(side)` `blocks` times for each of two sides, alternating which goes first, and
+ * prints the median of each side's figures and of their ratios paired by block (the in-process
+ * before/after benches: publish-route-cost.ts, realtime-publish-cost.ts).
+ */
+export async function pairedBlocks(
+  what: string,
+  blocks: number,
+  dirs: { before: string; after: string },
+  block: (side: 'before' | 'after') => Promise<number>,
+): Promise<void> {
+  const us = { before: [] as number[], after: [] as number[] }
+  for (let b = 0; b < blocks; b++)
+    for (const side of b % 2 ? (['after', 'before'] as const) : (['before', 'after'] as const))
+      us[side].push(await block(side))
+  const median = (a: number[]) => [...a].sort((x, y) => x - y)[Math.floor(a.length / 2)]!
+  const ratios = us.after.map((a, i) => a / us.before[i]!)
+  console.log(`before: ${dirs.before}\nafter:  ${dirs.after}`)
+  console.log(
+    `${what}, median of ${blocks} blocks: before ${median(us.before).toFixed(2)} ` +
+      `(min ${Math.min(...us.before).toFixed(2)}), after ${median(us.after).toFixed(2)} ` +
+      `(min ${Math.min(...us.after).toFixed(2)}); after ÷ before, paired by block: median ${median(ratios).toFixed(3)} ` +
+      `(${Math.min(...ratios).toFixed(2)}-${Math.max(...ratios).toFixed(2)})`,
+  )
+}
