@@ -11,6 +11,7 @@
  *                     against Redis (own redis-server, two gateway nodes: publish to node A, subscribe on node B)
  *                     after the memory run, same parameters
  *   --rate-limits     publish: measure each backend again with RATE_LIMITS=on (nothing refused): the limiter's cost
+ *                     scale: the gateway runs with RATE_LIMITS=on (nothing refused)
  *   --rounds N        publish: rounds of the interleaved comparison (default 3; 1 with --short)
  *   --loadgen G       publish: generator of the comparison, wrk (default when installed) or bun
  *   --processes L     publish: also compare N gateway processes sharing one port on a Redis backend, for each N

@@ -39,6 +39,17 @@ export async function startBaseline(logDir: string): Promise<Target> {
 
 export const BENCH_KEY = 'bench.benchkey:bench-secret-not-for-production'
 
+/**
+ * A gateway's environment with rate limits on and nothing refused: every publish is charged to
+ * its account's bucket under limits far above any load here (history too: short runs read every
+ * channel back). For what the limiter costs (`--rate-limits`).
+ */
+export const RATE_LIMITS_UNREFUSED: Record<string, string> = {
+  RATE_LIMITS: 'on',
+  LIMIT_MESSAGES_PER_SECOND: '1000000000',
+  LIMIT_HISTORY_PER_SECOND: '1000000000',
+}
+
 export interface GatewayOptions {
   logDir: string
   /** Extra settings (env) on top of the bench defaults, e.g. RING_SIZE or REDIS_URL. */

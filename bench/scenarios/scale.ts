@@ -20,7 +20,7 @@ import { freePort } from '../lib/processes'
 import { messageBody, probe, PUBLISH_CHANNELS } from '../lib/publish-checks'
 import { startRedisCluster } from '../lib/redis-cluster-server'
 import type { Check, Headline, Measurement, RunOptions, ScenarioResult } from '../lib/scenario'
-import { startBaseline, startGateway, type Target } from '../lib/targets'
+import { RATE_LIMITS_UNREFUSED, startBaseline, startGateway, type Target } from '../lib/targets'
 import { readyOnEveryProcess } from '../lib/cluster'
 import { clientHeaders, drive, driverOf, type LoadShape } from './publish-compare'
 import { publishChannel } from '../lib/publish-checks'
@@ -189,6 +189,7 @@ export async function scaleScenario(o: RunOptions): Promise<ScenarioResult> {
           REDIS_CLUSTER: 'true',
           REDIS_PREFIX: 'bench:',
           REUSE_PORT: 'true',
+          ...(o.rateLimits ? RATE_LIMITS_UNREFUSED : {}),
         }
         for (let i = 0; i < k; i++) {
           nodes.push(

@@ -47,6 +47,29 @@ describe.each(backends)('%s rate-limit store', (_, open) => {
     expect(await take(s, 'b', BURST, 1000)).toMatchObject({ ok: true, remaining: 0 })
   })
 
+  test('takes made at once are answered in the order made, each as if alone; buckets stay apart', async () => {
+    const s = await open()
+    // 80 takes of one token at once (no time passes): the first 50 pass, counting the bucket down
+    const burst = await Promise.all(Array.from({ length: 80 }, () => take(s, 'rush', 1, 5000)))
+    expect(burst.slice(0, BURST)).toEqual(
+      Array.from({ length: BURST }, (_, i) => ({ ok: true, remaining: BURST - 1 - i, retryAfterMs: 0 })),
+    )
+    for (const r of burst.slice(BURST)) expect(r).toMatchObject({ ok: false, remaining: 0, retryAfterMs: 10 })
+    // interleaved with another bucket's, and with a later time that refills 20 tokens
+    const mixed = await Promise.all([
+      take(s, 'rush', 5, 5200),
+      take(s, 'calm', 45, 5200),
+      take(s, 'rush', 20, 5200),
+      take(s, 'calm', 10, 5200),
+    ])
+    expect(mixed).toMatchObject([
+      { ok: true, remaining: 15 },
+      { ok: true, remaining: 5 },
+      { ok: false, remaining: 15 },
+      { ok: false, remaining: 5 },
+    ])
+  })
+
   test('nodes with skewed clocks taking turns cannot refill the same interval twice', async () => {
     const s = await open()
     // node A (clock ahead) empties the bucket at 10,000; node B's clock says 9,000
@@ -58,6 +81,23 @@ describe.each(backends)('%s rate-limit store', (_, open) => {
     // time passing on the clock that is ahead still refills
     expect((await take(s, 'skew', 1, 10_010)).ok).toBe(true)
   })
+})
+
+test('the Redis store sends the takes of one bucket made while its call is in flight together, in one script call', async () => {
+  const fast = await connectFastSender({ redisUrl: (await sharedRedis()).url, redisTimeoutMs: 2000 }, () => {})
+  closers.push(fast.close)
+  let calls = 0
+  const counted: typeof fast.send = (args) => {
+    calls++
+    return fast.send(args)
+  }
+  const s = new RedisRateLimitStore(counted, new RedisKeys(`rlb-${Date.now()}:`), 2000)
+  await take(s, 'warm', 1, 1000) // the script is loaded
+  calls = 0
+  const results = await Promise.all(Array.from({ length: 200 }, (_, i) => take(s, i % 2 ? 'odd' : 'even', 1, 1000)))
+  expect(results.filter((r) => r.ok).length).toBe(2 * BURST)
+  // one call per bucket: made in one turn, each bucket's takes go together
+  expect(calls).toBe(2)
 })
 
 test('the memory store stays bounded by the buckets in use and never forgets one still short of tokens', async () => {

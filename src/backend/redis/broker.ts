@@ -1,14 +1,13 @@
 import { GatewayError } from '../../errors'
 import { formatSerial, parseSerial } from '../../core/model/serial'
 import { metrics } from '../../lib/metrics'
-import type { Broker, BrokerListener, PublishOptions, PublishResult } from '../../core/ports'
+import type { Broker, BrokerListener, PublishOptions, PublishResult, RateLimitStore } from '../../core/ports'
 import type { HistoryQuery, Message, MessageDraft } from '../../core/types'
 import { idFromSerial, messageFromEntry, packDraft, serialFromId } from './codec'
 import { BUFFERS, type RedisCommander, type RedisSubscriber, type Sender } from './clients'
 import { commandFailed, withTimeout } from './errors'
 import type { RedisKeys } from './keys'
 import { ScriptRunner } from './script-runner'
-import { chargeArgs, TAKE_TOKENS_SCRIPT } from './lua/rate-limit'
 import { EPHEMERAL_PUBLISH_SCRIPT } from './lua/ephemeral-publish'
 import { PublishBatcher, type BatchAnswer } from './publish-batcher'
 import { ChannelSubscriptions } from './subscriptions'
@@ -48,7 +47,6 @@ const LOOKUP_PAGE = 1000
 export class RedisBroker implements Broker {
   private readonly subs: ChannelSubscriptions
   private readonly batcher: PublishBatcher
-  private readonly chargeScript: ScriptRunner
   private readonly ephemeralScript: ScriptRunner
   /** Per channel, when this node last wrote its entry in its app's index and set its stream's expiry. */
   private readonly marks = new ChannelMarks()
@@ -60,11 +58,13 @@ export class RedisBroker implements Broker {
     private readonly keys: RedisKeys,
     private readonly s: RedisBrokerSettings,
     onError: (e: unknown) => void,
-    fast?: Sender,
+    fast: Sender | undefined,
     /** Sends a command to the master owning a key (WAIT after the publish script). */
-    private readonly sendTo?: (key: string, args: string[]) => Promise<unknown>,
+    private readonly sendTo: ((key: string, args: string[]) => Promise<unknown>) | undefined,
     /** The shard (master) owning a key: publishes are batched per shard. */
-    shardOf?: (key: string) => string,
+    shardOf: ((key: string) => string) | undefined,
+    /** Takes a publish's charge where the publish script cannot (a cluster's bucket is in another slot; ephemeral publishes). */
+    private readonly limits: RateLimitStore,
   ) {
     this.send = fast ?? ((args) => cmd.sendCommand(args))
     const wait = s.redisWaitReplicas ?? 0
@@ -75,7 +75,6 @@ export class RedisBroker implements Broker {
       shardOf,
       afterWrite: wait > 0 ? (stream) => this.waitReplicas(stream, wait) : undefined,
     })
-    this.chargeScript = new ScriptRunner(this.send, TAKE_TOKENS_SCRIPT)
     this.ephemeralScript = new ScriptRunner(this.send, EPHEMERAL_PUBLISH_SCRIPT)
     this.subs = new ChannelSubscriptions(
       sub,
@@ -106,8 +105,8 @@ export class RedisBroker implements Broker {
     const c = opts.charge
     let charged: PublishResult['charged']
     if (c && (this.s.redisCluster || opts.ephemeral)) {
-      const r = await this.t(this.chargeScript.run<number[]>([this.keys.bucket(c.key)], chargeArgs(c)))
-      charged = { ok: Number(r[0]) === 1, remaining: Number(r[1]) / 1000, retryAfterMs: Number(r[2]) }
+      // batched per bucket with the account's other charges of this node (rate-limit-store.ts)
+      charged = await this.limits.take(c)
       if (!charged.ok) return { serials: [], appended: 0, charged }
     }
     if (opts.ephemeral) {

@@ -34,7 +34,8 @@ export async function createRedisBackend(s: RedisBackendSettings, onError: (e: u
   const redis = s.redisCluster ? await connectCluster(s, report) : await connectStandalone(s, report)
   const { cmd, sub, fast } = redis
   const keys = new RedisKeys(s.redisPrefix)
-  const broker = new RedisBroker(cmd, sub, keys, s, report, fast.send, redis.sendTo, redis.shardOf)
+  const limits = new RedisRateLimitStore(fast.send, keys, s.redisTimeoutMs)
+  const broker = new RedisBroker(cmd, sub, keys, s, report, fast.send, redis.sendTo, redis.shardOf, limits)
   let control: RedisControlStore
   let revocations: RedisRevocationStore
   try {
@@ -59,7 +60,7 @@ export async function createRedisBackend(s: RedisBackendSettings, onError: (e: u
     nonces: new RedisNonceStore(cmd, keys, s.redisTimeoutMs),
     marks: new RedisMarkStore(cmd, keys, s.redisTimeoutMs),
     revocations,
-    limits: new RedisRateLimitStore(fast.send, keys, s.redisTimeoutMs),
+    limits,
     queues: new RedisQueueStore(cmd, keys, s.redisTimeoutMs),
     objects: new RedisObjectStore(cmd, keys, {
       historyTtlMs: s.persistedHistoryTtlMs,

@@ -1,4 +1,5 @@
 import { LOG_LUA } from './log'
+import { BUCKETS_LUA } from './rate-limit'
 
 /**
  * Many publishes in one script call (PublishBatcher): the publishes of one shard made while its
@@ -8,7 +9,7 @@ import { LOG_LUA } from './log'
  * previous id swapped in its last id key (one SET ... GET instead of reading the stream's last
  * entry) and its notification sent once (one SPUBLISH carrying every message the batch appended
  * to it, in order); a rate bucket is read and written once (its charges applied one after the
- * other, as take_tokens would). What the node asks at most once a second per channel is listed
+ * other: lua/rate-limit.ts). What the node asks at most once a second per channel is listed
  * apart, for the channels it concerns: the trim of what is past retention (XADD MINID at the
  * channel's first append; the clock is read only then), the stream's expiry (and the last id
  * key's: between two, SET ... KEEPTTL keeps it), the index entry. So a stream holds entries up
@@ -77,24 +78,7 @@ end
 
 -- stored: a publish to channel s ran
 local stored = {}
-local buckets = {}
-
-local function take(key, cost, rate, burst, at0)
-  local b = buckets[key]
-  if not b then
-    local h = redis.call('HMGET', key, 't', 'a')
-    if h[1] then b = { tokens = tonumber(h[1]), at = tonumber(h[2]) } else b = { tokens = burst, at = at0 } end
-    buckets[key] = b
-  end
-  local at = b.at
-  if at0 > at then at = at0 end
-  local tokens = math.min(burst, b.tokens + (at - b.at) * rate / 1000)
-  local ok, retry = false, 0
-  if tokens >= cost then tokens = tokens - cost; ok = true else retry = math.ceil((cost - tokens) * 1000 / rate) end
-  b.tokens, b.at, b.ttl = tokens, at, math.ceil(burst * 1000 / rate) + 1000
-  return ok, math.floor(tokens * 1000), retry
-end
-
+${BUCKETS_LUA}
 -- n messages of channel s from ARGV[m]: bodies alone, or (client id, body) pairs when ids
 local function publish(s, n, ids, m)
   local out = { 0 }
@@ -187,10 +171,7 @@ for s = 1, nchan do
   end
   out[count + s] = log_notify(s, ARGV[3 + s], key, K[2 * s], exp) or ''
 end
-for key, b in pairs(buckets) do
-  redis.call('HSET', key, 't', tostring(b.tokens), 'a', tostring(b.at))
-  redis.call('PEXPIRE', key, b.ttl)
-end
+save_buckets()
 return out
 `
 
