@@ -49,7 +49,10 @@ describe('LIMITS_PROFILE=hosted', () => {
     )
     const refused = outcomes.filter((o) => o !== 'ok')
     expect(refused.length).toBeGreaterThan(0)
-    expect(new Set(refused)).toEqual(new Set(['429/42911']))
+    // the connection's bound refuses; the channel's (also 50 a second, its bucket started up to a
+    // clock tick after the connection's, so a fraction of a token behind) may refuse one at the edge
+    for (const r of refused) expect(['429/42911', '429/42913']).toContain(r)
+    expect(refused.filter((r) => r === '429/42911').length).toBeGreaterThanOrEqual(refused.length - 3)
     expect(outcomes.filter((o) => o === 'ok').length).toBeGreaterThanOrEqual(50)
     expect(client.connection.state).toBe('connected')
   })

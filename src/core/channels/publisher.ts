@@ -108,8 +108,8 @@ export class Publisher {
    * with a change action (update, delete, append) and the serial of the message it changes is
    * that change, as the official realtime client sends it.
    *
-   * Answered at once when nothing on the way waits (an embedded broker, rate limits off, the
-   * namespace's rules cached): no promise and no turn of the event loop per message, which the
+   * Answered at once when nothing on the way waits (an embedded broker, rate limits off or the
+   * account's limits known, the namespace's rules cached): no promise and no turn of the event loop per message, which the
    * realtime transport's publishes take. Otherwise its promise. A refusal is thrown (or the
    * promise rejects).
    */
@@ -185,9 +185,10 @@ export class Publisher {
 
   private chargeAndAppend(p: Principal, x: Prepared, accountTaken: boolean): Answer<PublishResponse> {
     if (accountTaken || !this.limits.enabled) return this.appendCharged(p, x)
-    return this.limits
-      .charge(p.accountId, 'messages', x.drafts.length)
-      .then((charge) => this.appendCharged(p, x, charge))
+    const charge = this.limits.charge(p.accountId, 'messages', x.drafts.length)
+    return charge instanceof Promise
+      ? charge.then((c) => this.appendCharged(p, x, c))
+      : this.appendCharged(p, x, charge)
   }
 
   /** Appends with the account's charge, when one goes with it, by the channel's persistence. */

@@ -30,8 +30,12 @@ export interface Limits {
   readonly enabled: boolean
   /** Takes `cost` from the account's bucket of `cls`, or throws 429 and takes nothing. */
   take(accountId: string, cls: LimitClass, cost?: number): Promise<void>
-  /** A charge for a store to take in its own atomic step (a broker publish); undefined when off. */
-  charge(accountId: string, cls: LimitClass, cost?: number): Promise<LimitCharge | undefined>
+  /**
+   * A charge for a store to take in its own atomic step (a broker publish); undefined when off.
+   * Made at once (no promise) when the account's limits are known, as they are after its first
+   * request; a charge over the whole bucket is thrown then (or its promise rejects).
+   */
+  charge(accountId: string, cls: LimitClass, cost?: number): LimitCharge | undefined | Promise<LimitCharge | undefined>
   /** Throws 429 when the store refused `c`. */
   settle(c: LimitCharge, r: ChargeResult): void
   /** True when publishes are bounded per channel (CHANNEL_MAX_PUBLISH_RATE): callers may skip `takeChannel`. */
@@ -54,7 +58,7 @@ export interface Limits {
 export const noLimits: Limits = {
   enabled: false,
   take: async () => {},
-  charge: async () => undefined,
+  charge: () => undefined,
   settle: () => {},
   channelRated: false,
   takeChannel: async () => {},
