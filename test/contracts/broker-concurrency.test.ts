@@ -116,6 +116,28 @@ describe('concurrent publishes (batched on Redis)', () => {
     )
   })
 
+  test('one account charged by publishes to 12 channels at once: its tokens pass in the order made, whichever master a channel is on', async () => {
+    // on a cluster a channel on the bucket's master is charged in its publish's step, the others
+    // in a step of their own before it: 12 channels fall on both sides of that
+    const acct = `acct-${fresh()}`
+    const now = Date.now()
+    const channels = Array.from({ length: 12 }, () => fresh())
+    const results = await Promise.all(
+      Array.from({ length: 48 }, (_, i) =>
+        broker.publish(APP, channels[i % 12]!, [{ id: `m-${i}`, data: String(i) }], {
+          ...plain,
+          charge: { key: acct, cost: 1, rate: 0.001, burst: 30, now },
+        }),
+      ),
+    )
+    const passed = results.flatMap((r, i) => (r.charged?.ok !== false ? [i] : []))
+    expect(passed).toHaveLength(30)
+    for (const r of results) if (r.charged?.ok === false) expect(r.appended).toBe(0)
+    // what passed is stored, each channel in its own order; nothing refused is
+    for (const [c, ch] of channels.entries())
+      expect((await allHistory(ch)).map((m) => Number(m.data))).toEqual(passed.filter((i) => i % 12 === c))
+  })
+
   test.skipIf(!onRedis())('publishes to 60 channels made at once share script calls (on a cluster too)', async () => {
     const raw = await rawRedis(gw.config as { redisUrl: string; redisCluster?: boolean })
     // script calls (EVALSHA, EVAL) answered so far by every master, whatever their script

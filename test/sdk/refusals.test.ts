@@ -47,7 +47,9 @@ describe.each(FORMATS)('refusals over %s', (_format, binary) => {
     watcher: Awaited<ReturnType<Spaces['get']>>,
     clientId: string,
     data?: Record<string, unknown>,
-    rounds = 30,
+    // until one arrives: ~9 s, a bound only a stall crosses (on a loaded cluster the SDK may see
+    // the second member on the cursors channel, and start publishing, a second or two late)
+    rounds = 150,
   ) {
     const seen: CursorUpdate[] = []
     watcher.cursors.subscribe('update', (u) => {

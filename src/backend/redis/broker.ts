@@ -62,8 +62,8 @@ export class RedisBroker implements Broker {
     /** Sends a command to the master owning a key (WAIT after the publish script). */
     private readonly sendTo: ((key: string, args: string[]) => Promise<unknown>) | undefined,
     /** The shard (master) owning a key: publishes are batched per shard. */
-    shardOf: ((key: string) => string) | undefined,
-    /** Takes a publish's charge where the publish script cannot (a cluster's bucket is in another slot; ephemeral publishes). */
+    private readonly shardOf: ((key: string) => string) | undefined,
+    /** Takes a publish's charge where its publish step cannot (on a cluster, a bucket on another master than the channel; ephemeral publishes). */
     private readonly limits: RateLimitStore,
   ) {
     this.send = fast ?? ((args) => cmd.sendCommand(args))
@@ -93,18 +93,27 @@ export class RedisBroker implements Broker {
   }
 
   /**
-   * A publish in up to three steps, each in one hash slot on Redis Cluster: the charge to the
-   * account's rate bucket first (refused: nothing is appended), then the channel's atomic
-   * append-and-notify step, with the app's channel index refreshed beside it (sent together, one
-   * round trip). A charge whose publish then fails stays charged. On one redis-server the charge
-   * and the index are taken inside the publish's step instead (one round trip). The append step
-   * goes through the PublishBatcher: publishes made while their shard has a call in flight share one
-   * script call, each still answered alone.
+   * A publish in up to three steps on Redis Cluster: the charge to the account's rate bucket first
+   * (refused: nothing is appended), then the channel's atomic append-and-notify step, with the
+   * app's channel index refreshed beside it (sent together, one round trip). A charge whose
+   * publish then fails stays charged. The charge is taken inside the publish's step instead when
+   * the bucket is on the channel's master (the batch script reaches keys of other slots of its
+   * master, as it does the streams of a batch), and always on one redis-server, where the index is
+   * too (one round trip). The append step goes through the PublishBatcher: publishes made while
+   * their shard has a call in flight share one script call, each still answered alone.
    */
   async publish(app: string, channel: string, drafts: MessageDraft[], opts: PublishOptions): Promise<PublishResult> {
     const c = opts.charge
+    const cluster = !!this.s.redisCluster
+    const stream = this.keys.stream(app, channel)
+    const bucket = c && this.keys.bucket(c.key)
+    // the charge in the publish's own step: one redis-server, or the bucket on the channel's master
+    const chargeInStep =
+      bucket !== undefined &&
+      !opts.ephemeral &&
+      (!cluster || (this.shardOf !== undefined && this.shardOf(bucket) === this.shardOf(stream)))
     let charged: PublishResult['charged']
-    if (c && (this.s.redisCluster || opts.ephemeral)) {
+    if (c && !chargeInStep) {
       // batched per bucket with the account's other charges of this node (rate-limit-store.ts)
       charged = await this.limits.take(c)
       if (!charged.ok) return { serials: [], appended: 0, charged }
@@ -113,16 +122,15 @@ export class RedisBroker implements Broker {
       const bodies = drafts.map(packDraft)
       const ids = await this.t(
         this.ephemeralScript.run<string[]>(
-          [this.keys.stream(app, channel)],
+          [stream],
           [this.keys.notify(app, channel), String(this.ttl(opts)), String(drafts.length), ...bodies],
         ),
       )
       return { serials: ids.map((id) => serialFromId(String(id))), appended: ids.length, charged }
     }
-    const cluster = !!this.s.redisCluster
     const m = this.marks.of(app, channel)
     const now = Date.now()
-    // one redis-server: the charge and the channel index are in the publish's step; a cluster: separate steps
+    // the channel index: in the publish's step on one redis-server, a step of its own on a cluster
     const index = cluster ? this.index(app, channel, m, now) : undefined
     const due = cluster ? undefined : markDue(m, 'indexed', now)
     // with REDIS_WAIT_REPLICAS every publish writes, so that its WAIT covers what it stored
@@ -132,14 +140,14 @@ export class RedisBroker implements Broker {
     try {
       // bounded by the batcher: answered within REDIS_TIMEOUT_MS, its errors 503 unless a GatewayError
       answer = await this.batcher.publish({
-        stream: this.keys.stream(app, channel),
+        stream,
         lastId: this.keys.lastId(app, channel),
         notify: this.keys.notify(app, channel),
         ttlMs,
         idemPrefix: this.keys.idemPrefix(app, channel),
         channel,
         messages: drafts.map((d) => [opts.clientIds ? d.id : '', packDraft(d)]),
-        charge: c && !cluster ? { bucket: this.keys.bucket(c.key), charge: c } : undefined,
+        charge: chargeInStep ? { bucket: bucket!, charge: c! } : undefined,
         index: due === undefined ? undefined : { key: this.keys.channels(app), score: due },
         expireMs: ttlMs + INDEX_REFRESH_MS,
         expireNow,
@@ -159,7 +167,7 @@ export class RedisBroker implements Broker {
         charged: { ok: false, remaining: Number(reply[1]) / 1000, retryAfterMs: Number(reply[2]) },
       }
     }
-    if (c && !cluster) charged = { ok: true, remaining: Number(reply.pop()) / 1000, retryAfterMs: 0 }
+    if (chargeInStep) charged = { ok: true, remaining: Number(reply.pop()) / 1000, retryAfterMs: 0 }
     const fresh = Number(reply[0])
     const serials: string[] = []
     for (let i = 1; i < reply.length; i++) serials.push(serialFromId(String(reply[i])))

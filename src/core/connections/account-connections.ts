@@ -35,6 +35,11 @@ export class AccountConnections {
     return this.s.accountMaxConnections > 0
   }
 
+  /** Whether a new connection is bounded at all (either setting): callers skip `admit`, and its await, when not. */
+  get bounded(): boolean {
+    return this.counted || this.limits.connectionRated
+  }
+
   /** Admits a new connection of the account, or throws 40111 / 80021 (nothing is counted yet: `opened` does). */
   async admit(accountId: string): Promise<void> {
     const max = this.s.accountMaxConnections

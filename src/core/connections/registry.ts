@@ -165,7 +165,7 @@ export class ConnectionRegistry {
         id = undefined
       }
       resumed = id !== undefined
-      if (!resumed) await core.accountConnections.admit(principal.accountId)
+      if (!resumed && core.accountConnections.bounded) await core.accountConnections.admit(principal.accountId)
       id ??= newConnectionId()
       const key = await core.connectionKeys.issue(id, principal)
       conn = new Connection(core, this.s, this.serverId, transport, params, id, key, principal, this.gone, this.log)
