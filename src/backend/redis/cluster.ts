@@ -83,6 +83,7 @@ export async function connectCluster(s: RedisSettings, onError: (e: Error) => vo
   })
   cluster.on('error', onError)
   await withTimeout(cluster.connect(), s.redisTimeoutMs * 2)
+  const seedHost = new URL(rootNodes[0]!.url).hostname
   const send = (args: Array<string | Buffer>, options?: CommandOptions) =>
     cluster.sendCommand(firstKey(args), false, args, options as never)
   const fast = s.redisWaitReplicas
@@ -99,16 +100,28 @@ export async function connectCluster(s: RedisSettings, onError: (e: Error) => vo
     fast,
     // WAIT must run on the connection that wrote: with REDIS_WAIT_REPLICAS the publish path is on node-redis too
     sendTo: (key, args) => cluster.sendCommand(key, false, args),
-    shardOf: (key) => {
-      const slot = keySlot(key)
-      const m = cluster.getSlotMaster(slot) as { host?: string; port?: number } | undefined
-      return m?.host && m.port ? `${m.host}:${m.port}` : `slot ${slot}`
-    },
+    shardOf: (key) => masterOf(cluster, key, seedHost)?.address ?? `slot ${keySlot(key)}`,
     async quit() {
       fast.close()
       await Promise.allSettled([cluster.close()])
     },
   }
+}
+
+/**
+ * The master owning a key's slot in node-redis's view of the topology, undefined while unknown. An
+ * empty host (a node that never learned its address, e.g. alone in its cluster) means the address
+ * the topology was read from: the seed's host, where node-redis connects too.
+ */
+function masterOf(
+  cluster: NativeCluster,
+  key: string,
+  seedHost: string,
+): { host: string; port: number; address: string } | undefined {
+  const m = cluster.getSlotMaster(keySlot(key)) as { host?: string; port?: number } | undefined
+  if (!m?.port) return undefined
+  const host = m.host || seedHost
+  return { host, port: m.port, address: `${host}:${m.port}` }
 }
 
 /**
@@ -132,19 +145,16 @@ function fastClusterSender(
   let closed = false
   const clientFor = (key: string): BunRedisClient | undefined => {
     if (closed) return undefined // after close: the fallback (closed too) answers
-    const master = cluster.getSlotMaster(keySlot(key)) as { host?: string; port?: number } | undefined
-    if (!master?.port) return undefined
-    // an empty host (a node that never learned its address, e.g. alone in its cluster) means the
-    // address the topology was read from: the seed's host, where node-redis connects too
-    const host = master.host || seedHost
-    const address = `${host}:${master.port}`
+    const master = masterOf(cluster, key, seedHost)
+    if (!master) return undefined
+    const { host, port, address } = master
     let c = clients.get(address)
     if (!c) {
       if ((retryAt.get(address) ?? 0) > Date.now()) return undefined
       // the seed's scheme and credentials, the master's address
       const url = new URL(seed)
       url.hostname = host
-      url.port = String(master.port)
+      url.port = String(port)
       const client = new BunRedisClient(url.toString(), {
         enableOfflineQueue: false,
         autoReconnect: false,
