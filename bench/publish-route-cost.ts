@@ -3,7 +3,8 @@
  * the core's publish on the embedded backend, or with `--redis <url>` on that redis-server, whose
  * own CPU is not counted), of this checkout against another one's in the same process, alternated
  * block by block: `BENCH_GATEWAY_DIR=<checkout before> bun bench/publish-route-cost.ts [--blocks
- * 40] [--per-block 4000] [--redis redis://127.0.0.1:6379]`. Without BENCH_GATEWAY_DIR both
+ * 40] [--per-block 4000] [--redis redis://127.0.0.1:6379] [--rate-limits]` (rate limits on,
+ * nothing refused: every publish charged). Without BENCH_GATEWAY_DIR both
  * sides are this checkout (the harness's own bias: expect a ratio near 1). Each side has its own
  * node (its own modules, loaded from its own path); the requests, the same for both, are made
  * outside the measured blocks, 50 in flight as the server sees them. Figures: process CPU
@@ -14,8 +15,14 @@ import { tmpdir } from 'node:os'
 import { join, resolve } from 'node:path'
 import { parseFlags } from './lib/args'
 import { pairedBlocks } from './lib/alternation'
+import { RATE_LIMITS_UNREFUSED } from './lib/targets'
 
-const f = parseFlags(process.argv.slice(2), { blocks: 'number', 'per-block': 'number', redis: 'string' })
+const f = parseFlags(process.argv.slice(2), {
+  blocks: 'number',
+  'per-block': 'number',
+  redis: 'string',
+  'rate-limits': 'boolean',
+})
 const blocks = f.blocks ?? 40
 const perBlock = f['per-block'] ?? 4000
 const INFLIGHT = 50
@@ -38,6 +45,7 @@ for (const [name, root] of Object.entries(sides)) {
     BOOTSTRAP_KEY: KEY,
     LOG_LEVEL: 'warn',
     RATE_LIMITS: 'off',
+    ...(f['rate-limits'] ? RATE_LIMITS_UNREFUSED : {}),
     PORT: '0',
   }
   // each side its own key prefix on the one redis-server (its own accounts, channels and batches)

@@ -3,8 +3,9 @@
  * the core's publish and the ACK on the embedded backend) of this checkout against another one's
  * in the same process, alternated block by block: `BENCH_GATEWAY_DIR=<checkout before> bun
  * bench/realtime-publish-cost.ts [--blocks 40] [--per-block 20000] [--connections 50]
- * [--pipeline 4]`. Without BENCH_GATEWAY_DIR both sides are this checkout (the harness's own bias:
- * expect a ratio near 1). Each side has its own node (its own modules, loaded from its own path)
+ * [--pipeline 4] [--rate-limits]` (rate limits on, nothing refused: every message charged).
+ * Without BENCH_GATEWAY_DIR both sides are this checkout (the harness's own bias: expect a ratio
+ * near 1). Each side has its own node (its own modules, loaded from its own path)
  * and its own connections on sockets of this file that count what they are sent. A turn hands
  * every connection `--pipeline` frames, the msgpack MESSAGE of `bench/run.ts realtime-publish`
  * (100-byte data, 100 channels), then waits for the ACKs, as the server sees them. The frames are
@@ -18,12 +19,14 @@ import { join, resolve } from 'node:path'
 import { Packr } from 'msgpackr'
 import { parseFlags } from './lib/args'
 import { pairedBlocks } from './lib/alternation'
+import { RATE_LIMITS_UNREFUSED } from './lib/targets'
 
 const f = parseFlags(process.argv.slice(2), {
   blocks: 'number',
   'per-block': 'number',
   connections: 'number',
   pipeline: 'number',
+  'rate-limits': 'boolean',
 })
 const blocks = f.blocks ?? 40
 const perBlock = f['per-block'] ?? 20_000
@@ -75,6 +78,7 @@ for (const [name, root] of Object.entries(sides)) {
     BOOTSTRAP_KEY: KEY,
     LOG_LEVEL: 'warn',
     RATE_LIMITS: 'off',
+    ...(f['rate-limits'] ? RATE_LIMITS_UNREFUSED : {}),
     PORT: '0',
   })
   const node = await createNode(config)
