@@ -10,12 +10,11 @@
  * outside the measured blocks, 50 in flight as the server sees them. Figures: process CPU
  * (user + system) per publish, median of the blocks, and the median of the paired ratios.
  */
-import { mkdtempSync, rmSync } from 'node:fs'
-import { tmpdir } from 'node:os'
-import { join, resolve } from 'node:path'
+import { join } from 'node:path'
 import { parseFlags } from './lib/args'
 import { pairedBlocks } from './lib/alternation'
-import { RATE_LIMITS_UNREFUSED } from './lib/targets'
+import { BENCH_KEY } from './lib/targets'
+import { benchSides, inProcessNode, removeNodeDirs } from './lib/in-process-node'
 
 const f = parseFlags(process.argv.slice(2), {
   blocks: 'number',
@@ -26,40 +25,25 @@ const f = parseFlags(process.argv.slice(2), {
 const blocks = f.blocks ?? 40
 const perBlock = f['per-block'] ?? 4000
 const INFLIGHT = 50
-const KEY = 'bench.benchkey:bench-secret-not-for-production'
-const here = resolve(import.meta.dir, '..')
-const sides = { before: resolve(process.env.BENCH_GATEWAY_DIR || here), after: here }
+const sides = benchSides()
 
 type Route = (req: Request, server: unknown) => Promise<Response>
 const routes: Record<string, Route> = {}
-const dirs: string[] = []
 for (const [name, root] of Object.entries(sides)) {
-  const { loadConfig } = await import(join(root, 'src/config/index.ts'))
-  const { createNode } = await import(join(root, 'src/node.ts'))
   const { publishHandler, publishRoute } = await import(join(root, 'src/api/channels/publish-endpoint.ts'))
   const { CorsPolicy } = await import(join(root, 'src/api/http/cors.ts'))
-  const dataDir = mkdtempSync(join(tmpdir(), 'publish-route-cost-'))
-  dirs.push(dataDir)
-  const env: Record<string, string> = {
-    DATA_DIR: dataDir,
-    BOOTSTRAP_KEY: KEY,
-    LOG_LEVEL: 'warn',
-    RATE_LIMITS: 'off',
-    ...(f['rate-limits'] ? RATE_LIMITS_UNREFUSED : {}),
-    PORT: '0',
-  }
   // each side its own key prefix on the one redis-server (its own accounts, channels and batches)
-  if (f.redis) Object.assign(env, { REDIS_URL: f.redis, REDIS_PREFIX: `route-cost-${process.pid}-${name}:` })
-  const config = loadConfig(env)
-  const node = await createNode(config)
-  await node.bootstrap()
+  const redis: Record<string, string> = f.redis
+    ? { REDIS_URL: f.redis, REDIS_PREFIX: `route-cost-${process.pid}-${name}:` }
+    : {}
+  const { config, node } = await inProcessNode(root, !!f['rate-limits'], redis)
   routes[name] = publishRoute(publishHandler(node.core, config, node.log), new CorsPolicy([]), node.log)
 }
 
 // what wrk sends in `bench/run.ts publish`: Basic auth, a 100-byte JSON message, 100 channels
 const body = JSON.stringify({ name: 'bench', data: 'x'.repeat(74) })
 const headers = {
-  authorization: 'Basic ' + Buffer.from(KEY).toString('base64'),
+  authorization: 'Basic ' + Buffer.from(BENCH_KEY).toString('base64'),
   'content-type': 'application/json',
   accept: 'application/json',
   'x-ably-version': '6',
@@ -84,5 +68,5 @@ async function block(route: Route): Promise<number> {
 
 for (const route of Object.values(routes)) for (let i = 0; i < 5; i++) await block(route) // warm-up
 await pairedBlocks(`CPU µs per publish (blocks of ${perBlock})`, blocks, sides, (side) => block(routes[side]!))
-for (const d of dirs) rmSync(d, { recursive: true, force: true })
+removeNodeDirs()
 process.exit(0)

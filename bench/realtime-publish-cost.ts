@@ -13,13 +13,12 @@
  * of the blocks, and the median of the paired ratios. No socket's system calls are in it: what it
  * shows is the gateway's own JavaScript.
  */
-import { mkdtempSync, rmSync } from 'node:fs'
-import { tmpdir } from 'node:os'
-import { join, resolve } from 'node:path'
+import { join } from 'node:path'
 import { Packr } from 'msgpackr'
 import { parseFlags } from './lib/args'
 import { pairedBlocks } from './lib/alternation'
-import { RATE_LIMITS_UNREFUSED } from './lib/targets'
+import { BENCH_KEY } from './lib/targets'
+import { benchSides, inProcessNode, removeNodeDirs } from './lib/in-process-node'
 
 const f = parseFlags(process.argv.slice(2), {
   blocks: 'number',
@@ -32,9 +31,7 @@ const blocks = f.blocks ?? 40
 const perBlock = f['per-block'] ?? 20_000
 const connections = f.connections ?? 50
 const pipeline = f.pipeline ?? 4
-const KEY = 'bench.benchkey:bench-secret-not-for-production'
-const here = resolve(import.meta.dir, '..')
-const sides = { before: resolve(process.env.BENCH_GATEWAY_DIR || here), after: here }
+const sides = benchSides()
 const packr = new Packr({ useRecords: false })
 const unpackr = new Packr({ useRecords: false, mapsAsObjects: true })
 
@@ -66,26 +63,12 @@ class FakeSocket {
 
 const sockets: Record<string, FakeSocket[]> = {}
 const handlers: Record<string, Handlers> = {}
-const dirs: string[] = []
 for (const [name, root] of Object.entries(sides)) {
-  const { loadConfig } = await import(join(root, 'src/config/index.ts'))
-  const { createNode } = await import(join(root, 'src/node.ts'))
   const { realtime, connectParams } = await import(join(root, 'src/api/realtime/index.ts'))
-  const dataDir = mkdtempSync(join(tmpdir(), 'realtime-publish-cost-'))
-  dirs.push(dataDir)
-  const config = loadConfig({
-    DATA_DIR: dataDir,
-    BOOTSTRAP_KEY: KEY,
-    LOG_LEVEL: 'warn',
-    RATE_LIMITS: 'off',
-    ...(f['rate-limits'] ? RATE_LIMITS_UNREFUSED : {}),
-    PORT: '0',
-  })
-  const node = await createNode(config)
-  await node.bootstrap()
+  const { config, node } = await inProcessNode(root, !!f['rate-limits'])
   const rt = realtime(node.core, config, node.log)
   handlers[name] = rt.websocket
-  const url = new URL(`http://127.0.0.1/?key=${encodeURIComponent(KEY)}&format=msgpack&heartbeats=false&v=6`)
+  const url = new URL(`http://127.0.0.1/?key=${encodeURIComponent(BENCH_KEY)}&format=msgpack&heartbeats=false&v=6`)
   const list = (sockets[name] = Array.from({ length: connections }, () => {
     const { format, ...params } = connectParams(url, new Request(url))
     return new FakeSocket({ params, format })
@@ -128,5 +111,5 @@ async function block(side: string): Promise<number> {
 
 for (const side of Object.keys(sides)) for (let i = 0; i < 15; i++) await block(side) // warm-up: the JIT settles
 await pairedBlocks(`CPU µs per realtime message (blocks of ${perBlock})`, blocks, sides, (side) => block(side))
-for (const d of dirs) rmSync(d, { recursive: true, force: true })
+removeNodeDirs()
 process.exit(0)
