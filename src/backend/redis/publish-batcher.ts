@@ -48,13 +48,19 @@ export interface BatchAnswer {
 const MAX_PUBLISHES = 256
 const MAX_BYTES = 4 << 20
 
-interface Pending {
-  p: BatchedPublish
+/**
+ * A request waiting for its group commit (a publish here, a rate-limit charge in
+ * rate-limit-store.ts): what it asks, when it was made, and how it is answered.
+ */
+export interface Waiting<P, A> {
+  p: P
   /** When it was made (`performance.now()`): it is answered within REDIS_TIMEOUT_MS of this. */
   at: number
-  resolve(r: BatchAnswer): void
+  resolve(a: A): void
   reject(e: unknown): void
 }
+
+type Pending = Waiting<BatchedPublish, BatchAnswer>
 
 interface Shard {
   items: Pending[]

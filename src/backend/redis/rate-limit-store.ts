@@ -3,22 +3,15 @@ import { commandTimedOut, withTimeout } from './errors'
 import type { RedisCommander, Sender } from './clients'
 import type { RedisKeys } from './keys'
 import { ScriptRunner } from './script-runner'
+import type { Waiting } from './publish-batcher'
 import { chargeArgs, TAKE_TOKENS_SCRIPT } from './lua/rate-limit'
 
 /** At most this many charges in one script call. */
 const MAX_CHARGES = 256
 
-interface Waiting {
-  c: Charge
-  /** When it was made (`performance.now()`): it is answered within the timeout of this. */
-  at: number
-  resolve(r: ChargeResult): void
-  reject(e: unknown): void
-}
-
 /** The charges of one bucket: those waiting, and whether a call of the bucket is in flight. */
 interface Bucket {
-  waiting: Waiting[]
+  waiting: Array<Waiting<Charge, ChargeResult>>
   busy: boolean
 }
 
@@ -50,7 +43,7 @@ export class RedisRateLimitStore implements RateLimitStore {
     return new Promise((resolve, reject) => {
       let b = this.buckets.get(key)
       if (!b) this.buckets.set(key, (b = { waiting: [], busy: false }))
-      b.waiting.push({ c, at: performance.now(), resolve, reject })
+      b.waiting.push({ p: c, at: performance.now(), resolve, reject })
       if (b.busy) return
       b.busy = true
       // after the current turn's synchronous charges (they go together)
@@ -60,7 +53,7 @@ export class RedisRateLimitStore implements RateLimitStore {
 
   private send(key: string, b: Bucket): void {
     const now = performance.now()
-    const batch: Waiting[] = []
+    const batch: Bucket['waiting'] = []
     while (b.waiting.length && batch.length < MAX_CHARGES) {
       const w = b.waiting.shift()!
       if (now - w.at >= this.timeoutMs) w.reject(commandTimedOut())
@@ -68,7 +61,7 @@ export class RedisRateLimitStore implements RateLimitStore {
     }
     if (!batch.length) return this.next(key, b)
     const args: string[] = []
-    for (const { c } of batch) args.push(...chargeArgs(c))
+    for (const { p } of batch) args.push(...chargeArgs(p))
     withTimeout(this.script.run<number[]>([key], args), batch[0]!.at + this.timeoutMs - now)
       .then(
         (r) =>
