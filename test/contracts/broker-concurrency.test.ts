@@ -138,6 +138,42 @@ describe('concurrent publishes (batched on Redis)', () => {
       expect((await allHistory(ch)).map((m) => Number(m.data))).toEqual(passed.filter((i) => i % 12 === c))
   })
 
+  test.skipIf(process.env.TEST_BACKEND !== 'redis-cluster')(
+    'a cluster node wrong about where a bucket is (slots moved): the charge is taken apart instead, once',
+    async () => {
+      // the node believes every key is on one master, so it puts each charge in its publish step;
+      // on the masters that do not hold the bucket the step refuses it, and the node charges apart
+      const b = broker as unknown as { shardOf?: (key: string) => string; limits: { take: (c: unknown) => unknown } }
+      const { shardOf, limits } = b
+      const take = limits.take
+      let apart = 0
+      b.shardOf = () => 'one master'
+      limits.take = (c) => (apart++, take.call(limits, c))
+      try {
+        const acct = `acct-${fresh()}`
+        const now = Date.now()
+        const channels = Array.from({ length: 12 }, () => fresh())
+        const results = await Promise.all(
+          Array.from({ length: 48 }, (_, i) =>
+            broker.publish(APP, channels[i % 12]!, [{ id: `w-${i}`, data: String(i) }], {
+              ...plain,
+              charge: { key: acct, cost: 1, rate: 0.001, burst: 30, now },
+            }),
+          ),
+        )
+        expect(apart).toBeGreaterThan(0) // some channels are on another master than the bucket
+        expect(apart).toBeLessThan(48) // and some on its master
+        const passed = results.flatMap((r, i) => (r.charged?.ok !== false ? [i] : []))
+        expect(passed).toHaveLength(30)
+        for (const [c, ch] of channels.entries())
+          expect((await allHistory(ch)).map((m) => Number(m.data))).toEqual(passed.filter((i) => i % 12 === c))
+      } finally {
+        b.shardOf = shardOf
+        limits.take = take
+      }
+    },
+  )
+
   test.skipIf(!onRedis())('publishes to 60 channels made at once share script calls (on a cluster too)', async () => {
     const raw = await rawRedis(gw.config as { redisUrl: string; redisCluster?: boolean })
     // script calls (EVALSHA, EVAL) answered so far by every master, whatever their script

@@ -102,7 +102,18 @@ export class RedisBroker implements Broker {
    * too (one round trip). The append step goes through the PublishBatcher: publishes made while
    * their shard has a call in flight share one script call, each still answered alone.
    */
-  async publish(app: string, channel: string, drafts: MessageDraft[], opts: PublishOptions): Promise<PublishResult> {
+  publish(app: string, channel: string, drafts: MessageDraft[], opts: PublishOptions): Promise<PublishResult> {
+    return this.append(app, channel, drafts, opts, true)
+  }
+
+  /** `publish`, its charge in its step where it can be (`inStepIfHere`), else apart first. */
+  private async append(
+    app: string,
+    channel: string,
+    drafts: MessageDraft[],
+    opts: PublishOptions,
+    inStepIfHere: boolean,
+  ): Promise<PublishResult> {
     const c = opts.charge
     const cluster = !!this.s.redisCluster
     const stream = this.keys.stream(app, channel)
@@ -111,7 +122,7 @@ export class RedisBroker implements Broker {
     const chargeInStep =
       bucket !== undefined &&
       !opts.ephemeral &&
-      (!cluster || (this.shardOf !== undefined && this.shardOf(bucket) === this.shardOf(stream)))
+      (!cluster || (inStepIfHere && this.shardOf !== undefined && this.shardOf(bucket) === this.shardOf(stream)))
     let charged: PublishResult['charged']
     if (c && !chargeInStep) {
       // batched per bucket with the account's other charges of this node (rate-limit-store.ts)
@@ -158,6 +169,9 @@ export class RedisBroker implements Broker {
       throw e
     }
     const reply = answer.reply
+    // the bucket was not on the channel's master after all (the cluster's slots moved since this
+    // node last read them): nothing was done; charged apart, whose call follows the move
+    if (Number(reply[0]) === -3) return this.append(app, channel, drafts, opts, false)
     if (Number(reply[0]) === -1) {
       // refused: nothing appended, the index not refreshed
       if (due !== undefined) m.indexed = 0

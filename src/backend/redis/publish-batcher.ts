@@ -35,7 +35,10 @@ interface Described {
   ids: boolean
 }
 
-/** The script's answer to one publish: `{ fresh, ...ids[, remaining] }`, `{ -1, remaining, retryAfterMs }`. */
+/**
+ * The script's answer to one publish: `{ fresh, ...ids[, remaining] }`, `{ -1, remaining,
+ * retryAfterMs }`, `{ -3 }` (its charge's bucket is on another master: nothing done).
+ */
 export type BatchReply = Array<number | string>
 
 /** A publish's answer, and the stream id of its channel's entry before its first new message (when it appended). */
@@ -187,7 +190,7 @@ export class PublishBatcher {
       const r = a?.reply
       if (!Array.isArray(r)) it.reject(commandFailed(new Error('Unexpected reply from the batch publish script')))
       else if (Number(r[0]) === -2) it.reject(commandFailed(new Error(String(r[1]))))
-      else if (Number(r[0]) === -1 || waitError === undefined) it.resolve(a!)
+      else if (Number(r[0]) === -1 || Number(r[0]) === -3 || waitError === undefined) it.resolve(a!)
       else it.reject(commandFailed(waitError))
     })
   }

@@ -32,7 +32,9 @@ import { BUCKETS_LUA } from './rate-limit'
  *     charge)[, cost, rate per second, burst, now ms], then n bodies or n × (client id or '', body).
  * Returns per publish its id alone when plain and appended; else { fresh, id per message[,
  * remaining*1000 when charged] }, { -1, remaining*1000, retryAfterMs } when its charge was
- * refused (nothing appended), or { -2, error text } when it failed; then per channel the id of
+ * refused (nothing appended), { -3 } when its charge's bucket is not on this master (a cluster
+ * whose slots moved: nothing appended, the node charges it apart), or { -2, error text } when it
+ * failed; then per channel the id of
  * its entry before the call's first append ('' when nothing was appended to it): with the
  * answer's ids, the previous-id chain of what the call appended, so that the node that
  * published can deliver its messages itself, in the chain's order (subscriptions.ts).
@@ -142,7 +144,9 @@ for p = 1, count do
       m = m + 4
     end
     pos = m + (ids and 2 * n or n)
-    if charged == nil then
+    if charged == nil and string.find(remaining, 'non local key', 1, true) then
+      out[p] = { -3 }
+    elseif charged == nil then
       out[p] = { -2, remaining }
     elseif not charged then
       out[p] = { -1, remaining, retry }
