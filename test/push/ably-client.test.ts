@@ -6,6 +6,7 @@ import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import * as Ably from 'ably'
 import { ablyError } from '../helpers/ably'
 import { listen } from '../helpers/gateway'
+import { ABLY_CHANNEL_DISPATCH_MS } from '../../src/core/push/transports'
 import { CLIENT_CAPABILITY, fresh, pushGateway, type PushGateway } from './push-fixture'
 
 let pg: PushGateway
@@ -157,6 +158,39 @@ describe.each([
     expect([err.statusCode, err.code]).toEqual([400, 40001])
     const missing = await ablyError(rest.push.admin.publish(undefined, { notification: { title: 'x' } }))
     expect([missing.statusCode, missing.code]).toEqual([400, 40001])
+  })
+
+  test('a notification reaches a client that starts attaching its channel as the publish goes out', async () => {
+    // as ably-js's push_channel_subscription_client_id: subscribe (the attach not awaited), then
+    // publish at once; the push queue's dispatch delay lets the attach complete first
+    const user = tag()
+    const id = `${user}-phone`
+    const channel = `pushenabled:${user}`
+    await rest.push.admin.deviceRegistrations.save(androidDevice(id, user))
+    await rest.push.admin.channelSubscriptions.save({ channel, deviceId: id })
+    const realtime = new Ably.Realtime({
+      endpoint: '127.0.0.1',
+      port,
+      tls: false,
+      useBinaryProtocol,
+      key: pg.gw.key,
+      logLevel: 0,
+    })
+    try {
+      await realtime.connection.whenState('connected')
+      const inbox = realtime.channels.get(`inbox:${id}`)
+      const got = new Promise<[Ably.InboundMessage, number]>(
+        (resolve) => void inbox.subscribe('__ably_push__', (m) => resolve([m, performance.now()])),
+      )
+      const sent = performance.now()
+      await rest.channels.get(channel).publish({ name: 'n', data: 'd', extras: { push: { data: { foo: 'bar' } } } })
+      const [msg, at] = (await Promise.race([got, Bun.sleep(10_000).then(() => [])])) as [Ably.InboundMessage?, number?]
+      expect(msg && JSON.parse(msg.data)).toMatchObject({ data: { foo: 'bar' } })
+      // never in the publish's own step: at least the dispatch delay after it was made
+      expect(at! - sent).toBeGreaterThanOrEqual(ABLY_CHANNEL_DISPATCH_MS - 2)
+    } finally {
+      realtime.close()
+    }
   })
 
   test('a client without push-admin manages only itself', async () => {

@@ -1,4 +1,5 @@
 import { GatewayError } from '../../errors'
+import { sleep } from '../../lib/sleep'
 import { IdGenerator } from '../model/ids'
 import type { Namespaces } from '../control/namespaces'
 import type { Broker, Clock } from '../ports'
@@ -24,6 +25,16 @@ export interface PushTransport {
 export const PUSH_MESSAGE_NAME = '__ably_push__'
 
 /**
+ * How long an `ablyChannel` notification takes to reach its channel (ms). The hosted service
+ * delivers notifications through its push queue, after the publish that made them is answered,
+ * never in the same step: a client that starts attaching the recipient channel as it publishes
+ * gets the notification (the official client's push tests rely on it: ably-js
+ * `push_channel_subscription_client_id`). Published at once, it could reach the channel before
+ * that attach completes and be lost to the client, the faster the publish path the more often.
+ */
+export const ABLY_CHANNEL_DISPATCH_MS = 100
+
+/**
  * The `ablyChannel` transport (the hosted service's test transport): the notification is
  * published on the recipient's channel as a message named `__ably_push__` whose data is the
  * payload as JSON text, so any channel subscriber (event stream, history) sees it.
@@ -38,6 +49,7 @@ export class AblyChannelTransport implements PushTransport {
 
   async send(n: Notification): Promise<void> {
     const channel = n.recipient.channel as string
+    await sleep(ABLY_CHANNEL_DISPATCH_MS)
     const persisted = await this.namespaces.isPersisted(n.appId, channel)
     await this.broker.publish(
       n.appId,
