@@ -147,6 +147,11 @@ export class RedisBroker implements Broker {
     // with REDIS_WAIT_REPLICAS every publish writes, so that its WAIT covers what it stored
     const expireNow = (this.s.redisWaitReplicas ?? 0) > 0 || markDue(m, 'expired', now) !== undefined
     const ttlMs = this.ttl(opts)
+    // a step that did nothing leaves the index entry and the expiry due, for the next publish
+    const giveMarksBack = () => {
+      if (due !== undefined) m.indexed = 0
+      if (expireNow) m.expired = 0
+    }
     let answer: BatchAnswer
     try {
       // bounded by the batcher: answered within REDIS_TIMEOUT_MS, its errors 503 unless a GatewayError
@@ -164,14 +169,16 @@ export class RedisBroker implements Broker {
         expireNow,
       })
     } catch (e) {
-      if (due !== undefined) m.indexed = 0
-      if (expireNow) m.expired = 0
+      giveMarksBack()
       throw e
     }
     const reply = answer.reply
     // the bucket was not on the channel's master after all (the cluster's slots moved since this
     // node last read them): nothing was done; charged apart, whose call follows the move
-    if (Number(reply[0]) === -3) return this.append(app, channel, drafts, opts, false)
+    if (Number(reply[0]) === -3) {
+      giveMarksBack()
+      return this.append(app, channel, drafts, opts, false)
+    }
     if (Number(reply[0]) === -1) {
       // refused: nothing appended, the index not refreshed
       if (due !== undefined) m.indexed = 0
