@@ -133,9 +133,6 @@ export class MemoryBroker implements Broker, SyncAppend {
     }
     const serials: string[] = []
     const appended: Message[] = []
-    // the appended messages' serials are (firstMs, firstSeq + i): the ring takes them as numbers
-    let firstMs = 0
-    let firstSeq = 0
     for (const d of drafts) {
       const dup = opts.clientIds
         ? (c.seen.get(d.id)?.serial ?? this.logged(appId, channel, c, d.id, opts, windowStart))
@@ -147,10 +144,6 @@ export class MemoryBroker implements Broker, SyncAppend {
       const next = nextSerial(now, c.lastMs, c.lastSeq)
       c.lastMs = next.ms
       c.lastSeq = next.seq
-      if (appended.length === 0) {
-        firstMs = next.ms
-        firstSeq = next.seq
-      }
       const m = d as Message
       m.serial = formatSerial(next.ms, next.seq)
       m.timestamp = now
@@ -175,7 +168,9 @@ export class MemoryBroker implements Broker, SyncAppend {
     // the durable log is message history: other kinds live in the ring (resume) only
     if (opts.persisted) this.log.append(appId, channel, messagesOnly(appended), opts.findable)
     const before = c.ring.byteSize
-    for (let i = 0; i < appended.length; i++) c.ring.push(appended[i]!, firstMs, firstSeq + i)
+    // their serials are consecutive, ending at the channel's last: the ring takes them as numbers
+    const n = appended.length
+    for (let i = 0; i < n; i++) c.ring.push(appended[i]!, c.lastMs, c.lastSeq - n + 1 + i)
     this.ringBytes += c.ring.byteSize - before
     if (this.ringBytes > this.s.ringTotalMaxBytes) this.overBudget(c.ring)
     for (const l of c.listeners) l(appId, channel, appended)

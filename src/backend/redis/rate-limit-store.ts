@@ -21,8 +21,8 @@ interface Bucket {
  * has no call in flight; otherwise it waits for that call's answer and goes with every charge of
  * the bucket made meanwhile, in one script call that applies them in the order they were made. So
  * an account's publishes on a busy node cost one bucket read and write per call, not per publish
- * (a channel publish is charged here on Redis Cluster, where its bucket is in another slot than
- * its channel; on one redis-server the publish script takes it, RedisBroker.publish). Each charge
+ * (a channel publish is charged here on Redis Cluster when its bucket is on another master than
+ * its channel; otherwise its publish script takes it, RedisBroker.publish). Each charge
  * is answered within the timeout of being made, queueing included: one that waited past it is
  * refused with the timeout's error without being sent (its tokens untouched).
  */

@@ -109,9 +109,9 @@ export class Publisher {
    * that change, as the official realtime client sends it.
    *
    * Answered at once when nothing on the way waits (an embedded broker, rate limits off or the
-   * account's limits known, the namespace's rules cached): no promise and no turn of the event loop per message, which the
-   * realtime transport's publishes take. Otherwise its promise. A refusal is thrown (or the
-   * promise rejects).
+   * account's limits known, the namespace's rules cached): no promise and no turn of the event
+   * loop per message, which the realtime transport's publishes take. Otherwise its promise. A
+   * refusal is thrown (or the promise rejects).
    */
   publish(p: Principal, channelName: string, body: unknown, ctx?: PublishContext): Answer<PublishResponse> {
     // a REST message naming a realtime connection by its key is published as that connection's

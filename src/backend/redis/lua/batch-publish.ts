@@ -34,10 +34,10 @@ import { BUCKETS_LUA } from './rate-limit'
  * remaining*1000 when charged] }, { -1, remaining*1000, retryAfterMs } when its charge was
  * refused (nothing appended), { -3 } when its charge's bucket is not on this master (a cluster
  * whose slots moved: nothing appended, the node charges it apart), or { -2, error text } when it
- * failed; then per channel the id of
- * its entry before the call's first append ('' when nothing was appended to it): with the
- * answer's ids, the previous-id chain of what the call appended, so that the node that
- * published can deliver its messages itself, in the chain's order (subscriptions.ts).
+ * failed; then per channel the id of its entry before the call's first append ('' when nothing
+ * was appended to it): with the answer's ids, the previous-id chain of what the call appended,
+ * so that the node that published can deliver its messages itself, in the chain's order
+ * (subscriptions.ts).
  *
  * On Redis Cluster the keys of one batch are in several slots of one master: the call declares
  * only the first stream and passes the keys in ARGV (CLUSTER_BATCH_PUBLISH_SCRIPT); a batch that

@@ -35,7 +35,7 @@ local function save_buckets()
 end
 `
 
-/** A charge as script arguments, in take_tokens' order (cost, rate per second, burst, now ms). */
+/** A charge as script arguments, in `take`'s order (cost, rate per second, burst, now ms). */
 export const chargeArgs = (c: Charge): string[] => [String(c.cost), String(c.rate), String(c.burst), String(c.now)]
 
 /**
