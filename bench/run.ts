@@ -27,7 +27,8 @@
  *                     (default 1,20 / 20)
  *   --rate N          latency: publishes per second (default 2000); accounts / realtime-latency: messages/s per
  *                     account (default its limit, 2000); append-rollup: appends/s per stream (default 150);
- *                     conflation: messages/s on the channel (default 400: 4 keys × 10 per 100 ms interval)
+ *                     conflation: messages/s on the channel (default 400: 4 keys × 10 per 100 ms interval); realtime-publish: messages/s in all at which the gateway and
+ *                     the bare WebSocket server are also run, paced, each round (default 40,000; 0: not run)
  *   --channels N      channels: channels published to (default 10,000; 100 per event stream); append-rollup:
  *                     streams (default 1,000)
  *   --accounts N      accounts / realtime-latency: accounts publishing at their limit (default 50)

@@ -11,6 +11,8 @@ npm run --silent build
 xz -T0 -6 -c dist/gateway > "$out/gateway.xz"
 # the Redis layer's load generator (scale.sh BROKER_PROCS=P), one file the compiled gateway runs as Bun
 node_modules/.bin/bun build --target=bun --minify --external msgpackr-extract bench/many-cores/broker-load.ts --outfile "$out/broker-load.js" >/dev/null
+# the event streams of every run (scale.sh SUBS), run the same way
+node_modules/.bin/bun build --target=bun --minify bench/many-cores/streams.ts --outfile "$out/streams.js" >/dev/null
 cp /usr/bin/wrk /usr/bin/redis-server /usr/bin/redis-cli /usr/sbin/nginx "$out/bin/"
 cp /usr/lib/nginx/modules/ngx_nchan_module.so "$out/mod/"
 for f in "$out"/bin/* "$out"/mod/*; do

@@ -1,7 +1,8 @@
 #!/bin/bash
 # Issue 27 on a many-core machine: publishes/s of the gateway (K processes via WORKERS=K, compiled
 # binary) on an M-master Redis Cluster (M = 1, 2, 4), beside nchan with 8 workers, all with the same
-# wrk load: JSON publishes spread over 1,000 channels. CPU per publish of redis-servers and gateways.
+# wrk load: JSON publishes spread over 1,000 channels, each channel with an event stream (SUBS), so
+# every publish is also delivered. CPU per publish of redis-servers and gateways.
 # Usage: bench/many-cores/scale.sh [quick]   (see README.md beside it)
 set -u
 D=$(cd "$(dirname "$0")" && pwd); B=${DEVBENCH_CARRY:-$D/carry}
@@ -9,6 +10,7 @@ W=$(mktemp -d); mkdir -p $W/ng/logs $W/ng/tmp /var/lib/nginx/body /var/lib/nginx
 export LD_LIBRARY_PATH=$B/lib
 DUR=${DUR:-6}; WARM=${WARM:-2}; [ "${1:-}" = quick ] && { DUR=2; WARM=1; }
 WT=${WT:-6}; WC=${WC:-400}; NCH=1000
+SUBS=${SUBS:-$NCH}; SPROCS=${SPROCS:-2} # event streams (stream i on channel bench-i; 0: none) and the processes holding them
 ulimit -n 200000 2>/dev/null || ulimit -n 65536
 echo "cores $(nproc); $(grep -m1 'model name' /proc/cpuinfo); DUR=$DUR wrk -t$WT -c$WC"
 GWS=${GWS:-gateway}; for g in $GWS; do [ -f $B/$g.xz ] && { xz -T0 -dc $B/$g.xz > $W/$g && chmod +x $W/$g; echo "$g: $($W/$g --version)"; }; done
@@ -27,21 +29,36 @@ lua /channels/bench- "$AUTH" gw /messages
 ticks() { local t=0 p; for p in "$@"; do t=$((t + $(awk '{print $14+$15}' /proc/$p/stat 2>/dev/null || echo 0))); done; echo $t; }
 HZ=$(getconf CLK_TCK)
 tree() { local p=$1; echo $p; for c in $(cat /proc/$p/task/*/children 2>/dev/null); do tree $c; done; }
-PIDS=(); RPIDS=()
-stopall() { for p in "${PIDS[@]}"; do kill $p 2>/dev/null; done; sleep 0.7; for p in "${PIDS[@]}"; do pkill -9 -P $p 2>/dev/null; kill -9 $p 2>/dev/null; done; PIDS=(); }
+PIDS=(); RPIDS=(); SP=
+stopall() { [ -n "$SP" ] && kill $SP 2>/dev/null; SP=; for p in "${PIDS[@]}"; do kill $p 2>/dev/null; done; sleep 0.7; for p in "${PIDS[@]}"; do pkill -9 -P $p 2>/dev/null; kill -9 $p 2>/dev/null; done; PIDS=(); }
+streams() { # port path-with-{n}: SUBS event streams (streams.js, run by the last binary of GWS as Bun), not counted as server CPU
+  [ "$SUBS" -gt 0 ] || return 0
+  env BUN_BE_BUN=1 $W/${GWS##* } $B/streams.js $1 "$2" $SUBS $SPROCS $W/count-$1 > $W/streams-$1.log 2>&1 & SP=$!
+  local k; for k in $(seq 1 50); do sleep 0.2; [ "$(delivered $1 | awk '{print $2}')" -ge "$SUBS" ] 2>/dev/null && return 0; done
+  echo "streams: $(delivered $1 | awk '{print $2}') of $SUBS open at :$1"
+}
+delivered() { # port: deliveries, open and failed streams so far, summed over the stream processes
+  [ -n "$SP" ] || { echo "0 0 0"; return; }
+  rm -f $W/count-$1.*; kill -USR1 $SP 2>/dev/null; local k; for k in $(seq 1 20); do [ $(ls $W/count-$1.* 2>/dev/null | wc -l) -ge $SPROCS ] && break; sleep 0.05; done
+  cat $W/count-$1.* 2>/dev/null | awk '{d+=$1; o+=$2; f+=$3} END {printf "%d %d %d\n", d, o, f}'
+}
 stopredis() { for p in "${RPIDS[@]}"; do kill -9 $p 2>/dev/null; done; RPIDS=(); sleep 0.3; }
 waitup() { for i in $(seq 1 150); do curl -s -o /dev/null "$1" && return 0; sleep 0.1; done; echo "no answer at $1"; return 1; }
 measure() { # label url script servers-root-pids...
   local label=$1 url=$2 s=$3; shift 3
   $B/bin/wrk -t$WT -c$WC -d${WARM}s --timeout 5s -s $W/$s.lua "$url" > /dev/null 2>&1
   local sp=(); for r in "$@"; do sp+=($(tree $r)); done
+  local port=${url##*:}; port=${port%/}
+  local d0=$(delivered $port | awk '{print $1}')
   local r0=$(ticks "${RPIDS[@]}") g0=$(ticks "${sp[@]}") t0=$(date +%s.%N)
   local out; out=$($B/bin/wrk -t$WT -c$WC -d${DUR}s --timeout 5s -s $W/$s.lua "$url" 2>&1)
   local r1=$(ticks "${RPIDS[@]}") g1=$(ticks "${sp[@]}") t1=$(date +%s.%N)
+  local ds; ds=$(delivered $port); local d1=$(echo $ds | awk '{print $1}') sopen=$(echo $ds | awk '{print $2}')
   local rps=$(echo "$out" | awk '/Requests\/sec/ {print int($2)}'); local non=$(echo "$out" | awk '/Non-2xx/ {print $NF}')
   local se=$(echo "$out" | grep -o 'Socket errors.*')
-  awk -v l="$label" -v rps=${rps:-0} -v non=${non:-0} -v r=$((r1-r0)) -v g=$((g1-g0)) -v hz=$HZ -v t0=$t0 -v t1=$t1 -v se="$se" 'BEGIN { el=t1-t0; n=rps*el; if (n<1) n=1;
-    printf "RESULT %s rps=%d non2xx=%s redis_cpu=%.0f%% server_cpu=%.0f%% redis_us_per_pub=%.1f server_us_per_pub=%.1f %s\n", l, rps, non, r/hz/el*100, g/hz/el*100, r/hz/n*1e6, g/hz/n*1e6, se }' | tee -a "${OUT:-/dev/null}${OUT:+/results.txt}"
+  awk -v l="$label" -v rps=${rps:-0} -v non=${non:-0} -v r=$((r1-r0)) -v g=$((g1-g0)) -v hz=$HZ -v t0=$t0 -v t1=$t1 -v se="$se" -v dd=$((d1-d0)) -v so=$sopen -v subs=$SUBS 'BEGIN { el=t1-t0; n=rps*el; if (n<1) n=1;
+    st = subs > 0 ? sprintf(" streams=%d/%d deliveries_per_s=%d", so, subs, dd/el) : "";
+    printf "RESULT %s rps=%d non2xx=%s redis_cpu=%.0f%% server_cpu=%.0f%% redis_us_per_pub=%.1f server_us_per_pub=%.1f%s %s\n", l, rps, non, r/hz/el*100, g/hz/el*100, r/hz/n*1e6, g/hz/n*1e6, st, se }' | tee -a "${OUT:-/dev/null}${OUT:+/results.txt}"
 }
 cluster() { # M masters on ports 17001..
   local m=$1 i p k ok base=17000
@@ -69,9 +86,9 @@ nchan() { # workers port
 }
 K=${K:-8}; P=18300
 for round in $(seq 1 ${ROUNDS:-2}); do
-  P=$((P+1)); nchan 8 $P; measure "r$round nchan-8workers" http://127.0.0.1:$P/ nchan "${PIDS[@]}"; stopall
+  P=$((P+1)); nchan 8 $P; streams $P "/sub/bench-{n}"; measure "r$round nchan-8workers" http://127.0.0.1:$P/ nchan "${PIDS[@]}"; stopall
   for m in ${SHARDS-1 2 4}; do for g in $GWS; do
-    P=$((P+1)); cluster $m; gwcluster $P $K $g
+    P=$((P+1)); cluster $m; gwcluster $P $K $g; streams $P "/sse?v=1.2&key=$KEY&channels=bench-{n}"
     measure "r$round $g-${K}proc-${m}shard" http://127.0.0.1:$P/ gw "${PIDS[@]}"; stopall; stopredis
   done; done
 done
@@ -87,7 +104,7 @@ broker() { # round M
 if [ -n "${BROKER_PROCS:-}" ]; then for round in $(seq 1 ${BROKER_ROUNDS:-${ROUNDS:-2}}); do for m in ${SHARDS-1 2 4}; do
   cluster $m; broker $round $m; stopredis; done; done; fi
 if [ -n "${EXTRA:-}" ]; then for spec in $EXTRA; do k=${spec%x*}; m=${spec#*x}
-  g=${GWS##* }; P=$((P+1)); cluster $m; gwcluster $P $k $g; measure "$g-${k}proc-${m}shard" http://127.0.0.1:$P/ gw "${PIDS[@]}"; stopall; stopredis; done; fi
+  g=${GWS##* }; P=$((P+1)); cluster $m; gwcluster $P $k $g; streams $P "/sse?v=1.2&key=$KEY&channels=bench-{n}"; measure "$g-${k}proc-${m}shard" http://127.0.0.1:$P/ gw "${PIDS[@]}"; stopall; stopredis; done; fi
 grep -il "error\|fatal" $W/gw-*.log | head -3 | while read f; do echo "--- $f"; tail -5 $f; done
 [ -n "${OUT:-}" ] && cp $W/*.log $OUT/ 2>/dev/null
 echo done

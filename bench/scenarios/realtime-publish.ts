@@ -9,12 +9,16 @@
  * of the publishing gateway node too, and their ratio (target: realtime ≥ 2 × HTTP). Each round
  * also runs the realtime publisher against the bare WebSocket server of bench/baseline-server.ts
  * (msgpackr decoding, one ACK per connection per turn, nothing stored): the ceiling Bun sets, as
- * the gateway's messages per core-second ÷ the bare server's (not in short mode). In short
+ * the gateway's messages per core-second ÷ the bare server's (not in short mode). Both saturated,
+ * that ratio follows how many frames each reads per wake-up (a busier server reads more at once):
+ * so each round also runs the gateway and the bare server at one paced rate (`--rate`, default
+ * 40,000 messages/s in all; 0: not run), where each does the same work per wake-up, and reports
+ * their CPU per message, the main thread's and the other threads' (garbage collection, JIT) apart. In short
  * mode every acknowledged message is also counted back from history. With --redis the runs
  * follow on a Redis cluster (publishes to node A, history read on node B).
  */
 import { alternate, mean, range } from '../lib/alternation'
-import { cpuSeconds } from '../lib/cpu'
+import { cpuSeconds, threadCpuSeconds } from '../lib/cpu'
 import { fmt, publishCheck } from '../lib/delivery-checks'
 import { backendsOf, startDeployment, type Backend, type Deployment } from '../lib/deployment'
 import { runLoadgen } from '../lib/loadgen-client'
@@ -34,6 +38,8 @@ import { Timeline } from '../lib/timeline'
 
 const TARGET_RATIO = 2
 const MESSAGE_BYTES = 100
+/** Messages/s in all of the paced comparison with the bare server (`--rate`). */
+const PACED_RATE = 40_000
 
 /** `bare`: the realtime publisher against the bare WebSocket server of bench/baseline-server.ts. */
 type Variant = 'http' | 'realtime' | 'bare'
@@ -42,6 +48,8 @@ interface Run {
   backend: Backend
   variant: Variant
   round: number
+  /** Messages/s in all the publisher was paced at; undefined: as fast as acknowledged. */
+  paced?: number
   messagesPerSec: number
   /** CPU of the publishing gateway node (node A) over the measured window, % of one core. */
   gatewayCpu: number
@@ -50,18 +58,22 @@ interface Run {
   perCoreSecond: number
   /** CPU µs per message of the publishing node and of redis-server (Redis runs), over the measured window. */
   nodeUsPerMessage: number
+  /** Of it, the node's main thread and its other threads (realtime runs). */
+  mainUsPerMessage?: number
+  otherThreadsUsPerMessage?: number
   redisUsPerMessage?: number
 }
 
 const VARIANT_NAMES: Record<Variant, string> = { http: 'HTTP', realtime: 'realtime', bare: 'bare WebSocket server' }
 
-const label = (v: Variant, backend: Backend, round: number) =>
-  v === 'bare'
-    ? `${VARIANT_NAMES.bare} publish, round ${round}`
-    : `${VARIANT_NAMES[v]} publish, ${backend}, round ${round}`
+const label = (v: Variant, backend: Backend, round: number, paced?: number) =>
+  (v === 'bare' ? `${VARIANT_NAMES.bare} publish` : `${VARIANT_NAMES[v]} publish, ${backend}`) +
+  (paced ? ` at ${fmt(paced)}/s` : '') +
+  `, round ${round}`
 
 export async function realtimePublishScenario(o: RunOptions): Promise<ScenarioResult> {
   const rounds = o.rounds ?? (o.short ? 1 : 2)
+  const pacedRate = o.short ? 0 : (o.rate ?? PACED_RATE)
   const runs: Run[] = []
   const checks: Check[] = []
   const notes: string[] = []
@@ -84,7 +96,9 @@ export async function realtimePublishScenario(o: RunOptions): Promise<ScenarioRe
         const auth = `Basic ${Buffer.from(d.key).toString('base64')}`
         await probe(d.publishTo.base, auth, body)
         const r =
-          variant === 'http' ? await httpRun(o, d, name, body) : await realtimeRun(o, d.publishTo, name, d.redis?.pid)
+          variant === 'http'
+            ? await httpRun(o, d, name, body)
+            : await realtimeRun(o, d.publishTo, name, 0, d.redis?.pid)
         runs.push({ backend, variant, round, ...r.run })
         checks.push(...r.checks)
         series.push({ name, points: r.points, dashed: variant === 'http' })
@@ -107,25 +121,25 @@ export async function realtimePublishScenario(o: RunOptions): Promise<ScenarioRe
       }
       // the ceiling, in the same rounds: what Bun's WebSocket server with msgpackr alone takes
       if (variant === 'realtime' && backend === 'memory' && !o.short) {
-        const bareName = label('bare', backend, round)
-        console.log(`${bareName} …`)
-        const bare = await startBaseline(o.outDir)
-        try {
-          const r = await realtimeRun(o, { ...bare, key: BENCH_KEY }, bareName)
-          runs.push({ backend, variant: 'bare', round, ...r.run })
+        const run = async (v: 'realtime' | 'bare', paced?: number) => {
+          const r = await barePairRun(o, v, round, paced)
+          runs.push({ backend, variant: v, round, paced, ...r.run })
           checks.push(...r.checks)
-          series.push({ name: bareName, points: r.points, dashed: true })
-        } finally {
-          await bare.stop()
+          if (!paced) series.push({ name: label(v, backend, round), points: r.points, dashed: true })
         }
+        await run('bare')
+        // the same work per wake-up for both: the same rate, the two alternated across rounds
+        if (pacedRate)
+          for (const v of round % 2 ? (['realtime', 'bare'] as const) : (['bare', 'realtime'] as const))
+            await run(v, pacedRate)
       }
     }
 
   const headlines: Headline[] = []
   const ratios: Record<string, number> = {}
   for (const backend of backendsOf(o)) {
-    const of = (v: Variant, k: 'messagesPerSec' | 'perCoreSecond') =>
-      runs.filter((r) => r.backend === backend && r.variant === v).map((r) => r[k])
+    const of = (v: Variant, k: 'messagesPerSec' | 'perCoreSecond' | 'nodeUsPerMessage', paced?: number) =>
+      runs.filter((r) => r.backend === backend && r.variant === v && r.paced === paced).map((r) => r[k])
     const [http, rt] = [of('http', 'messagesPerSec'), of('realtime', 'messagesPerSec')]
     if (!http.length || !rt.length) continue
     const ratio = mean(rt) / mean(http)
@@ -157,6 +171,20 @@ export async function realtimePublishScenario(o: RunOptions): Promise<ScenarioRe
       })
       ratios[`realtime gateway ÷ bare WebSocket server per core-second (${backend})`] = share
     }
+    const [pacedGateway, pacedBare] = [
+      of('realtime', 'nodeUsPerMessage', pacedRate),
+      of('bare', 'nodeUsPerMessage', pacedRate),
+    ]
+    if (pacedRate && pacedGateway.length && pacedBare.length) {
+      const share = mean(pacedBare) / mean(pacedGateway)
+      const us = (v: number) => `${v.toFixed(1)} µs`
+      headlines.push({
+        name: `realtime gateway ÷ bare WebSocket server at the same ${fmt(pacedRate)} messages/s, bare CPU per message ÷ the gateway's (${backend}; gateway ${range(pacedGateway, us)}, bare ${range(pacedBare, us)})`,
+        value: share,
+        unit: '',
+      })
+      ratios[`realtime gateway ÷ bare WebSocket server at the same rate (${backend})`] = share
+    }
   }
   const charts: Chart[] = [
     {
@@ -184,22 +212,28 @@ export async function realtimePublishScenario(o: RunOptions): Promise<ScenarioRe
           'round',
           'backend',
           'publish over',
+          'paced at',
           'messages/s',
           'publishing node CPU',
           'messages per core-second',
           'generator CPU',
           'node CPU µs per message',
+          'of it main thread / other threads',
           'redis-server CPU µs per message',
         ],
         rows: runs.map((r) => [
           String(r.round),
           r.backend,
           VARIANT_NAMES[r.variant],
+          r.paced ? `${fmt(r.paced)}/s` : 'as acknowledged',
           fmt(r.messagesPerSec),
           `${r.gatewayCpu.toFixed(0)}%`,
           fmt(r.perCoreSecond),
           `${r.generatorCpu.toFixed(0)}%`,
           r.nodeUsPerMessage.toFixed(1),
+          r.mainUsPerMessage === undefined
+            ? ''
+            : `${r.mainUsPerMessage.toFixed(1)} / ${(r.otherThreadsUsPerMessage ?? NaN).toFixed(1)}`,
           r.redisUsPerMessage === undefined ? '' : r.redisUsPerMessage.toFixed(1),
         ]),
       },
@@ -254,25 +288,55 @@ async function httpRun(o: RunOptions, d: Deployment, name: string, body: string)
   }
 }
 
-/** Realtime: the sequence publisher over realtime connections, `pipeline` lanes (one publish in flight each) per connection. */
+/**
+ * A realtime run beside the gateway's of the same round, on the embedded backend: the bare
+ * server as fast as it acknowledges, or either of the two paced at `paced` messages/s in all (a
+ * fresh gateway for the gateway's).
+ */
+async function barePairRun(o: RunOptions, v: 'realtime' | 'bare', round: number, paced?: number) {
+  const name = label(v, 'memory', round, paced)
+  console.log(`${name} …`)
+  if (v === 'bare') {
+    const bare = await startBaseline(o.outDir)
+    try {
+      return await realtimeRun(o, { ...bare, key: BENCH_KEY }, name, paced)
+    } finally {
+      await bare.stop()
+    }
+  }
+  const d = await startDeployment('memory', {
+    logDir: o.outDir,
+    name: `gateway-paced-r${round}`,
+    cpuProfile: o.profile,
+  })
+  try {
+    return await realtimeRun(o, d.publishTo, name, paced)
+  } finally {
+    await d.stop()
+  }
+}
+
+/**
+ * Realtime: the sequence publisher over realtime connections, `pipeline` lanes (one publish in
+ * flight each) per connection, as fast as acknowledged or `paced` messages/s in all.
+ */
 async function realtimeRun(
   o: RunOptions,
   t: Target & { key: string },
   name: string,
+  paced = 0,
   redisPid?: number,
 ): Promise<VariantResult> {
+  const lanes = o.connections * o.pipeline
   const pub = await startPublisher({
     transport: 'realtime',
     base: t.base,
     logDir: o.outDir,
     name: `rt-publisher-${name.replace(/[^\w]+/g, '-')}`,
-    lanes: Array.from({ length: o.connections * o.pipeline }, (_, k) => ({
-      channel: publishChannel(k % PUBLISH_CHANNELS),
-      key: t.key,
-    })),
+    lanes: Array.from({ length: lanes }, (_, k) => ({ channel: publishChannel(k % PUBLISH_CHANNELS), key: t.key })),
     connections: o.connections,
     pipeline: o.pipeline,
-    rate: 0,
+    rate: paced / lanes,
     stamps: false,
     bytes: MESSAGE_BYTES,
     cpuProfile: o.profile,
@@ -283,6 +347,7 @@ async function realtimeRun(
     t: performance.now(),
     messages: (await pub.counts()).messages,
     gateway: cpuSeconds(t.pid) ?? 0,
+    threads: threadCpuSeconds(t.pid),
     redis: redisPid ? (cpuSeconds(redisPid) ?? NaN) : NaN,
     generator: pub.cpuSeconds(),
   })
@@ -294,14 +359,17 @@ async function realtimeRun(
   const dt = (b.t - a.t) / 1000
   const messagesPerSec = (b.messages - a.messages) / dt
   const gatewayCpu = ((b.gateway - a.gateway) / dt) * 100
+  const perMessage = (s0: number, s1: number) => ((s1 - s0) / (b.messages - a.messages)) * 1e6
   return {
     run: {
       messagesPerSec,
       gatewayCpu,
       generatorCpu: ((b.generator - a.generator) / dt) * 100,
       perCoreSecond: messagesPerSec / (gatewayCpu / 100),
-      nodeUsPerMessage: ((b.gateway - a.gateway) / (b.messages - a.messages)) * 1e6,
-      redisUsPerMessage: redisPid ? ((b.redis - a.redis) / (b.messages - a.messages)) * 1e6 : undefined,
+      nodeUsPerMessage: perMessage(a.gateway, b.gateway),
+      mainUsPerMessage: a.threads && b.threads ? perMessage(a.threads.main, b.threads.main) : undefined,
+      otherThreadsUsPerMessage: a.threads && b.threads ? perMessage(a.threads.others, b.threads.others) : undefined,
+      redisUsPerMessage: redisPid ? perMessage(a.redis, b.redis) : undefined,
     },
     checks: [publishCheck(name, result)],
     points,
