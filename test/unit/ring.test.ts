@@ -1,7 +1,7 @@
 import { describe, expect, test } from 'bun:test'
 import { ringCodec } from '../../src/backend/shared/ring-codec'
 import { Ring as CoreRing } from '../../src/backend/shared/ring'
-import { formatSerial, nextSerial, parseSerial } from '../../src/core/model/serial'
+import { advanceSerial, formatSerial, parseSerial } from '../../src/core/model/serial'
 import type { Message } from '../../src/core/types'
 
 /** The ring with the backends' codec. */
@@ -20,8 +20,13 @@ describe('serials', () => {
     expect(parseSerial(formatSerial(1234, 56))).toEqual({ ms: 1234, seq: 56 })
   })
   test('never go backwards when the clock does', () => {
-    expect(nextSerial(900, 1000, 3)).toEqual({ ms: 1000, seq: 4 })
-    expect(nextSerial(1001, 1000, 3)).toEqual({ ms: 1001, seq: 0 })
+    const c = { lastMs: 1000, lastSeq: 3 }
+    advanceSerial(c, 900)
+    expect(c).toEqual({ lastMs: 1000, lastSeq: 4 })
+    advanceSerial(c, 1000)
+    expect(c).toEqual({ lastMs: 1000, lastSeq: 5 })
+    advanceSerial(c, 1001)
+    expect(c).toEqual({ lastMs: 1001, lastSeq: 0 })
   })
 })
 

@@ -1,5 +1,5 @@
 import { Action } from '../../core/connections'
-import { plainMsgpack } from '../wire/msgpack'
+import { NotPlainMsgpack, plainMsgpack } from '../wire/msgpack'
 import type { ClientFrame, Frame } from '../realtime/frames'
 
 /**
@@ -43,14 +43,14 @@ export function decodeFrameForLog(frame: Frame | ClientFrame): Record<string, un
   } else {
     const bytes = frame instanceof Uint8Array ? frame : new Uint8Array(frame)
     const r = plainMsgpack(bytes, MAX_DEPTH)
-    if (!('value' in r)) {
+    if (r instanceof NotPlainMsgpack) {
       // a text protocol message sent in a binary frame is still one
       try {
         value = JSON.parse(decoder.decode(bytes))
       } catch {
         return undefined
       }
-    } else value = plain(r.value)
+    } else value = plain(r)
   }
   return value && typeof value === 'object' && !Array.isArray(value) ? (value as Record<string, unknown>) : undefined
 }

@@ -2,7 +2,7 @@ import { GatewayError } from '../../errors'
 import { jsonNumberOutOfRange } from '../../lib/json-numbers'
 import { settleWithin } from '../../lib/sleep'
 import { jsonTooDeep } from '../../lib/nesting'
-import { plainMsgpack } from '../wire/msgpack'
+import { NotPlainMsgpack, plainMsgpack } from '../wire/msgpack'
 import { JSON_TYPE, MSGPACK_TYPE } from './responses'
 
 /**
@@ -104,7 +104,7 @@ export function parseJson(text: string, maxDepth: number): unknown {
 
 function parseMsgpack(bytes: Uint8Array, maxDepth: number): unknown {
   const r = plainMsgpack(bytes, maxDepth, true)
-  if ('value' in r) return r.value
+  if (!(r instanceof NotPlainMsgpack)) return r
   if (r.problem === 'too deep') throw tooDeep(maxDepth)
   if (r.problem === 'not finite')
     throw new GatewayError(40001, 'Invalid request body: a msgpack float is NaN or infinite (JSON cannot hold it)')

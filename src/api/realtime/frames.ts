@@ -12,7 +12,7 @@ import { messageToWire } from '../wire/message'
 import { presenceToWire } from '../wire/presence'
 import { delivered } from './metrics'
 import { jsonTooDeep } from '../../lib/nesting'
-import { plainMsgpack } from '../wire/msgpack'
+import { NotPlainMsgpack, plainMsgpack } from '../wire/msgpack'
 import { objectDelivery, syncForWire } from '../wire/object-message'
 import { annotationsMessage, summariesMessage } from '../wire/annotation-messages'
 
@@ -68,16 +68,15 @@ export function decodeFrame(raw: ClientFrame, format: Format): ProtocolMessage {
     }
   } else {
     if (typeof raw === 'string') throw invalid('a text frame on a msgpack connection')
-    const r = plainMsgpack(new Uint8Array(raw), MAX_DEPTH)
-    if (!('value' in r))
+    value = plainMsgpack(new Uint8Array(raw), MAX_DEPTH)
+    if (value instanceof NotPlainMsgpack)
       throw invalid(
-        r.problem === 'too deep'
+        value.problem === 'too deep'
           ? `nested deeper than ${MAX_DEPTH} levels`
-          : r.problem === 'extension'
+          : value.problem === 'extension'
             ? 'msgpack extension types are not accepted'
             : 'not msgpack',
       )
-    value = r.value
   }
   if (
     !value ||

@@ -7,20 +7,30 @@ import { msgpackProblem, type MsgpackProblem } from '../../lib/nesting'
  */
 const msgpack = new Unpackr({ int64AsType: 'number', useRecords: false, mapsAsObjects: true })
 
+/** Why bytes are not plain msgpack (what `plainMsgpack` answers instead of a value). */
+export class NotPlainMsgpack {
+  constructor(readonly problem: MsgpackProblem | 'malformed') {}
+}
+
+const NOT_PLAIN = {
+  'too deep': new NotPlainMsgpack('too deep'),
+  extension: new NotPlainMsgpack('extension'),
+  'not finite': new NotPlainMsgpack('not finite'),
+  malformed: new NotPlainMsgpack('malformed'),
+} satisfies Record<MsgpackProblem | 'malformed', NotPlainMsgpack>
+
 /**
- * msgpack bytes as plain data (request bodies, realtime frames), or why not: nested deeper than
- * `maxDepth`, an extension type, (with `finite`) a NaN or infinite float, or not msgpack at all.
+ * msgpack bytes as plain data (request bodies, realtime frames), or why not (a NotPlainMsgpack,
+ * which no decoded value can be): nested deeper than `maxDepth`, an extension type, (with
+ * `finite`) a NaN or infinite float, or not msgpack at all. The value is answered bare: no
+ * wrapper object per frame.
  */
-export function plainMsgpack(
-  bytes: Uint8Array,
-  maxDepth: number,
-  finite = false,
-): { value: unknown } | { problem: MsgpackProblem | 'malformed' } {
+export function plainMsgpack(bytes: Uint8Array, maxDepth: number, finite = false): unknown {
   const problem = msgpackProblem(bytes, maxDepth, finite)
-  if (problem) return { problem }
+  if (problem) return NOT_PLAIN[problem]
   try {
-    return { value: msgpack.unpack(bytes) }
+    return msgpack.unpack(bytes)
   } catch {
-    return { problem: 'malformed' }
+    return NOT_PLAIN.malformed
   }
 }

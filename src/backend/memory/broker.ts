@@ -1,4 +1,4 @@
-import { formatSerial, nextSerial, parseSerial } from '../../core/model/serial'
+import { formatSerial, advanceSerial, parseSerial } from '../../core/model/serial'
 import { Ring, type RetentionPolicy } from '../shared/ring'
 import { ringCodec } from '../shared/ring-codec'
 import type { Broker, BrokerListener, Clock, PublishOptions, PublishResult, SyncAppend } from '../../core/ports'
@@ -132,23 +132,24 @@ export class MemoryBroker implements Broker, SyncAppend {
       }
     }
     const serials: string[] = []
-    const appended: Message[] = []
-    for (const d of drafts) {
+    // the drafts themselves while every one is appended (the common case: no array per publish)
+    let skipped: Message[] | undefined
+    for (let i = 0; i < drafts.length; i++) {
+      const d = drafts[i]!
       const dup = opts.clientIds
         ? (c.seen.get(d.id)?.serial ?? this.logged(appId, channel, c, d.id, opts, windowStart))
         : undefined
       if (dup) {
         serials.push(dup)
+        skipped ??= drafts.slice(0, i) as Message[]
         continue
       }
-      const next = nextSerial(now, c.lastMs, c.lastSeq)
-      c.lastMs = next.ms
-      c.lastSeq = next.seq
+      advanceSerial(c, now)
       const m = d as Message
-      m.serial = formatSerial(next.ms, next.seq)
+      m.serial = formatSerial(c.lastMs, c.lastSeq)
       m.timestamp = now
       serials.push(m.serial)
-      appended.push(m)
+      skipped?.push(m)
       if (opts.clientIds) {
         c.seen.set(m.id, { serial: m.serial, at: now })
         // bounded in count as well as time (ids are bounded in length): the oldest go first
@@ -159,6 +160,7 @@ export class MemoryBroker implements Broker, SyncAppend {
         }
       }
     }
+    const appended = skipped ?? (drafts as Message[])
     if (appended.length === 0) return { serials, appended: 0, charged }
     // ephemeral: handed on live, kept nowhere (their serials stay in order with the stored ones)
     if (opts.ephemeral) {

@@ -4,7 +4,7 @@ import { authorize } from '../auth/authorize'
 import type { Principal } from '../auth/principal'
 import { stampUserClaim } from '../auth/user-claims'
 import type { Namespaces } from '../control/namespaces'
-import type { Broker, PublishOptions, PublishResult, SyncAppend } from '../ports'
+import type { Broker, PublishResult, SyncAppend } from '../ports'
 import type { LimitCharge, Limits } from '../limits/limits'
 import type { RulesEngine } from '../rules/rules-engine'
 import type { StatsService } from '../stats/stats-service'
@@ -60,33 +60,14 @@ export interface Prepared {
   ephemeral: boolean
 }
 
-/** The broker's append, and then `then` with its result: at once where the broker can, else after its promise. */
-type Append = <T>(
-  appId: string,
-  channel: string,
-  drafts: MessageDraft[],
-  opts: PublishOptions,
-  then: (r: PublishResult) => T,
-) => Answer<T>
-
-/**
- * The append the backend offers, chosen once: its synchronous one where it gives one (the embedded
- * backend: no promise and no turn of the event loop per publish), else the broker's promise.
- */
-function appendOf(broker: Broker, sync: SyncAppend | undefined): Append {
-  if (sync) return (appId, channel, drafts, opts, then) => then(sync.publishNow(appId, channel, drafts, opts))
-  return (appId, channel, drafts, opts, then) => broker.publish(appId, channel, drafts, opts).then(then)
-}
-
 /** Publishing messages on a channel (REST, realtime and batch publishes all come through here). */
 export class Publisher {
   private readonly ids = new IdGenerator()
-  private readonly appendVia: Append
 
   constructor(
-    broker: Broker,
+    private readonly broker: Broker,
     /** The backend's synchronous append, where it has one (CorePorts `syncAppend`). */
-    sync: SyncAppend | undefined,
+    private readonly sync: SyncAppend | undefined,
     private readonly namespaces: Namespaces,
     private readonly stats: StatsService,
     private readonly limits: Limits,
@@ -98,9 +79,7 @@ export class Publisher {
     private readonly mutable?: MutableMessages,
     /** REST publishes on behalf of a realtime connection (a message's `connectionKey`). */
     private readonly onBehalf?: OnBehalf,
-  ) {
-    this.appendVia = appendOf(broker, sync)
-  }
+  ) {}
 
   /**
    * Publishes one message or an array, charged to the account's message budget in the broker's
@@ -143,7 +122,9 @@ export class Publisher {
     if (wire.length === 0) throw new GatewayError(40001, 'Invalid publish request: no messages')
     if (wire.length > MAX_BATCH_MESSAGES)
       throw new GatewayError(40001, `Invalid publish request: more than ${MAX_BATCH_MESSAGES} messages`)
-    const drafts = wire.map((m) => draftFromWire(m, p))
+    // a loop, not a map: no closure per publish
+    const drafts: MessageDraft[] = []
+    for (const m of wire) drafts.push(draftFromWire(m, p))
     for (const d of drafts) stampUserClaim(d, p, channel)
     // `::$` sub-channels: which take channel publishes, and what (model/sub-channels.ts)
     const ephemeral = checkPublish(channel, drafts)
@@ -205,23 +186,39 @@ export class Publisher {
     const opts = x.ephemeral
       ? { persisted: false, ephemeral: true, charge }
       : { persisted, clientIds: x.clientIds, findable: x.clientIds || x.realtime, charge }
-    return this.appendVia(p.appId, x.channel, x.drafts, opts, (res): PublishResponse => {
-      if (charge) this.limits.settle(charge, res.charged!)
-      if (res.appended > 0) {
-        this.rules.published(p.appId, x.channel, x.drafts, res.serials)
-        this.push?.published(p.appId, x.channel, x.drafts)
-        ;(x.realtime ? PUBLISHED_REALTIME : PUBLISHED_REST).value += res.appended
-        this.stats.messagesPublished(
-          p.appId,
-          p.accountId,
-          res.appended,
-          x.size,
-          persisted && !x.ephemeral,
-          x.realtime ? 'realtime' : 'rest',
-        )
-      }
-      return { channel: x.channel, messageId: x.messageId, serials: res.serials }
-    })
+    // the backend's synchronous append where it has one (the embedded one: no promise and no turn
+    // of the event loop per publish, and no closure), else the broker's promise
+    const res = this.sync
+      ? this.sync.publishNow(p.appId, x.channel, x.drafts, opts)
+      : this.broker.publish(p.appId, x.channel, x.drafts, opts)
+    return res instanceof Promise
+      ? res.then((r) => this.appended(p, x, persisted, charge, r))
+      : this.appended(p, x, persisted, charge, res)
+  }
+
+  /** Accounts for an append the broker made (or refused) and answers the publish. */
+  private appended(
+    p: Principal,
+    x: Prepared,
+    persisted: boolean,
+    charge: LimitCharge | undefined,
+    res: PublishResult,
+  ): PublishResponse {
+    if (charge) this.limits.settle(charge, res.charged!)
+    if (res.appended > 0) {
+      this.rules.published(p.appId, x.channel, x.drafts, res.serials)
+      this.push?.published(p.appId, x.channel, x.drafts)
+      ;(x.realtime ? PUBLISHED_REALTIME : PUBLISHED_REST).value += res.appended
+      this.stats.messagesPublished(
+        p.appId,
+        p.accountId,
+        res.appended,
+        x.size,
+        persisted && !x.ephemeral,
+        x.realtime ? 'realtime' : 'rest',
+      )
+    }
+    return { channel: x.channel, messageId: x.messageId, serials: res.serials }
   }
 
   /** One change (a lone message: a change is made whole or not at all); `serials` holds its version serial. */

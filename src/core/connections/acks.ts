@@ -68,6 +68,7 @@ export class AckQueue {
   private remembered?: PublishMemory
   private waiters?: Array<() => void>
   private scheduled = false
+  private flushSoon?: () => void
 
   constructor(
     private readonly send: (pm: object) => void,
@@ -151,10 +152,13 @@ export class AckQueue {
   private schedule() {
     if (this.scheduled) return
     this.scheduled = true
-    this.timers.soon(() => {
-      this.scheduled = false
-      this.flush()
-    })
+    // one callback per connection, made on its first answer (not one per turn; an idle connection has none)
+    this.timers.soon(
+      (this.flushSoon ??= () => {
+        this.scheduled = false
+        this.flush()
+      }),
+    )
   }
 
   private flush() {
@@ -175,16 +179,13 @@ export class AckQueue {
         run.push(this.slots.shift()!)
       const { answered } = this.memory
       now ||= latencyNow()
+      const res: Array<{ serials?: Array<string | null> }> = []
       for (const s of run) {
         if (s.remembered) answered.set(s.msgSerial, s.serials!)
         ackLatency.observeIn(ackSeries, (now - s.at) / 1000)
+        res.push({ serials: s.serials })
       }
-      this.send({
-        action: Action.ACK,
-        msgSerial: first.msgSerial,
-        count: run.length,
-        res: run.map((s) => ({ serials: s.serials })),
-      })
+      this.send({ action: Action.ACK, msgSerial: first.msgSerial, count: run.length, res })
     }
     if (this.slots.length === 0 && this.waiters?.length) for (const w of this.waiters.splice(0)) w()
   }

@@ -17,9 +17,21 @@ export function parseSerial(s: string): { ms: number; seq: number } | undefined 
   return m ? { ms: Number(m[1]), seq: Number(m[2]) } : undefined
 }
 
-/** Next serial after (lastMs, lastSeq) at time `now`; never goes backwards even if the clock does. */
-export function nextSerial(now: number, lastMs: number, lastSeq: number): { ms: number; seq: number } {
-  return now > lastMs ? { ms: now, seq: 0 } : { ms: lastMs, seq: lastSeq + 1 }
+/** A channel's last serial, as numbers. */
+export interface SerialClock {
+  lastMs: number
+  lastSeq: number
+}
+
+/**
+ * Advances `c` to the next serial at time `now`: never backwards even if the clock goes back. In
+ * place (a publish makes no object for it).
+ */
+export function advanceSerial(c: SerialClock, now: number): void {
+  if (now > c.lastMs) {
+    c.lastMs = now
+    c.lastSeq = 0
+  } else c.lastSeq++
 }
 
 /** The lowest serial above `serial` (sequence numbers are six digits wide: the next millisecond after 999999). */
