@@ -13,12 +13,10 @@
  * of the blocks, and the median of the paired ratios. No socket's system calls are in it: what it
  * shows is the gateway's own JavaScript.
  */
-import { join } from 'node:path'
-import { Packr } from 'msgpackr'
 import { parseFlags } from './lib/args'
 import { pairedBlocks } from './lib/alternation'
-import { BENCH_KEY } from './lib/targets'
-import { benchSides, inProcessNode, removeNodeDirs } from './lib/in-process-node'
+import { benchSides, removeNodeDirs } from './lib/in-process-node'
+import { messageFrame, realtimeNode, turn, type FakeSocket, type Handlers } from './lib/in-process-realtime'
 
 const f = parseFlags(process.argv.slice(2), {
   blocks: 'number',
@@ -32,70 +30,21 @@ const perBlock = f['per-block'] ?? 20_000
 const connections = f.connections ?? 50
 const pipeline = f.pipeline ?? 4
 const sides = benchSides()
-const packr = new Packr({ useRecords: false })
-const unpackr = new Packr({ useRecords: false, mapsAsObjects: true })
-
-interface Handlers {
-  open(ws: FakeSocket): void
-  message(ws: FakeSocket, frame: ArrayBuffer): void
-}
-
-/** What `SocketTransport` uses of Bun's ServerWebSocket; counts the ACKed messages it is sent. */
-class FakeSocket {
-  readyState = 1
-  binaryType = 'nodebuffer'
-  acked = 0
-  connected = false
-  nextSerial = 0
-  constructor(readonly data: object) {}
-  send(frame: Uint8Array | string): number {
-    const pm = unpackr.unpack(frame as Uint8Array) as { action: number; count?: number; error?: unknown }
-    if (pm.action === 4) this.connected = true
-    else if (pm.action === 1) this.acked += pm.count!
-    else if (pm.action === 2 || pm.action === 9) throw new Error(`refused: ${JSON.stringify(pm)}`)
-    return 1
-  }
-  getBufferedAmount = () => 0
-  close() {}
-  terminate() {}
-  ping() {}
-}
 
 const sockets: Record<string, FakeSocket[]> = {}
 const handlers: Record<string, Handlers> = {}
 for (const [name, root] of Object.entries(sides)) {
-  const { realtime, connectParams } = await import(join(root, 'src/api/realtime/index.ts'))
-  const { config, node } = await inProcessNode(root, !!f['rate-limits'])
-  const rt = realtime(node.core, config, node.log)
-  handlers[name] = rt.websocket
-  const url = new URL(`http://127.0.0.1/?key=${encodeURIComponent(BENCH_KEY)}&format=msgpack&heartbeats=false&v=6`)
-  const list = (sockets[name] = Array.from({ length: connections }, () => {
-    const { format, ...params } = connectParams(url, new Request(url))
-    return new FakeSocket({ params, format })
-  }))
-  for (const ws of list) rt.websocket.open(ws)
-  while (!list.every((ws) => ws.connected)) await Bun.sleep(5)
+  const rt = await realtimeNode(root, connections, !!f['rate-limits'])
+  handlers[name] = rt.handlers
+  sockets[name] = rt.sockets
 }
-
-let n = 0
-const frame = (ws: FakeSocket): ArrayBuffer => {
-  const bytes = packr.pack({
-    action: 15,
-    channel: `bench-${n++ % 100}`,
-    msgSerial: ws.nextSerial++,
-    messages: [{ name: 'bench', data: 'x'.repeat(74) }],
-  })
-  return bytes.buffer.slice(bytes.byteOffset, bytes.byteOffset + bytes.byteLength) as ArrayBuffer
-}
-
-const turn = () => new Promise<void>((r) => setImmediate(r))
 
 async function block(side: string): Promise<number> {
   const list = sockets[side]!
   const h = handlers[side]!
   const turns = Math.ceil(perBlock / (connections * pipeline))
   const frames = Array.from({ length: turns }, () =>
-    list.map((ws) => Array.from({ length: pipeline }, () => frame(ws))),
+    list.map((ws) => Array.from({ length: pipeline }, () => messageFrame(ws))),
   )
   const expected = list.map((ws) => ws.acked + turns * pipeline)
   Bun.gc(true) // each block starts from a collected heap: what it collects is what it made

@@ -1,0 +1,114 @@
+/**
+ * Heap objects the gateway makes per publish, by JavaScriptCore type, on the embedded backend, of
+ * this checkout and of another (`BENCH_GATEWAY_DIR=<checkout before> bun bench/publish-allocations.ts
+ * [--messages 1000]`): a realtime MESSAGE (the WebSocket handlers of `realtime()`, 50 connections
+ * × 4 frames a turn, until every ACK is written) and a REST publish (the native publish route, 50
+ * in flight, JSON). Counted as what `heapStats()` finds more after the publishes than after a
+ * full collection before them, the frames and requests made beforehand: exact and independent of
+ * the machine's load, as long as no collection runs in between (the messages are few enough for
+ * that: the median of 7 tries is taken, and a count that fell is reported). Rings are kept short
+(RING_SIZE=50, no resume window), so that a ring's growth is not counted as the publish's. Garbage per publish is what the
+ * collector's threads and the allocator work through (see docs/performance.md, realtime publish).
+ */
+import { join } from 'node:path'
+import { heapStats } from 'bun:jsc'
+import { parseFlags } from './lib/args'
+import { BENCH_KEY } from './lib/targets'
+import { benchSides, inProcessNode, removeNodeDirs } from './lib/in-process-node'
+import { messageFrame, realtimeNode, turn } from './lib/in-process-realtime'
+
+const f = parseFlags(process.argv.slice(2), { messages: 'number' })
+const messages = f.messages ?? 1000
+const CONNECTIONS = 50
+const PIPELINE = 4
+const REPEATS = 7
+const SHORT_RINGS = { RING_SIZE: '50', RESUME_WINDOW_MS: '0' }
+const sides = benchSides()
+
+type Counts = Record<string, number>
+const counts = (): Counts => ({ ...heapStats().objectTypeCounts })
+
+const total = (c: Counts) => Object.values(c).reduce((a, b) => a + b, 0)
+
+/**
+ * Objects per publish of `run` (which makes `n` publishes), by type; `run` gets its inputs made
+ * first. The median of REPEATS tries by total: a collection the runtime starts during a try (a
+ * young generation filling up) takes objects off its count.
+ */
+async function perPublish<I>(prepare: () => I, run: (input: I) => Promise<void>, n: number): Promise<Counts> {
+  const tries: Counts[] = []
+  for (let i = 0; i < REPEATS; i++) {
+    const input = prepare()
+    Bun.gc(true)
+    const before = counts()
+    await run(input)
+    const after = counts()
+    const out: Counts = {}
+    for (const [type, c] of Object.entries(after)) {
+      const d = (c - (before[type] ?? 0)) / n
+      if (d !== 0) out[type] = d
+    }
+    tries.push(out)
+  }
+  return tries.sort((a, b) => total(a) - total(b))[REPEATS >> 1]!
+}
+
+const results: Record<string, { realtime: Counts; rest: Counts }> = {}
+for (const [side, root] of Object.entries(sides)) {
+  const { handlers, sockets } = await realtimeNode(root, CONNECTIONS, false, SHORT_RINGS)
+  const turns = Math.ceil(messages / (CONNECTIONS * PIPELINE))
+  const realtimeRun = async (frames: ArrayBuffer[][][]) => {
+    for (const t of frames) {
+      for (let c = 0; c < sockets.length; c++) for (const fr of t[c]!) handlers.message(sockets[c]!, fr)
+      await turn()
+    }
+    await turn()
+  }
+  const framesOf = () =>
+    Array.from({ length: turns }, () => sockets.map((ws) => Array.from({ length: PIPELINE }, () => messageFrame(ws))))
+  for (let i = 0; i < 20; i++) await realtimeRun(framesOf()) // warm-up: the JIT settles
+  // the ACKs are written (packed) but not read back here: the harness's own decoding is not counted
+  for (const ws of sockets) ws.send = () => 1
+  const realtime = await perPublish(framesOf, realtimeRun, turns * CONNECTIONS * PIPELINE)
+
+  const { publishHandler, publishRoute } = await import(join(root, 'src/api/channels/publish-endpoint.ts'))
+  const { CorsPolicy } = await import(join(root, 'src/api/http/cors.ts'))
+  const { config, node } = await inProcessNode(root, false, SHORT_RINGS)
+  const route = publishRoute(publishHandler(node.core, config, node.log), new CorsPolicy([]), node.log)
+  const body = JSON.stringify({ name: 'bench', data: 'x'.repeat(74) })
+  const headers = {
+    authorization: 'Basic ' + Buffer.from(BENCH_KEY).toString('base64'),
+    'content-type': 'application/json',
+    'content-length': String(body.length),
+  }
+  let k = 0
+  const requestsOf = () =>
+    Array.from(
+      { length: messages },
+      () =>
+        new Request(`http://127.0.0.1:8080/channels/bench-${k++ % 100}/messages`, { method: 'POST', headers, body }),
+    )
+  const server = { requestIP: () => null }
+  const restRun = async (requests: Request[]) => {
+    for (let i = 0; i < requests.length; i += 50)
+      await Promise.all(requests.slice(i, i + 50).map((r) => route(r, server)))
+  }
+  for (let i = 0; i < 5; i++) await restRun(requestsOf())
+  const rest = await perPublish(requestsOf, restRun, messages)
+  results[side] = { realtime, rest }
+}
+
+for (const kind of ['realtime', 'rest'] as const) {
+  const [b, a] = [results.before![kind], results.after![kind]]
+  console.log(
+    `${kind === 'realtime' ? 'realtime MESSAGE' : 'REST publish (JSON)'}: objects per publish, before ${total(b).toFixed(2)}, after ${total(a).toFixed(2)}`,
+  )
+  const types = [...new Set([...Object.keys(b), ...Object.keys(a)])].sort((x, y) => (a[y] ?? 0) - (a[x] ?? 0))
+  for (const t of types)
+    if (Math.abs(b[t] ?? 0) >= 0.05 || Math.abs(a[t] ?? 0) >= 0.05)
+      console.log(`  ${t.padEnd(28)} ${(b[t] ?? 0).toFixed(2).padStart(7)} ${(a[t] ?? 0).toFixed(2).padStart(7)}`)
+  if (Object.values({ ...b, ...a }).some((v) => v < -0.05))
+    console.log('  (a count fell: a collection ran during every try; take fewer --messages)')
+}
+removeNodeDirs()
+process.exit(0)
