@@ -1,7 +1,7 @@
 /**
  * Heap objects the gateway makes per publish, by JavaScriptCore type, on the embedded backend, of
  * this checkout and of another (`BENCH_GATEWAY_DIR=<checkout before> bun bench/publish-allocations.ts
- * [--messages 1000]`): a realtime MESSAGE (the WebSocket handlers of `realtime()`, 50 connections
+ * [--messages 1000] [--redis redis://127.0.0.1:6379]`, the Redis backend on that server): a realtime MESSAGE (the WebSocket handlers of `realtime()`, 50 connections
  * × 4 frames a turn, until every ACK is written) and a REST publish (the native publish route, 50
  * in flight, JSON). Counted as what `heapStats()` finds more after the publishes than after a
  * full collection before them, the frames and requests made beforehand: exact and independent of
@@ -17,12 +17,15 @@ import { BENCH_KEY } from './lib/targets'
 import { benchSides, inProcessNode, removeNodeDirs } from './lib/in-process-node'
 import { messageFrame, realtimeNode, turn } from './lib/in-process-realtime'
 
-const f = parseFlags(process.argv.slice(2), { messages: 'number' })
+const f = parseFlags(process.argv.slice(2), { messages: 'number', redis: 'string' })
 const messages = f.messages ?? 1000
 const CONNECTIONS = 50
 const PIPELINE = 4
 const REPEATS = 7
 const SHORT_RINGS = { RING_SIZE: '50', RESUME_WINDOW_MS: '0' }
+/** Each side's own keys on the one redis-server of `--redis` (its accounts, channels and batches). */
+const envOf = (side: string): Record<string, string> =>
+  f.redis ? { ...SHORT_RINGS, REDIS_URL: f.redis, REDIS_PREFIX: `allocations-${process.pid}-${side}:` } : SHORT_RINGS
 const sides = benchSides()
 
 type Counts = Record<string, number>
@@ -53,9 +56,9 @@ async function perPublish<I>(prepare: () => I, run: (input: I) => Promise<void>,
   return tries.sort((a, b) => total(a) - total(b))[REPEATS >> 1]!
 }
 
-const results: Record<string, { realtime: Counts; rest: Counts }> = {}
-for (const [side, root] of Object.entries(sides)) {
-  const { handlers, sockets } = await realtimeNode(root, CONNECTIONS, false, SHORT_RINGS)
+/** Objects per realtime MESSAGE (the ACKs written, not read back: the harness's decoding is not counted). */
+async function realtimeCounts(side: string, root: string): Promise<Counts> {
+  const { handlers, sockets } = await realtimeNode(root, CONNECTIONS, false, envOf(side))
   const turns = Math.ceil(messages / (CONNECTIONS * PIPELINE))
   const realtimeRun = async (frames: ArrayBuffer[][][]) => {
     for (const t of frames) {
@@ -69,11 +72,14 @@ for (const [side, root] of Object.entries(sides)) {
   for (let i = 0; i < 20; i++) await realtimeRun(framesOf()) // warm-up: the JIT settles
   // the ACKs are written (packed) but not read back here: the harness's own decoding is not counted
   for (const ws of sockets) ws.send = () => 1
-  const realtime = await perPublish(framesOf, realtimeRun, turns * CONNECTIONS * PIPELINE)
+  return perPublish(framesOf, realtimeRun, turns * CONNECTIONS * PIPELINE)
+}
 
+/** Objects per REST publish (JSON, 50 in flight, each answered). */
+async function restCounts(side: string, root: string): Promise<Counts> {
   const { publishHandler, publishRoute } = await import(join(root, 'src/api/channels/publish-endpoint.ts'))
   const { CorsPolicy } = await import(join(root, 'src/api/http/cors.ts'))
-  const { config, node } = await inProcessNode(root, false, SHORT_RINGS)
+  const { config, node } = await inProcessNode(root, false, envOf(`${side}-rest`))
   const route = publishRoute(publishHandler(node.core, config, node.log), new CorsPolicy([]), node.log)
   const body = JSON.stringify({ name: 'bench', data: 'x'.repeat(74) })
   const headers = {
@@ -94,12 +100,20 @@ for (const [side, root] of Object.entries(sides)) {
       await Promise.all(requests.slice(i, i + 50).map((r) => route(r, server)))
   }
   for (let i = 0; i < 5; i++) await restRun(requestsOf())
-  const rest = await perPublish(requestsOf, restRun, messages)
-  results[side] = { realtime, rest }
+  return perPublish(requestsOf, restRun, messages)
 }
+
+// the realtime run waits a turn for the ACKs: on Redis they come later, so REST only there
+const results: Record<string, { realtime?: Counts; rest: Counts }> = {}
+for (const [side, root] of Object.entries(sides))
+  results[side] = {
+    realtime: f.redis ? undefined : await realtimeCounts(side, root),
+    rest: await restCounts(side, root),
+  }
 
 for (const kind of ['realtime', 'rest'] as const) {
   const [b, a] = [results.before![kind], results.after![kind]]
+  if (!b || !a) continue
   console.log(
     `${kind === 'realtime' ? 'realtime MESSAGE' : 'REST publish (JSON)'}: objects per publish, before ${total(b).toFixed(2)}, after ${total(a).toFixed(2)}`,
   )
