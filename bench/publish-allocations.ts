@@ -10,11 +10,10 @@
 (RING_SIZE=50, no resume window), so that a ring's growth is not counted as the publish's. Garbage per publish is what the
  * collector's threads and the allocator work through (see docs/performance.md, realtime publish).
  */
-import { join } from 'node:path'
 import { heapStats } from 'bun:jsc'
 import { parseFlags } from './lib/args'
-import { BENCH_KEY } from './lib/targets'
-import { benchSides, inProcessNode, removeNodeDirs } from './lib/in-process-node'
+import { benchSides, removeNodeDirs } from './lib/in-process-node'
+import { publishAll, publishRequest, restRoute } from './lib/in-process-rest'
 import { messageFrame, realtimeNode, turn } from './lib/in-process-realtime'
 
 const f = parseFlags(process.argv.slice(2), { messages: 'number', redis: 'string' })
@@ -77,28 +76,9 @@ async function realtimeCounts(side: string, root: string): Promise<Counts> {
 
 /** Objects per REST publish (JSON, 50 in flight, each answered). */
 async function restCounts(side: string, root: string): Promise<Counts> {
-  const { publishHandler, publishRoute } = await import(join(root, 'src/api/channels/publish-endpoint.ts'))
-  const { CorsPolicy } = await import(join(root, 'src/api/http/cors.ts'))
-  const { config, node } = await inProcessNode(root, false, envOf(`${side}-rest`))
-  const route = publishRoute(publishHandler(node.core, config, node.log), new CorsPolicy([]), node.log)
-  const body = JSON.stringify({ name: 'bench', data: 'x'.repeat(74) })
-  const headers = {
-    authorization: 'Basic ' + Buffer.from(BENCH_KEY).toString('base64'),
-    'content-type': 'application/json',
-    'content-length': String(body.length),
-  }
-  let k = 0
-  const requestsOf = () =>
-    Array.from(
-      { length: messages },
-      () =>
-        new Request(`http://127.0.0.1:8080/channels/bench-${k++ % 100}/messages`, { method: 'POST', headers, body }),
-    )
-  const server = { requestIP: () => null }
-  const restRun = async (requests: Request[]) => {
-    for (let i = 0; i < requests.length; i += 50)
-      await Promise.all(requests.slice(i, i + 50).map((r) => route(r, server)))
-  }
+  const route = await restRoute(root, false, envOf(`${side}-rest`))
+  const requestsOf = () => Array.from({ length: messages }, publishRequest)
+  const restRun = (requests: Request[]) => publishAll(route, requests)
   for (let i = 0; i < 5; i++) await restRun(requestsOf())
   return perPublish(requestsOf, restRun, messages)
 }
