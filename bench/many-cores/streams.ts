@@ -42,6 +42,7 @@ process.on('SIGUSR1', () => writeFileSync(`${file}.${k}`, `${deliveries} ${open}
 for (let i = k; i < Number(streams); i += Number(procs)) {
   let tail: Buffer = Buffer.from('\n')
   let answered = false
+  let ok = false
   await Bun.connect({
     hostname: '127.0.0.1',
     port: Number(port),
@@ -55,7 +56,8 @@ for (let i = k; i < Number(streams); i += Number(procs)) {
         if (!answered) {
           answered = true
           const status = chunk.subarray(0, chunk.indexOf(13)).toString()
-          if (status.startsWith('HTTP/1.1 200')) open++
+          ok = status.startsWith('HTTP/1.1 200')
+          if (ok) open++
           else if (failed++ === 0) console.error(`stream ${i}: ${status}`)
         }
         const [n, t] = countDataLines(chunk, tail)
@@ -63,8 +65,11 @@ for (let i = k; i < Number(streams); i += Number(procs)) {
         tail = t
       },
       close() {
-        if (answered) open--
-        failed++
+        // a stream that was open ends (one refused was counted as failed when answered)
+        if (ok) {
+          open--
+          failed++
+        } else if (!answered) failed++
       },
       error() {},
     },
