@@ -4,48 +4,58 @@ export const sleep = (ms: number): Promise<void> => new Promise((resolve) => set
 /** How often pending deadlines are checked: a deadline fires up to this late. */
 const SWEEP_MS = 25
 
+/** A promise under a deadline: the source, and how its wrapper is rejected when the deadline passes first. */
+interface Deadline {
+  at: number
+  source: Promise<unknown>
+  reject: (e: unknown) => void
+  timedOut: (ms: number) => unknown
+  ms: number
+}
+
 /**
- * Pending deadlines. One sweeper timer (every SWEEP_MS, unreferenced, while any are pending)
- * fires the late ones: a deadline per request or per Redis command costs a set entry, not a
- * timer of its own (a timer's arm and clear cost more than the entry on the hot paths).
+ * Deadlines made since the last sweep, and those found still pending by a sweep. Nothing is taken
+ * out when a promise settles (that would take a callback, a closure, per promise): each sweep
+ * (every SWEEP_MS, one unreferenced timer while any are held) drops the settled ones and fires the
+ * late ones. Almost every promise has settled by the first sweep after it was made, so a deadline
+ * costs an array slot and one status read; what is held is at most one sweep's worth of settled
+ * promises.
  */
-const pending = new Set<{ at: number; fire: () => void }>()
+let fresh: Deadline[] = []
+const waiting: Deadline[] = []
 let sweeper: ReturnType<typeof setInterval> | undefined
+
+const pending = (d: Deadline) => Bun.peek.status(d.source) === 'pending'
 
 function sweep() {
   const now = performance.now()
-  for (const d of pending)
-    if (d.at <= now) {
-      pending.delete(d)
-      d.fire()
-    }
-  if (pending.size === 0 && sweeper) {
+  const made = fresh
+  fresh = []
+  for (const d of made) if (pending(d)) waiting.push(d)
+  let kept = 0
+  for (const d of waiting) {
+    if (!pending(d)) continue
+    if (d.at <= now) d.reject(d.timedOut(d.ms))
+    else waiting[kept++] = d
+  }
+  waiting.length = kept
+  if (kept === 0 && fresh.length === 0 && sweeper) {
     clearInterval(sweeper)
     sweeper = undefined
   }
 }
 
 /**
- * `p`, or a rejection with `timedOut()` once `ms` passed first (up to SWEEP_MS late; `p`'s own
- * errors pass through unchanged).
+ * `p`, or a rejection with `timedOut(ms)` once `ms` passed first (up to SWEEP_MS late; `p`'s own
+ * errors pass through unchanged). `timedOut` is best a function made once, not per call.
  */
-export function settleWithin<T>(p: Promise<T>, ms: number, timedOut: () => unknown): Promise<T> {
-  return new Promise<T>((resolve, reject) => {
-    const d = { at: performance.now() + ms, fire: () => reject(timedOut()) }
-    pending.add(d)
-    if (!sweeper) {
-      sweeper = setInterval(sweep, SWEEP_MS)
-      sweeper.unref?.()
-    }
-    p.then(
-      (v) => {
-        pending.delete(d)
-        resolve(v)
-      },
-      (e) => {
-        pending.delete(d)
-        reject(e)
-      },
-    )
-  })
+export function settleWithin<T>(p: Promise<T>, ms: number, timedOut: (ms: number) => unknown): Promise<T> {
+  const { promise, resolve, reject } = Promise.withResolvers<T>()
+  p.then(resolve, reject)
+  fresh.push({ at: performance.now() + ms, source: p, reject, timedOut, ms })
+  if (!sweeper) {
+    sweeper = setInterval(sweep, SWEEP_MS)
+    sweeper.unref?.()
+  }
+  return promise
 }

@@ -4,8 +4,7 @@ import { GatewayError } from '../../errors'
 import { authPlugin } from '../plugins/auth'
 import { credentialsOf } from '../http/credentials'
 import { binaryAllowed, negotiate, respond } from '../http/responses'
-import { actingFor } from '../http/access-log'
-import { PUBLISH_ROUTE, type PublishHandler, type PublishParty } from './publish-endpoint'
+import { PUBLISH_ROUTE, type PublishEndpoint } from './publish-endpoint'
 import { paginated, pageOf } from '../http/pagination'
 import { historyQuery, intParam, statsQuery, untilSerial } from '../http/query'
 import { messageRoutes } from './message-routes'
@@ -27,19 +26,14 @@ const statsPage = paginated('stats', M.StatsParams)
  * The channel REST interface (base `{base_url}`). Routes destructure the request and call the
  * core; publishing is `publish` (publish-endpoint.ts), the very function Bun's router calls.
  */
-export const channelRoutes = (core: Core, publish: PublishHandler) =>
+export const channelRoutes = (core: Core, publish: PublishEndpoint) =>
   new Elysia({ name: 'channels', normalize: false })
     .use(authPlugin(core))
     .post(
       PUBLISH_ROUTE,
       // the parse hook leaves this route's body unread (OWN_BODY): the handler reads it, with the
       // credentials, as for every publish; `body` documents what it reads
-      async ({ request }) => {
-        const party: PublishParty = {}
-        const res = await publish(request, party)
-        if (party.principal) actingFor(request, party.principal)
-        return res
-      },
+      ({ request }) => publish.handle(request),
       {
         params: M.ChannelParam,
         query: M.AnyQuery,

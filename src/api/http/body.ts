@@ -38,7 +38,7 @@ export function checkDeclaredLength(request: Request, max: number, len = declare
 }
 
 /** `p`, or a 408 when it has not settled within `ms`. */
-export const withinDeadline = <T>(p: Promise<T>, ms: number): Promise<T> => settleWithin(p, ms, () => tooSlow(ms))
+export const withinDeadline = <T>(p: Promise<T>, ms: number): Promise<T> => settleWithin(p, ms, tooSlow)
 
 const EMPTY = new Uint8Array(0)
 
@@ -116,17 +116,58 @@ function parseMsgpack(bytes: Uint8Array, maxDepth: number): unknown {
 const decoder = new TextDecoder()
 
 /** The media type of a Content-Type header value, lower case, without parameters. */
-function mediaType(contentType: string): string {
+export function mediaType(contentType: string): string {
   if (contentType === JSON_TYPE || contentType === MSGPACK_TYPE) return contentType
   return contentType.split(';')[0]!.trim().toLowerCase()
 }
 
+const isJson = (type: string) => type === JSON_TYPE || type === 'text/plain' || type === ''
+
+/** A body as received by `receiveBody`: text (JSON with a declared length: one copy less than bytes) or bytes. */
+export type Received = string | ArrayBuffer | Uint8Array
+
 /**
- * A request body decoded by its Content-Type, within the limits; undefined when empty. JSON
- * (also as text/plain or with no type) and msgpack must be an object or an array; form-urlencoded
- * gives an object of strings; other types are refused. The one decoder of every route (the
- * Elysia parse hook and the publish route): the same bytes get the same answer everywhere.
- * `length`: the Content-Length header, when the caller has read it already.
+ * The body of a request of media type `type` (`mediaType`), within the size limit and the
+ * deadline: one promise, not an async function, so that a route reads its body with one await
+ * (`decodeReceived` decodes it). `length`: the Content-Length header, when the caller has read it.
+ */
+export function receiveBody(
+  request: Request,
+  type: string,
+  s: BodyLimits,
+  length = declaredLength(request),
+): Promise<Received> {
+  if (length === null) return readBody(request, s, length)
+  checkDeclaredLength(request, s.maxBodySize, length)
+  // a declared length, so no count as it arrives (the runtime delivers no more than it declares)
+  return withinDeadline<Received>(isJson(type) ? request.text() : request.arrayBuffer(), s.requestBodyTimeoutMs)
+}
+
+/**
+ * A received body decoded by its media type, within the limits; undefined when empty. JSON (also
+ * as text/plain or with no type) and msgpack must be an object or an array; form-urlencoded gives
+ * an object of strings; other types are refused.
+ */
+export function decodeReceived(received: Received, type: string, s: BodyLimits): unknown {
+  // text only for JSON (receiveBody)
+  if (typeof received === 'string')
+    return received.length === 0 ? undefined : structured(parseJson(received, s.maxNestingDepth))
+  const bytes = received instanceof Uint8Array ? received : new Uint8Array(received)
+  if (bytes.length === 0) return undefined
+  if (isJson(type)) return structured(parseJson(decoder.decode(bytes), s.maxNestingDepth))
+  if (type === MSGPACK_TYPE) return structured(parseMsgpack(bytes, s.maxNestingDepth))
+  if (type === 'application/x-www-form-urlencoded')
+    return Object.fromEntries(new URLSearchParams(decoder.decode(bytes)))
+  throw new GatewayError(
+    40001,
+    `Unsupported Content-Type "${type}": send application/json, application/x-msgpack or application/x-www-form-urlencoded`,
+  )
+}
+
+/**
+ * A request body decoded by its Content-Type, within the limits (`receiveBody`, `decodeReceived`).
+ * The one decoder of every route (the Elysia parse hook and the publish route): the same bytes get
+ * the same answer everywhere. `length`: the Content-Length header, when the caller has read it.
  */
 export async function decodeBody(
   request: Request,
@@ -135,23 +176,7 @@ export async function decodeBody(
   length = declaredLength(request),
 ): Promise<unknown> {
   const type = mediaType(contentType)
-  const json = type === JSON_TYPE || type === 'text/plain' || type === ''
-  if (json && length !== null) {
-    // a declared length, so no count as it arrives: read as text, one copy less than bytes
-    checkDeclaredLength(request, s.maxBodySize, length)
-    const text = await withinDeadline(request.text(), s.requestBodyTimeoutMs)
-    return text.length === 0 ? undefined : structured(parseJson(text, s.maxNestingDepth))
-  }
-  const bytes = await readBody(request, s, length)
-  if (bytes.length === 0) return undefined
-  if (json) return structured(parseJson(decoder.decode(bytes), s.maxNestingDepth))
-  if (type === MSGPACK_TYPE) return structured(parseMsgpack(bytes, s.maxNestingDepth))
-  if (type === 'application/x-www-form-urlencoded')
-    return Object.fromEntries(new URLSearchParams(decoder.decode(bytes)))
-  throw new GatewayError(
-    40001,
-    `Unsupported Content-Type "${type}": send application/json, application/x-msgpack or application/x-www-form-urlencoded`,
-  )
+  return decodeReceived(await receiveBody(request, type, s, length), type, s)
 }
 
 /**

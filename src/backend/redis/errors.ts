@@ -48,11 +48,12 @@ export function commandAnswered(t0: number): void {
 
 /** What a command's deadline rejects with (told apart from its own errors). */
 const TIMED_OUT = Symbol('command deadline')
+const deadlinePassed = () => TIMED_OUT
 
 /** Rejects with 503 / 50003 when `p` takes longer than `ms` or fails: the backend is unavailable, the outcome unknown. */
 export function withTimeout<T>(p: Promise<T>, ms: number): Promise<T> {
   const t0 = performance.now()
-  return settleWithin(p, ms, () => TIMED_OUT).then(
+  return settleWithin(p, ms, deadlinePassed).then(
     (v) => {
       commandAnswered(t0)
       return v

@@ -74,6 +74,7 @@ interface Shard {
 
 /** What a batch's deadline rejects with (told apart from the call's own errors: a cluster's redirections are read). */
 const TIMED_OUT = Symbol('batch deadline')
+const timedOut = () => TIMED_OUT
 
 /** Script calls in flight per shard: publishes made meanwhile wait and go together in the next. */
 const MAX_IN_FLIGHT = 1
@@ -162,7 +163,7 @@ export class PublishBatcher {
     const ms = Math.max(0, items[0]!.at + this.o.redisTimeoutMs - performance.now())
     let replies: BatchAnswer[]
     try {
-      replies = await settleWithin(this.write(items), ms, () => TIMED_OUT)
+      replies = await settleWithin(this.write(items), ms, timedOut)
     } catch (e) {
       if (e === TIMED_OUT) {
         for (const it of items) it.reject(commandTimedOut())
