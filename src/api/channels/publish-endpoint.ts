@@ -9,7 +9,7 @@ import { toGatewayError } from '../http/errors'
 import { checkQueryEncoding, pathParam } from '../http/params'
 import { respond, respondError, type Reply } from '../http/responses'
 import { actingFor, clientAddress, recordRequest, type AddressOf } from '../http/access-log'
-import { queryOf } from '../http/query'
+import { queryOfUrl } from '../http/query'
 
 export const PUBLISH_ROUTE = '/channels/:channel/messages'
 
@@ -58,11 +58,11 @@ export class PublishEndpoint {
     const started = native ? performance.now() : 0
     if (native) useCors(request, native.cors)
     const { core, limits } = this
-    const query = queryOf(request)
+    const url = request.url
+    const query = queryOfUrl(url)
     let principal: Principal | undefined
     let res: Response
     try {
-      const url = request.url
       const channel = this.channelOf(url)
       checkQueryEncoding(url)
       const headers = request.headers

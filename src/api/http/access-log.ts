@@ -54,12 +54,15 @@ interface RouteStats {
   /** `"method":...,"route":...,"status":...` of the access line, JSON-escaped once. */
   json: string
 }
-const routes = new Map<string, Map<number, RouteStats>>()
+/** By route, then method, then status: no key made per request (a concatenation is hashed anew each time). */
+const routes = new Map<string, Map<string, Map<number, RouteStats>>>()
 const CLASSES = ['1xx', '2xx', '3xx', '4xx', '5xx']
 
 function statsOf(method: string, route: string, status: number): RouteStats {
-  let byStatus = routes.get(method + route)
-  if (!byStatus) routes.set(method + route, (byStatus = new Map()))
+  let byMethod = routes.get(route)
+  if (!byMethod) routes.set(route, (byMethod = new Map()))
+  let byStatus = byMethod.get(method)
+  if (!byStatus) byMethod.set(method, (byStatus = new Map()))
   let s = byStatus.get(status)
   if (!s) {
     const iface = interfaceOf(route)

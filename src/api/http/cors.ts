@@ -65,6 +65,9 @@ export function useCors(request: Request, policy: CorsPolicy): void {
   if (request.headers.has('origin')) (request as WithPolicy)[POLICY] = policy
 }
 
+/** Whether `request` has a CORS policy (it came with an Origin), so that `cors` may add headers. */
+export const hasCors = (request: Request): boolean => (request as WithPolicy)[POLICY] !== undefined
+
 /** Adds the CORS headers of `request`'s policy; none when no policy was set for it. */
 export function cors(request: Request, headers: Record<string, string>): void {
   ;(request as WithPolicy)[POLICY]?.apply(request, headers)

@@ -16,8 +16,10 @@ export type Q = Readonly<Record<string, string | undefined>>
 export const NO_QUERY: Q = Object.freeze({})
 
 /** The query parameters of a request as its URL has them (the last of repeated ones); no URL parsing without a `?`. */
-export function queryOf(request: Request): Q {
-  const url = request.url
+export const queryOf = (request: Request): Q => queryOfUrl(request.url)
+
+/** The query parameters of a request URL (`queryOf`), for a caller that has read the URL already. */
+export function queryOfUrl(url: string): Q {
   const q = url.indexOf('?')
   if (q === -1) return NO_QUERY
   const hash = url.indexOf('#', q)

@@ -1,7 +1,7 @@
 import { pack } from 'msgpackr'
 import { GatewayError } from '../../errors'
 import { sized } from './response-bytes'
-import { cors } from './cors'
+import { cors, hasCors } from './cors'
 
 /**
  * Responses of the REST interfaces: JSON and msgpack, JSONP and HTML, the `envelope` wrapper.
@@ -52,6 +52,9 @@ export interface Reply {
 
 const escapeHtml = (s: string) => s.replace(/[&<>"']/g, (c) => `&#${c.charCodeAt(0)};`)
 
+/** The headers of a response that has none of its own and no CORS headers: never written. */
+const NO_HEADERS: Record<string, string> = Object.freeze({}) as Record<string, string>
+
 /** Serializes `body` in the negotiated format (with envelope and CORS) into a Response. */
 export function respond(
   request: Request,
@@ -61,8 +64,9 @@ export function respond(
   format = negotiate(request, query),
 ): Response {
   let status = r.status ?? 200
-  // a spread of nothing still copies through the runtime's generic path
-  const headers: Record<string, string> = r.headers ? { ...r.headers } : {}
+  // a spread of nothing still copies through the runtime's generic path; no object at all when
+  // nothing will be added (NO_HEADERS is never written: encode copies it for JSONP and HTML)
+  const headers: Record<string, string> = r.headers ? { ...r.headers } : hasCors(request) || r.links ? {} : NO_HEADERS
   cors(request, headers)
   const link = r.links
     ? Object.entries(r.links)
@@ -102,19 +106,23 @@ function encode(
     }
     case 'jsonp': {
       const cb = query.callback && CALLBACK.test(query.callback) ? query.callback : 'callback'
-      headers['content-type'] = 'application/javascript'
       const text = `${cb}(${JSON.stringify(body ?? null)});`
-      return sized(new Response(text, { status, headers }), Buffer.byteLength(text))
+      return sized(
+        new Response(text, { status, headers: { ...headers, 'content-type': 'application/javascript' } }),
+        text,
+      )
     }
     case 'html':
-      headers['content-type'] = 'text/html; charset=utf-8'
       const html = `<!DOCTYPE html><html><body><pre>${escapeHtml(JSON.stringify(body ?? null, null, 2))}</pre></body></html>`
-      return sized(new Response(html, { status, headers }), Buffer.byteLength(html))
+      return sized(
+        new Response(html, { status, headers: { ...headers, 'content-type': 'text/html; charset=utf-8' } }),
+        html,
+      )
     default: {
       const h = isEmpty(headers) ? PLAIN_JSON : Object.assign(headers, { 'content-type': JSON_TYPE })
       if (body === undefined) return new Response(null, { status, headers: h })
       const text = JSON.stringify(body)
-      return sized(new Response(text, { status, headers: h }), Buffer.byteLength(text))
+      return sized(new Response(text, { status, headers: h }), text)
     }
   }
 }

@@ -35,7 +35,7 @@ const pushAuth = (core: Core) =>
         }
         const hasCreds = !!(creds.authorization || creds.key || creds.accessToken)
         const principal = hasCreds || deviceToken === undefined ? await core.auth.authenticate(creds) : undefined
-        return { actor: await core.push.actor(principal, deviceToken, creds.secure) }
+        return { actor: await core.push.actor(principal, deviceToken, () => creds.secure()) }
       },
     },
   })

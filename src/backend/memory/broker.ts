@@ -164,7 +164,7 @@ export class MemoryBroker implements Broker, SyncAppend {
     if (appended.length === 0) return { serials, appended: 0, charged }
     // ephemeral: handed on live, kept nowhere (their serials stay in order with the stored ones)
     if (opts.ephemeral) {
-      for (const l of c.listeners) l(appId, channel, appended)
+      this.deliver(c, appId, channel, appended)
       return { serials, appended: appended.length, charged }
     }
     // the durable log is message history: other kinds live in the ring (resume) only
@@ -175,8 +175,13 @@ export class MemoryBroker implements Broker, SyncAppend {
     for (let i = 0; i < n; i++) c.ring.push(appended[i]!, c.lastMs, c.lastSeq - n + 1 + i)
     this.ringBytes += c.ring.byteSize - before
     if (this.ringBytes > this.s.ringTotalMaxBytes) this.overBudget(c.ring)
-    for (const l of c.listeners) l(appId, channel, appended)
+    this.deliver(c, appId, channel, appended)
     return { serials, appended: appended.length, charged }
+  }
+
+  /** Hands appended messages to the channel's listeners (no iterator made for a channel without any). */
+  private deliver(c: ChannelState, appId: string, channel: string, appended: Message[]) {
+    if (c.listeners.size) for (const l of c.listeners) l(appId, channel, appended)
   }
 
   /**

@@ -118,13 +118,14 @@ export class Publisher {
   prepare(p: Principal, channelName: string, body: unknown, ctx?: PublishContext): Prepared {
     const channel = checkChannelName(channelName)
     authorize(p, channel, 'publish')
-    const wire = Array.isArray(body) ? body : [body]
-    if (wire.length === 0) throw new GatewayError(40001, 'Invalid publish request: no messages')
-    if (wire.length > MAX_BATCH_MESSAGES)
-      throw new GatewayError(40001, `Invalid publish request: more than ${MAX_BATCH_MESSAGES} messages`)
-    // a loop, not a map: no closure per publish
+    // a loop, not a map: no closure per publish; a lone message is not wrapped in an array
     const drafts: MessageDraft[] = []
-    for (const m of wire) drafts.push(draftFromWire(m, p))
+    if (Array.isArray(body)) {
+      if (body.length === 0) throw new GatewayError(40001, 'Invalid publish request: no messages')
+      if (body.length > MAX_BATCH_MESSAGES)
+        throw new GatewayError(40001, `Invalid publish request: more than ${MAX_BATCH_MESSAGES} messages`)
+      for (const m of body) drafts.push(draftFromWire(m, p))
+    } else drafts.push(draftFromWire(body, p))
     for (const d of drafts) stampUserClaim(d, p, channel)
     // `::$` sub-channels: which take channel publishes, and what (model/sub-channels.ts)
     const ephemeral = checkPublish(channel, drafts)
