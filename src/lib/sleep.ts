@@ -1,3 +1,5 @@
+import { capture, made } from './capture'
+
 /** Resolves after `ms` milliseconds (a timer, so the core needs no runtime global). */
 export const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms))
 
@@ -45,22 +47,14 @@ function sweep() {
   }
 }
 
-/** The resolving functions of the promise made last by `capture` (no object or closure per promise). */
-let resolved: ((v: any) => void) | undefined
-let captured: ((e: unknown) => void) | undefined
-function capture(resolve: (v: any) => void, reject: (e: unknown) => void) {
-  resolved = resolve
-  captured = reject
-}
-
 /**
  * `p`, or a rejection with `timedOut(ms)` once `ms` passed first (up to SWEEP_MS late; `p`'s own
  * errors pass through unchanged). `timedOut` is best a function made once, not per call.
  */
 export function settleWithin<T>(p: Promise<T>, ms: number, timedOut: (ms: number) => unknown): Promise<T> {
   const promise = new Promise<T>(capture)
-  const reject = captured!
-  p.then(resolved!, reject)
+  const { resolve, reject } = made
+  p.then(resolve, reject)
   fresh.push({ at: performance.now() + ms, source: p, reject, timedOut, ms })
   if (!sweeper) {
     sweeper = setInterval(sweep, SWEEP_MS)

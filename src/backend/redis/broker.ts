@@ -11,7 +11,7 @@ import { ScriptRunner } from './script-runner'
 import { EPHEMERAL_PUBLISH_SCRIPT } from './lua/ephemeral-publish'
 import { PublishBatcher, type BatchAnswer } from './publish-batcher'
 import { ChannelSubscriptions } from './subscriptions'
-import { ChannelMarks, INDEX_REFRESH_MS, markDue, type Marks } from './channel-marks'
+import { ChannelMarks, INDEX_REFRESH_MS, markDue, type Marks, type PublishKeys } from './channel-marks'
 
 const fromMemory = metrics.counter(
   'gateway_resume_from_memory_total',
@@ -36,6 +36,12 @@ type Entry = [Buffer, [Buffer, Buffer]]
 /** Newest entries of a channel's stream searched by `serialsOf` (the stream has no index by message id). */
 const LOOKUP_SCAN = 10_000
 const LOOKUP_PAGE = 1000
+
+/** A step that did nothing leaves the index entry and the expiry due, for the next publish. */
+function giveMarksBack(m: Marks, due: number | undefined, expireNow: boolean): void {
+  if (due !== undefined) m.indexed = 0
+  if (expireNow) m.expired = 0
+}
 
 /**
  * Broker on Redis Streams: one stream per channel, appended by one atomic script that also
@@ -116,7 +122,9 @@ export class RedisBroker implements Broker {
   ): Promise<PublishResult> {
     const c = opts.charge
     const cluster = !!this.s.redisCluster
-    const stream = this.keys.stream(app, channel)
+    const m = this.marks.of(app, channel)
+    const k = (m.keys ??= this.publishKeys(app, channel))
+    const stream = k.stream
     const bucket = c && this.keys.bucket(c.key)
     // the charge in the publish's own step: one redis-server, or the bucket on the channel's master
     const chargeInStep =
@@ -134,12 +142,11 @@ export class RedisBroker implements Broker {
       const ids = await this.t(
         this.ephemeralScript.run<string[]>(
           [stream],
-          [this.keys.notify(app, channel), String(this.ttl(opts)), String(drafts.length), ...bodies],
+          [k.notify, String(this.ttl(opts)), String(drafts.length), ...bodies],
         ),
       )
       return { serials: ids.map((id) => serialFromId(String(id))), appended: ids.length, charged }
     }
-    const m = this.marks.of(app, channel)
     const now = Date.now()
     // the channel index: in the publish's step on one redis-server, a step of its own on a cluster
     const index = cluster ? this.index(app, channel, m, now) : undefined
@@ -147,36 +154,34 @@ export class RedisBroker implements Broker {
     // with REDIS_WAIT_REPLICAS every publish writes, so that its WAIT covers what it stored
     const expireNow = (this.s.redisWaitReplicas ?? 0) > 0 || markDue(m, 'expired', now) !== undefined
     const ttlMs = this.ttl(opts)
-    // a step that did nothing leaves the index entry and the expiry due, for the next publish
-    const giveMarksBack = () => {
-      if (due !== undefined) m.indexed = 0
-      if (expireNow) m.expired = 0
-    }
+    // a loop, not a map: no closure per publish
+    const messages: Array<[string, Buffer]> = []
+    for (const d of drafts) messages.push([opts.clientIds ? d.id : '', packDraft(d)])
     let answer: BatchAnswer
     try {
       // bounded by the batcher: answered within REDIS_TIMEOUT_MS, its errors 503 unless a GatewayError
       answer = await this.batcher.publish({
         stream,
-        lastId: this.keys.lastId(app, channel),
-        notify: this.keys.notify(app, channel),
+        lastId: k.lastId,
+        notify: k.notify,
         ttlMs,
-        idemPrefix: this.keys.idemPrefix(app, channel),
+        idemPrefix: k.idemPrefix,
         channel,
-        messages: drafts.map((d) => [opts.clientIds ? d.id : '', packDraft(d)]),
+        messages,
         charge: chargeInStep ? { bucket: bucket!, charge: c! } : undefined,
         index: due === undefined ? undefined : { key: this.keys.channels(app), score: due },
         expireMs: ttlMs + INDEX_REFRESH_MS,
         expireNow,
       })
     } catch (e) {
-      giveMarksBack()
+      giveMarksBack(m, due, expireNow)
       throw e
     }
     const reply = answer.reply
     // the bucket was not on the channel's master after all (the cluster's slots moved since this
     // node last read them): nothing was done; charged apart, whose call follows the move
     if (Number(reply[0]) === -3) {
-      giveMarksBack()
+      giveMarksBack(m, due, expireNow)
       return this.append(app, channel, drafts, opts, false)
     }
     if (Number(reply[0]) === -1) {
@@ -198,6 +203,17 @@ export class RedisBroker implements Broker {
     const failed = index && (await this.t(index))
     if (failed) throw commandFailed(failed)
     return { serials, appended: fresh, charged }
+  }
+
+  /** The keys of a channel that its publishes name (kept with its marks). */
+  private publishKeys(app: string, channel: string): PublishKeys {
+    const k = this.keys
+    return {
+      stream: k.stream(app, channel),
+      lastId: k.lastId(app, channel),
+      notify: k.notify(app, channel),
+      idemPrefix: k.idemPrefix(app, channel),
+    }
   }
 
   /**

@@ -9,10 +9,20 @@ export const INDEX_REFRESH_MS = 1000
 export interface Marks {
   indexed: number
   expired: number
+  /** The channel's keys of the publish step, made at its first publish (not four strings per publish). */
+  keys: PublishKeys | undefined
+}
+
+/** A channel's keys that every publish to it names. */
+export interface PublishKeys {
+  stream: string
+  lastId: string
+  notify: string
+  idemPrefix: string
 }
 
 /** `now` (ms), marked as `m[what]`, unless it was marked within INDEX_REFRESH_MS. */
-export function markDue(m: Marks, what: keyof Marks, now: number): number | undefined {
+export function markDue(m: Marks, what: 'indexed' | 'expired', now: number): number | undefined {
   if (now - m[what] < INDEX_REFRESH_MS) return undefined
   m[what] = now
   return now
@@ -37,7 +47,7 @@ export class ChannelMarks {
       byChannel = undefined
     }
     if (!byChannel) this.marks.set(app, (byChannel = new Map()))
-    byChannel.set(channel, (m = { indexed: 0, expired: 0 }))
+    byChannel.set(channel, (m = { indexed: 0, expired: 0, keys: undefined }))
     this.marked++
     return m
   }

@@ -5,6 +5,7 @@ import { commandAnswered, commandFailed, commandTimedOut } from './errors'
 import type { Sender } from './clients'
 import { ScriptRunner } from './script-runner'
 import { settleWithin } from '../../lib/sleep'
+import { capture, made } from '../../lib/capture'
 
 /** One publish as the batch script takes it. */
 export interface BatchedPublish {
@@ -118,13 +119,14 @@ export class PublishBatcher {
 
   /** Resolves with the publish's answer, after its batch's write (and WAIT, if set) answered. */
   publish(p: BatchedPublish): Promise<BatchAnswer> {
-    return new Promise((resolve, reject) => {
-      const key = this.o.shardOf?.(p.stream) ?? ''
-      let s = this.shards.get(key)
-      if (!s) this.shards.set(key, (s = { items: [], inFlight: 0, scheduled: false }))
-      s.items.push({ p, at: performance.now(), resolve, reject })
-      this.schedule(key, s)
-    })
+    const promise = new Promise<BatchAnswer>(capture)
+    const { resolve, reject } = made
+    const key = this.o.shardOf?.(p.stream) ?? ''
+    let s = this.shards.get(key)
+    if (!s) this.shards.set(key, (s = { items: [], inFlight: 0, scheduled: false }))
+    s.items.push({ p, at: performance.now(), resolve, reject })
+    this.schedule(key, s)
+    return promise
   }
 
   /** Drains the shard after the current turn's synchronous publishes (they go together). */
