@@ -1,8 +1,9 @@
 /**
  * Where the REST publish's server CPU goes at the socket level: the gateway's steps added one at
  * a time to the bare `text()` route, each stage a route of one in-process server over a real
- * port, loaded by wrk in alternated rounds (so that a drift of the machine's speed falls on every
- * stage alike): `bun bench/publish-steps.ts [--seconds 4] [--rounds 5] [--connections 50]`.
+ * port, loaded by wrk in rounds run forwards and backwards in turn (so that a drift of the
+ * machine's speed, or an effect of a run's place in its round, falls on every stage alike):
+ * `bun bench/publish-steps.ts [--seconds 4] [--rounds 5] [--connections 50]`.
  * Stages (each does what the one before did, then more, and answers as the bare route does):
  *
  *   text      JSON.parse(await req.text()), 201 (the bare route of `bench/run.ts publish`)
@@ -15,7 +16,7 @@
  * Reports the server's CPU per request of each stage (median of the rounds) and what it adds to
  * the stage before. Embedded node, rate limits off, LOG_LEVEL=warn (as `bench/run.ts publish`).
  * The stages share the gateway's functions in one process (one JIT), so read the steps, not the
- * digits: they move by ~0.5 us between sets on this machine. Asserts only that every request is
+ * digits: they move by up to ~1 us between sets on this machine. Asserts only that every request is
  * answered 201.
  */
 import { mkdtempSync } from 'node:fs'
@@ -107,8 +108,9 @@ const spec = (name: string, seconds: number, warmup: number) => ({
 
 const perRequest: Record<string, number[]> = {}
 for (const name of STAGES) await runWrk(spec(name, 1, 0)) // every stage's code compiled before any is measured
+// forwards, then backwards, and so on: an effect of a run's place in the round falls on every stage alike
 for (let round = 0; round < (f.rounds ?? 5); round++)
-  for (const name of STAGES) {
+  for (const name of round % 2 ? [...STAGES].reverse() : STAGES) {
     const r = await runWrk(spec(name, f.seconds ?? 4, 0))
     if (r.unexpected || r.connectionErrors) throw new Error(`${name}: ${r.unexpected} answers not 201`)
     ;(perRequest[name] ??= []).push((((r.serverCpuPercent ?? NaN) / 100) * r.seconds * 1e6) / r.responses)
