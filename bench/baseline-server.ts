@@ -16,8 +16,8 @@
  * parent is gone.
  */
 import { Packr } from 'msgpackr'
+import { created } from './lib/bare-answer'
 
-const JSON_HEADERS = { 'content-type': 'application/json' }
 const packr = new Packr({ useRecords: false, moreTypes: false })
 const MESSAGE = 15
 const ACK = 1
@@ -28,12 +28,6 @@ interface Bare {
   scheduled: boolean
 }
 let connections = 0
-
-const created = (channel: string, name: unknown) =>
-  new Response(JSON.stringify({ channel, messageId: 'bare:0', serials: [String(name)] }), {
-    status: 201,
-    headers: JSON_HEADERS,
-  })
 
 type Req = Request & { params: { channel: string } }
 const json = async (req: Req) => created(req.params.channel, ((await req.json()) as { name?: string }).name)

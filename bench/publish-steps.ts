@@ -26,6 +26,7 @@ import { parseFlags } from './lib/args'
 import { inProcessNode, removeNodeDirs } from './lib/in-process-node'
 import { BENCH_KEY } from './lib/targets'
 import { runWrk } from './lib/wrk'
+import { created } from './lib/bare-answer'
 import { publishHandler, publishRoute, PUBLISH_ROUTE } from '../src/api/channels/publish-endpoint'
 import { CorsPolicy } from '../src/api/http/cors'
 import { queryOfUrl } from '../src/api/http/query'
@@ -39,14 +40,6 @@ const STAGES = ['text', 'read', 'body', 'prepare', 'publish', 'gateway'] as cons
 const { config, node } = await inProcessNode(resolve(import.meta.dir, '..'), false)
 const core = node.core
 const channelOf = pathParam(PUBLISH_ROUTE, 'channel')
-const JSON_HEADERS = { 'content-type': 'application/json' }
-/** The bare route's answer (baseline-server.ts). */
-const created = (channel: string, serial: unknown) =>
-  new Response(JSON.stringify({ channel, messageId: 'bare:0', serials: [String(serial)] }), {
-    status: 201,
-    headers: JSON_HEADERS,
-  })
-
 /** The route of stage `level` (an index of STAGES below `gateway`). */
 const stage =
   (level: number) =>

@@ -31,9 +31,9 @@ const pending = (d: Deadline) => Bun.peek.status(d.source) === 'pending'
 
 function sweep() {
   const now = performance.now()
-  const made = fresh
+  const since = fresh
   fresh = []
-  for (const d of made) if (pending(d)) waiting.push(d)
+  for (const d of since) if (pending(d)) waiting.push(d)
   let kept = 0
   for (const d of waiting) {
     if (!pending(d)) continue

@@ -12,19 +12,20 @@ class RequestCredentials implements Credentials {
 
   constructor(
     private readonly request: Request,
-    private readonly headers: Headers,
     query: Record<string, string | undefined>,
   ) {
-    this.authorization = headers.get('authorization')
+    const h = request.headers
+    this.authorization = h.get('authorization')
     this.key = query.key
     this.accessToken = query.accessToken ?? query.access_token
-    this.clientIdHeader = headers.get('x-ably-clientid')
+    this.clientIdHeader = h.get('x-ably-clientid')
   }
 
   secure(): boolean {
-    return this.request.url.startsWith('https:') || this.headers.get('x-forwarded-proto') === 'https'
+    const r = this.request
+    return r.url.startsWith('https:') || r.headers.get('x-forwarded-proto') === 'https'
   }
 }
 
 export const credentialsOf = (request: Request, query: Record<string, string | undefined>): Credentials =>
-  new RequestCredentials(request, request.headers, query)
+  new RequestCredentials(request, query)

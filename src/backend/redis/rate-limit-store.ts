@@ -5,6 +5,7 @@ import type { RedisKeys } from './keys'
 import { ScriptRunner } from './script-runner'
 import type { Waiting } from './publish-batcher'
 import { chargeArgs, TAKE_TOKENS_SCRIPT } from './lua/rate-limit'
+import { capture, made } from '../../lib/capture'
 
 /** At most this many charges in one script call. */
 const MAX_CHARGES = 256
@@ -40,15 +41,18 @@ export class RedisRateLimitStore implements RateLimitStore {
 
   take(c: Charge): Promise<ChargeResult> {
     const key = this.keys.bucket(c.key)
-    return new Promise((resolve, reject) => {
-      let b = this.buckets.get(key)
-      if (!b) this.buckets.set(key, (b = { waiting: [], busy: false }))
-      b.waiting.push({ p: c, at: performance.now(), resolve, reject })
-      if (b.busy) return
+    // its resolving functions kept in its queue entry, with no closure per charge (lib/capture.ts)
+    const promise = new Promise<ChargeResult>(capture)
+    const { resolve, reject } = made
+    let b = this.buckets.get(key)
+    if (!b) this.buckets.set(key, (b = { waiting: [], busy: false }))
+    b.waiting.push({ p: c, at: performance.now(), resolve, reject })
+    if (!b.busy) {
       b.busy = true
       // after the current turn's synchronous charges (they go together)
       queueMicrotask(() => this.send(key, b))
-    })
+    }
+    return promise
   }
 
   private send(key: string, b: Bucket): void {
