@@ -1,12 +1,14 @@
 import { helpText, parseArgs, USAGE } from './cli'
 import { loadConfig, type Config } from './config'
+import { allocatorRestartEnv } from './config/allocator'
 import { createLogger, flushLogs } from './lib/logger'
-import { createNode } from './node'
-import { sandbox } from './sandbox'
-import { supervise, supervisorGone } from './supervisor'
 import { VERSION } from './version'
 
-/** Composition root: command line -> config -> node (backend, core, app) -> listen -> bootstrap. */
+/**
+ * Composition root: command line -> config -> node (backend, core, app) -> listen -> bootstrap.
+ * The node's modules are loaded only once the process keeps running: a start that must begin
+ * again for the allocator's settings (restartForAllocator) does so before it loads them.
+ */
 async function main(): Promise<number | undefined> {
   const parsed = parseArgs(process.argv.slice(2))
   if ('error' in parsed) {
@@ -22,12 +24,17 @@ async function main(): Promise<number | undefined> {
       return 0
     case 'healthcheck':
       return (await healthy(loadConfig())) ? 0 : 1
-    case 'sandbox':
+    case 'sandbox': {
+      restartForAllocator()
+      const { sandbox } = await import('./sandbox')
       await sandbox(parsed.sandbox)
       return undefined
+    }
   }
 
   const config = loadConfig()
+  restartForAllocator()
+  const [{ createNode }, { supervise, supervisorGone }] = await Promise.all([import('./node'), import('./supervisor')])
   // WORKERS above 1: this process supervises that many workers (each one runs the lines below)
   if (config.workers > 1 && !config.workerId) return supervise(config)
   const orphaned = config.workerId ? supervisorGone() : undefined
@@ -91,6 +98,30 @@ async function main(): Promise<number | undefined> {
   // a worker whose supervisor was killed (no SIGTERM passed on) stops too: no orphan keeps the port
   void orphaned?.then(() => stop('supervisor gone'))
   return undefined
+}
+
+/**
+ * Begins this program again in this process (execve: the same process id and open files) when
+ * its allocator does not yet keep freed memory as MEMORY_PURGE_DELAY_MS says (it reads that only
+ * as a process starts): the executable, Bun's own flags, the script and the arguments, or a
+ * compiled gateway's executable and the arguments. Returns when nothing is to be done, or when
+ * that fails (said on stderr): the process then runs on with the allocator's defaults.
+ */
+function restartForAllocator(): void {
+  const env = allocatorRestartEnv()
+  if (!env) return
+  const compiled = process.argv[1]?.startsWith('/$bunfs/')
+  const args = compiled
+    ? [process.execPath, ...process.argv.slice(2)]
+    : [process.execPath, ...process.execArgv, ...process.argv.slice(1)]
+  try {
+    if (!process.execve) throw new Error('this runtime has no process.execve')
+    process.execve(process.execPath, args, env)
+  } catch (e) {
+    process.stderr.write(
+      `gateway: cannot start again with the allocator's settings (MEMORY_PURGE_DELAY_MS): ${e instanceof Error ? e.message : String(e)}; running with its defaults\n`,
+    )
+  }
 }
 
 /** `gateway healthcheck`: GET /health of the node this environment configures (self-signed TLS accepted). */

@@ -320,7 +320,7 @@ async function barePairRun(o: RunOptions, v: 'realtime' | 'bare', round: number,
  * Realtime: the sequence publisher over realtime connections, `pipeline` lanes (one publish in
  * flight each) per connection, as fast as acknowledged or `paced` messages/s in all.
  */
-async function realtimeRun(
+export async function realtimeRun(
   o: RunOptions,
   t: Target & { key: string },
   name: string,

@@ -129,6 +129,12 @@ describe('compiled binary', () => {
           .filter((l) => l.includes('node_modules')),
       ).toEqual([])
 
+    // begun again with the allocator's purge delay, as the binary alone (no `/$bunfs/` script argument)
+    if (existsSync(maps)) {
+      expect(readFileSync(`/proc/${node.pid}/environ`, 'latin1').split('\0')).toContain('MIMALLOC_PURGE_DELAY=-1')
+      expect(readFileSync(`/proc/${node.pid}/cmdline`, 'latin1').split('\0').filter(Boolean)).toEqual([BINARY])
+    }
+
     // `docker stop`: SIGTERM with a subscriber still connected; a clean exit within a few seconds
     const open = await openSse(`${node.url}/sse?v=1.2&channels=ship&key=${encodeURIComponent(ROOT_KEY)}`)
     expect(open.status).toBe(200)

@@ -1,6 +1,6 @@
 import { afterAll, describe, expect, test } from 'bun:test'
 import { spawn } from 'node:child_process'
-import { existsSync, mkdtempSync, readdirSync, rmSync } from 'node:fs'
+import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { SETTINGS } from '../../src/config'
@@ -83,6 +83,28 @@ describe('command line (source)', () => {
       taken.stop(true)
     }
   })
+
+  test.skipIf(process.platform !== 'linux')(
+    "a start begins again in the same process with the allocator's purge delay, keeping Bun's flags and the arguments",
+    async () => {
+      const environ = (pid: number) => readFileSync(`/proc/${pid}/environ`, 'latin1').split('\0')
+      const cmdline = (pid: number) => readFileSync(`/proc/${pid}/cmdline`, 'latin1').split('\0').filter(Boolean)
+      for (const [env, want] of [
+        [{}, '-1'],
+        [{ MEMORY_PURGE_DELAY_MS: '50' }, '50'],
+      ] as const) {
+        // started as `bun --smol src/main.ts`: the process it was started as serves (its pid answers)
+        const node = await GatewayNode.start(env, { cmd: [process.execPath, '--smol', MAIN] })
+        try {
+          expect((await fetch(`${node.url}/health`)).status).toBe(200)
+          expect(environ(node.pid!)).toContain(`MIMALLOC_PURGE_DELAY=${want}`)
+          expect(cmdline(node.pid!)).toEqual([process.execPath, '--smol', MAIN])
+        } finally {
+          await node.stop()
+        }
+      }
+    },
+  )
 
   test('healthcheck exits 0 against a running node and 1 when nothing answers', async () => {
     const node = await GatewayNode.start({})
