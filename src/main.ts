@@ -101,15 +101,30 @@ async function main(): Promise<number | undefined> {
 }
 
 /**
+ * Bun's flags under which a process is not begun again: its CPU profiler samples the main thread
+ * with a signal, which can reach the new program before that has a handler for it (it then dies
+ * of SIGPWR: 2 starts in 15 here), and a profile or an inspector session would be cut anyway.
+ */
+const NOT_BEGUN_AGAIN = /^--(cpu-prof|heap-prof|inspect)/
+
+/**
  * Begins this program again in this process (execve: the same process id and open files) when
  * its allocator does not yet keep freed memory as MEMORY_PURGE_DELAY_MS says (it reads that only
  * as a process starts): the executable, Bun's own flags, the script and the arguments, or a
  * compiled gateway's executable and the arguments. Returns when nothing is to be done, or when
- * that fails (said on stderr): the process then runs on with the allocator's defaults.
+ * that is not done or fails (said on stderr): the process then runs on with the allocator's
+ * defaults.
  */
 function restartForAllocator(): void {
   const env = allocatorRestartEnv()
   if (!env) return
+  const flag = process.execArgv.find((a) => NOT_BEGUN_AGAIN.test(a))
+  if (flag) {
+    process.stderr.write(
+      `gateway: not begun again for the allocator's settings under ${flag} (set MIMALLOC_PURGE_DELAY to MEMORY_PURGE_DELAY_MS's value in the environment to have them)\n`,
+    )
+    return
+  }
   const compiled = process.argv[1]?.startsWith('/$bunfs/')
   const args = compiled
     ? [process.execPath, ...process.argv.slice(2)]

@@ -2,9 +2,10 @@
  * Servers under test, each started as a tracked child process on a free port and stopped by
  * `stop()` (and by the cleanup hooks of processes.ts if the run dies first).
  */
-import { mkdtempSync, rmSync } from 'node:fs'
+import { existsSync, mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join, resolve } from 'node:path'
+import { allocatorRestartEnv } from '../../src/config/allocator'
 import { BUN, freePort, onExit, spawnTracked, stopProcess, waitForOk } from './processes'
 
 export interface Target {
@@ -74,17 +75,25 @@ export async function startGateway(o: GatewayOptions): Promise<Target & { key: s
   const profile = o.cpuProfile
     ? ['--cpu-prof', '--cpu-prof-md', `--cpu-prof-dir=${o.logDir}`, `--cpu-prof-name=${name}`]
     : []
+  const env: Record<string, string> = {
+    PORT: String(port),
+    HOST: '127.0.0.1',
+    DATA_DIR: dataDir,
+    BOOTSTRAP_KEY: BENCH_KEY,
+    LOG_LEVEL: 'warn',
+    REDIS_URL: '',
+    RATE_LIMITS: 'off',
+    ...o.env,
+  }
+  // a profiled gateway is not begun again for its allocator's settings (src/main.ts): given them
+  // here, where its checkout sets them at all
+  const allocator =
+    o.cpuProfile && existsSync(join(GATEWAY_ROOT, 'src/config/allocator.ts'))
+      ? allocatorRestartEnv({ ...process.env, ...env })
+      : undefined
+  if (allocator?.MIMALLOC_PURGE_DELAY) env.MIMALLOC_PURGE_DELAY = allocator.MIMALLOC_PURGE_DELAY
   const proc = spawnTracked([BUN, ...profile, join(GATEWAY_ROOT, 'src/main.ts')], {
-    env: {
-      PORT: String(port),
-      HOST: '127.0.0.1',
-      DATA_DIR: dataDir,
-      BOOTSTRAP_KEY: BENCH_KEY,
-      LOG_LEVEL: 'warn',
-      REDIS_URL: '',
-      RATE_LIMITS: 'off',
-      ...o.env,
-    },
+    env,
     stdout: join(o.logDir, `${name}.log`),
     stderr: join(o.logDir, `${name}.err.log`),
     fdLimit: o.fdLimit,

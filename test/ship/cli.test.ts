@@ -106,6 +106,24 @@ describe('command line (source)', () => {
     },
   )
 
+  test.skipIf(process.platform !== 'linux')(
+    'a start under the CPU profiler is not begun again (its sampling signal could reach the new program first), and says so',
+    async () => {
+      const profiles = tempDir()
+      const node = await GatewayNode.start(
+        {},
+        { cmd: [process.execPath, '--cpu-prof', `--cpu-prof-dir=${profiles}`, MAIN] },
+      )
+      try {
+        expect((await fetch(`${node.url}/health`)).status).toBe(200)
+        expect(readFileSync(`/proc/${node.pid}/environ`, 'latin1')).not.toContain('MIMALLOC_PURGE_DELAY=')
+        expect(node.log).toContain("not begun again for the allocator's settings under --cpu-prof")
+      } finally {
+        await node.stop()
+      }
+    },
+  )
+
   test('healthcheck exits 0 against a running node and 1 when nothing answers', async () => {
     const node = await GatewayNode.start({})
     try {
