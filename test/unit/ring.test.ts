@@ -209,6 +209,75 @@ describe('Ring storage', () => {
     expect(resized).toBeGreaterThan(4)
   })
 
+  test('entries are written around the buffer once: none moves while the ring keeps its size', () => {
+    const r = new Ring(200, '0')
+    const inside = r as unknown as { bytes: Uint8Array; off: Uint32Array; head: number; ms: Float64Array }
+    const m = (i: number) => ({
+      id: `m${i}`,
+      serial: formatSerial(1 + i, 0),
+      timestamp: 1 + i,
+      data: 'x'.repeat(100 + (i % 50)),
+    })
+    for (let i = 0; i < 1000; i++) r.push(m(i)) // grown to its size
+    const buffer = inside.bytes
+    // where each held entry lies, by id: unchanged while it stays, for thousands of pushes that wrap
+    const where = new Map<string, number>()
+    let wrapped = 0
+    for (let i = 1000; i < 6000; i++) {
+      const before = inside.off[(inside.head + r.size - 1) % inside.ms.length]!
+      r.push(m(i))
+      const newest = inside.off[(inside.head + r.size - 1) % inside.ms.length]!
+      if (newest < before) wrapped++
+      where.set(`m${i}`, newest)
+      if (i % 37 === 0)
+        for (let k = 0; k < r.size; k++) {
+          const at = where.get(r.at(k).id)
+          if (at !== undefined) expect(inside.off[(inside.head + k) % inside.ms.length]).toBe(at)
+        }
+    }
+    expect(inside.bytes).toBe(buffer)
+    expect(wrapped).toBeGreaterThan(10)
+    expect(r.after('0').map((e) => e.id)).toEqual(Array.from({ length: 200 }, (_, k) => `m${5800 + k}`))
+  })
+
+  test('random sizes, a window, expiry and shedding: every entry reads back in order and byteSize is the bytes held', () => {
+    const r = new CoreRing({ minCount: 8, windowMs: 30, maxBytes: 200_000 }, '0', ringCodec)
+    const scratch = Buffer.alloc(200_000)
+    const encoded = (e: Message) => {
+      ringCodec.maxSize(e)
+      return ringCodec.write(e, scratch, 0)
+    }
+    let kept: Message[] = []
+    let seed = 11
+    const rand = () => (seed = (seed * 1103515245 + 12345) % 2 ** 31) / 2 ** 31
+    for (let i = 0; i < 8000; i++) {
+      const t = 1000 + Math.floor(i / 5)
+      const size = rand() < 0.02 ? 30_000 : Math.floor(rand() * 400)
+      const e: Message = { id: `r${i}`, serial: formatSerial(t, i), timestamp: t, data: 'y'.repeat(size) }
+      r.push(e)
+      kept.push(e)
+      // the policy: beyond 8 entries, those within 30 ms of the newest; never over 200,000 bytes
+      while (kept.length > 1) {
+        const bytes = kept.reduce((n, k) => n + encoded(k), 0)
+        if (!((kept.length > 8 && kept[0]!.timestamp <= t - 30) || bytes > 200_000)) break
+        kept.shift()
+      }
+      if (i % 500 === 250) {
+        r.expire(t - 10)
+        kept = kept.filter((k) => k.timestamp >= t - 10)
+      }
+      if (i % 700 === 350) {
+        r.shed()
+        kept = kept.slice(-8)
+      }
+      if (i % 13 === 0) {
+        expect(r.after('0').map((k) => k.id)).toEqual(kept.map((k) => k.id))
+        expect(r.byteSize).toBe(kept.reduce((n, k) => n + encoded(k), 0))
+      }
+    }
+    expect(r.after('0')).toEqual(kept)
+  })
+
   test('binary data read from the ring stays intact after the ring moves on', () => {
     const r = new Ring(2, '0')
     r.push({ id: 'a', serial: formatSerial(1, 0), timestamp: 1, data: new Uint8Array([1, 2, 3]) })

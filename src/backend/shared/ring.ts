@@ -5,7 +5,7 @@ import { formatSerial } from '../../core/model/serial'
 export interface RingCodec {
   /** At most how many bytes `write` needs for `m`; called right before it. */
   maxSize(m: Message): number
-  /** Writes the body of `m` at `offset` of `target` (maxSize(m) bytes are free there); returns the offset after it. */
+  /** Writes the body of `m` at `offset` of `target` (maxSize(m) bytes are free there), at least one byte; returns the offset after it. */
   write(m: Message, target: Buffer, offset: number): number
   /** The message of `bytes`, sharing no memory with them (the ring reuses its buffer). */
   decode(bytes: Uint8Array, serial: string, timestamp: number): Message
@@ -51,9 +51,17 @@ export class Ring {
   private len: Uint32Array
   /** Entry kind per slot (KIND_CODES; 0 a message), so history skips other kinds without decoding. */
   private kind: Uint8Array
+  /**
+   * The encoded entries, written around the buffer as a circle: each entry in one piece, after
+   * the newest one, or from the buffer's start when the end has no room for it (the bytes before
+   * the oldest entry are free), so a byte is written once and moved only when the buffer is
+   * replaced (see `place`).
+   */
   private bytes: Buffer = EMPTY
-  /** Where the next encoding goes; live bytes are [off of the oldest, end). */
+  /** Where the newest entry ends. */
   private end = 0
+  /** Bytes of the entries held (gaps at the buffer's end left by a wrap are not counted). */
+  private live = 0
   private head = 0
   private count = 0
   private floorText: string
@@ -104,7 +112,7 @@ export class Ring {
 
   /** Bytes of the encoded messages held. */
   get byteSize() {
-    return this.count ? this.end - this.off[this.head]! : 0
+    return this.live
   }
 
   /**
@@ -113,8 +121,7 @@ export class Ring {
    */
   push(m: Message, ms?: number, seq?: number): void {
     if (this.count === this.ms.length) this.resize(this.count * 2)
-    const size = this.codec.maxSize(m)
-    if (this.end + size > this.bytes.length) this.compact(size)
+    const at = this.place(this.codec.maxSize(m))
     const slot = this.slot(this.count)
     if (ms === undefined || seq === undefined) {
       const dash = m.serial.indexOf('-')
@@ -124,11 +131,12 @@ export class Ring {
     this.ms[slot] = ms
     this.seq[slot] = seq
     this.ts[slot] = m.timestamp
-    const written = this.codec.write(m, this.bytes, this.end)
-    this.off[slot] = this.end
-    this.len[slot] = written - this.end
+    const written = this.codec.write(m, this.bytes, at)
+    this.off[slot] = at
+    this.len[slot] = written - at
     this.kind[slot] = m.kind ? KIND_CODES[m.kind]! : 0
     this.end = written
+    this.live += written - at
     this.count++
     this.trim(m.timestamp)
   }
@@ -206,6 +214,7 @@ export class Ring {
     if (this.count === 0) {
       // an idle channel holds no large buffers
       this.end = 0
+      this.live = 0
       if (this.bytes.length > MIN_BYTES) this.bytes = EMPTY
       if (this.ms.length > MIN_SLOTS) this.resize(MIN_SLOTS)
     } else if (this.ms.length > MIN_SLOTS && this.count * 4 < this.ms.length) {
@@ -254,6 +263,7 @@ export class Ring {
   private dropOldest() {
     this.floorMs = this.ms[this.head]!
     this.floorSeq = this.seq[this.head]!
+    this.live -= this.len[this.head]!
     this.head = (this.head + 1) % this.ms.length
     this.count--
   }
@@ -277,21 +287,46 @@ export class Ring {
   }
 
   /**
-   * Moves the live bytes to the start of a buffer with room for `extra` more: the same one while
-   * that leaves a third of it free, else one twice the size needed (so a byte is moved about
-   * twice on average, not on every push); a buffer over four times the size needed is given back.
+   * Where `size` free bytes in one piece start: after the newest entry, else from the buffer's
+   * start when the entries do not wrap yet and the bytes before the oldest one are enough, else
+   * at the end of the entries moved, oldest first, into a buffer of twice what they and `size`
+   * need (so a byte is moved about once on average, and only while the ring grows). A buffer over
+   * four times that need is replaced too: a burst that has passed gives its memory back.
    */
-  private compact(extra: number) {
-    const from = this.count ? this.off[this.head]! : this.end
-    const live = this.end - from
-    const needed = live + extra
-    let target = this.bytes
-    if (target.length < needed * 1.5 || target.length > Math.max(MIN_BYTES, needed * 4))
-      target = Buffer.allocUnsafeSlow(Math.max(MIN_BYTES, needed * 2)) // every byte read is written first
-    if (target === this.bytes) target.copyWithin(0, from, this.end)
-    else target.set(this.bytes.subarray(from, this.end))
+  private place(size: number): number {
+    const length = this.bytes.length
+    if (length > Math.max(MIN_BYTES, (this.live + size) * 4)) return this.relocate(size)
+    if (this.count === 0) return size <= length ? 0 : this.relocate(size)
+    const oldest = this.off[this.head]!
+    // the entries wrap when the newest lies before the oldest
+    if (this.off[this.slot(this.count - 1)]! >= oldest) {
+      if (this.end + size <= length) return this.end
+      if (size <= oldest) return 0
+    } else if (this.end + size <= oldest) return this.end
+    return this.relocate(size)
+  }
+
+  /** Moves the entries, oldest first, to the start of a new buffer with room for `extra` more; returns where that room starts. */
+  private relocate(extra: number): number {
+    const target = Buffer.allocUnsafeSlow(Math.max(MIN_BYTES, (this.live + extra) * 2)) // every byte read is written first
+    // the entries lie in at most two runs (before and after a wrap), each copied natively
+    let at = 0
+    let runStart = 0
+    let runEnd = 0
+    for (let i = 0; i < this.count; i++) {
+      const s = this.slot(i)
+      const o = this.off[s]!
+      if (o !== runEnd) {
+        if (runEnd > runStart) target.set(this.bytes.subarray(runStart, runEnd), at - (runEnd - runStart))
+        runStart = runEnd = o
+      }
+      runEnd += this.len[s]!
+      this.off[s] = at
+      at += this.len[s]!
+    }
+    if (runEnd > runStart) target.set(this.bytes.subarray(runStart, runEnd), at - (runEnd - runStart))
     this.bytes = target
-    for (let i = 0; i < this.count; i++) this.off[this.slot(i)]! -= from
-    this.end = live
+    this.end = at
+    return at
   }
 }

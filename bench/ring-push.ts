@@ -1,0 +1,60 @@
+/**
+ * The channel ring's pushes in a loop, this checkout's ring against another one's in the same
+ * process (`BENCH_GATEWAY_DIR=<checkout before> bun bench/ring-push.ts [--pushes 3000000]
+ * [--rounds 3]`; without BENCH_GATEWAY_DIR both sides are this checkout): 100 rings with the
+ * embedded broker's default retention (RING_SIZE 2,000, RESUME_WINDOW_MS 15,000, RING_MAX_BYTES
+ * 16 MiB), a REST-sized message (a 100-byte JSON text) pushed to each in turn, 38 messages a
+ * millisecond (3,800/s per ring), so most pushes happen with the rings at their steady size.
+ * Sides alternated round by round; reports ms per run and ns per push.
+ */
+import { join } from 'node:path'
+import { parseFlags } from './lib/args'
+import { benchSides } from './lib/in-process-node'
+
+const f = parseFlags(process.argv.slice(2), { pushes: 'number', rounds: 'number' })
+const pushes = f.pushes ?? 3_000_000
+const sides = benchSides()
+const policy = { minCount: 2000, windowMs: 15_000, maxBytes: 16 * 1024 * 1024 }
+const data = JSON.stringify({ v: 'x'.repeat(80) })
+
+type RingClass = new (
+  retention: typeof policy,
+  floor: string,
+  codec: unknown,
+) => {
+  push(m: object, ms?: number, seq?: number): void
+}
+const loaded: Record<string, { Ring: RingClass; codec: unknown; formatSerial: (ms: number, seq: number) => string }> =
+  {}
+for (const [name, root] of Object.entries(sides)) {
+  const { Ring } = await import(join(root, 'src/backend/shared/ring.ts'))
+  const { ringCodec } = await import(join(root, 'src/backend/shared/ring-codec.ts'))
+  const { formatSerial } = await import(join(root, 'src/core/model/serial.ts'))
+  loaded[name] = { Ring, codec: ringCodec, formatSerial }
+}
+
+function run(side: string): number {
+  const { Ring, codec, formatSerial } = loaded[side]!
+  const rings = Array.from({ length: 100 }, () => new Ring(policy, '0', codec))
+  Bun.gc(true)
+  const t0 = performance.now()
+  for (let i = 0; i < pushes; i++) {
+    const ts = 1_000_000 + Math.floor(i / 38)
+    const m = { id: `abcdefghijklmnop:${i}:0`, name: 'bench', data, serial: formatSerial(ts, i), timestamp: ts }
+    rings[i % 100]!.push(m, ts, i)
+  }
+  return performance.now() - t0
+}
+
+const results: Record<string, number[]> = { before: [], after: [] }
+for (let r = 0; r < (f.rounds ?? 3); r++)
+  for (const side of r % 2 ? ['after', 'before'] : ['before', 'after']) {
+    const ms = run(side)
+    results[side]!.push(ms)
+    console.log(`round ${r + 1} ${side}: ${ms.toFixed(0)} ms, ${((ms * 1e6) / pushes).toFixed(0)} ns per push`)
+  }
+const med = (a: number[]) => a.slice().sort((x, y) => x - y)[a.length >> 1]!
+console.log(
+  `median: before ${med(results.before!).toFixed(0)} ms, after ${med(results.after!).toFixed(0)} ms (after ÷ before ${(med(results.after!) / med(results.before!)).toFixed(3)})`,
+)
+process.exit(0)
