@@ -14,8 +14,9 @@ import { mkdtempSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { parseFlags } from './lib/args'
+import { minorFaults, secondsByThreadName } from './lib/cpu'
 import { startDeployment } from './lib/deployment'
-import { minorFaults, rssMiB, ticksByThreadName } from './lib/proc-threads'
+import { rssBytes } from './lib/memory'
 import type { RunOptions } from './lib/scenario'
 import { BENCH_KEY, startBaseline, type Target } from './lib/targets'
 import { realtimeRun } from './scenarios/realtime-publish'
@@ -44,10 +45,10 @@ const THREADS = ['mi-scavenger', 'JSCWarmUp', 'HeapHelper', 'JITWorker']
 /** Faults and named threads over 5 s of the measured window (which starts after the warm-up). */
 async function threadWindow(pid: number) {
   await Bun.sleep((o.warmup + 1) * 1000)
-  const [t0, f0] = [ticksByThreadName(pid), minorFaults(pid)]
+  const [t0, f0] = [secondsByThreadName(pid), minorFaults(pid)]
   await Bun.sleep(5000)
-  const [t1, f1] = [ticksByThreadName(pid), minorFaults(pid)]
-  const threads = THREADS.map((n) => `${n} ${(((t1.get(n) ?? 0) - (t0.get(n) ?? 0)) / 100 / 5).toFixed(2)}`).join(', ')
+  const [t1, f1] = [secondsByThreadName(pid), minorFaults(pid)]
+  const threads = THREADS.map((n) => `${n} ${(((t1.get(n) ?? 0) - (t0.get(n) ?? 0)) / 5).toFixed(2)}`).join(', ')
   return { faultsPerSec: (f1 - f0) / 5, threads }
 }
 
@@ -57,10 +58,7 @@ for (let round = 1; round <= (f.rounds ?? 2); round++)
     let target: Target & { key: string }
     let stop: () => Promise<void>
     if (v.bare) {
-      const saved = { ...process.env }
-      Object.assign(process.env, v.env) // the bare server takes this process's environment
-      const b = await startBaseline(outDir)
-      for (const k of Object.keys(process.env)) if (!(k in saved)) delete process.env[k]
+      const b = await startBaseline(outDir, v.env)
       target = { ...b, key: BENCH_KEY }
       stop = () => b.stop()
     } else {
@@ -76,7 +74,7 @@ for (let round = 1; round <= (f.rounds ?? 2); round++)
       const line =
         `round ${round}  ${v.name.padEnd(32)} ${run.nodeUsPerMessage.toFixed(1)} us/msg ` +
         `(main ${run.mainUsPerMessage?.toFixed(1)}, other threads ${run.otherThreadsUsPerMessage?.toFixed(1)}), ` +
-        `${w.faultsPerSec.toFixed(0)} faults/s, RSS ${rssMiB(target.pid).toFixed(0)} MiB; cores: ${w.threads}` +
+        `${w.faultsPerSec.toFixed(0)} faults/s, RSS ${((rssBytes(target.pid) ?? NaN) / 2 ** 20).toFixed(0)} MiB; cores: ${w.threads}` +
         (r.checks.every((c) => c.ok) ? '' : '  (NOT every message acknowledged)')
       console.log(line)
       rows.push(line)

@@ -20,11 +20,11 @@ const ROOT = resolve(import.meta.dir, '../..')
 /** The checkout whose gateway runs: this one, or BENCH_GATEWAY_DIR (another checkout, e.g. the code before a change). */
 const GATEWAY_ROOT = resolve(process.env.BENCH_GATEWAY_DIR || ROOT)
 
-/** The bare Bun.serve hello world (bench/baseline-server.ts). */
-export async function startBaseline(logDir: string): Promise<Target> {
+/** The bare Bun.serve hello world (bench/baseline-server.ts), with `env` over the bench's environment. */
+export async function startBaseline(logDir: string, env: Record<string, string> = {}): Promise<Target> {
   const port = freePort()
   const proc = spawnTracked([BUN, join(ROOT, 'bench/baseline-server.ts')], {
-    env: { PORT: String(port), HOST: '127.0.0.1' },
+    env: { PORT: String(port), HOST: '127.0.0.1', ...env },
     stdout: join(logDir, 'baseline.log'),
     stderr: join(logDir, 'baseline.err.log'),
   })
