@@ -1,3 +1,4 @@
+import { definedVariables } from '.'
 import { SETTINGS } from './schema'
 
 /** The variable Bun's allocator (mimalloc) reads its purge delay from, once, as the process starts. */
@@ -19,8 +20,5 @@ export function allocatorRestartEnv(
     return undefined
   }
   if (env[PURGE_DELAY] === String(ms)) return undefined
-  const out: Record<string, string> = {}
-  for (const [k, v] of Object.entries(env)) if (v !== undefined) out[k] = v
-  out[PURGE_DELAY] = String(ms)
-  return out
+  return { ...definedVariables(env), [PURGE_DELAY]: String(ms) }
 }

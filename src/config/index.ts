@@ -102,10 +102,16 @@ export function workerEnvironment(
   env: Record<string, string | undefined> = process.env,
   siblingSocketDir?: string,
 ): Record<string, string> {
-  const out: Record<string, string> = {}
-  for (const [name, value] of Object.entries(env)) if (value !== undefined) out[name] = value
+  const out = definedVariables(env)
   out[SETTINGS.reusePort.env] = 'true'
   out[SETTINGS.workerId.env] = String(id)
   if (siblingSocketDir) out[SETTINGS.siblingSocketDir.env] = siblingSocketDir
+  return out
+}
+
+/** The variables of `env` that are set, as a process started with them takes them. */
+export function definedVariables(env: Record<string, string | undefined>): Record<string, string> {
+  const out: Record<string, string> = {}
+  for (const [name, value] of Object.entries(env)) if (value !== undefined) out[name] = value
   return out
 }
