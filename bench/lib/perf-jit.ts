@@ -1,0 +1,136 @@
+/**
+ * Where a Bun process's CPU goes, native and kernel time included, by the JavaScript that asked
+ * for it: Linux `perf` samples with call chains, their JIT frames named from JavaScriptCore's
+ * JITDump (`BUN_JSC_useJITDump=1`). Bun's own profiler (`--cpu-prof`) sees JavaScript only: a
+ * system call, a native Response or a socket write shows there as one `[native]` line, or not at
+ * all when no JavaScript is on the stack (the HTTP server's parsing, the event loop). Used by
+ * bench/perf-jit.ts.
+ */
+
+/** A JIT code load of a JITDump file: where it lies and its name (`JSC-FTL: publish#Ds4Tgf`). */
+export interface CodeLoad {
+  start: bigint
+  size: bigint
+  name: string
+}
+
+const JIT_CODE_LOAD = 0
+/** Record header (id, total size, timestamp), then a code load's pid, tid, vma, code address, size, index. */
+const LOAD_NAME_AT = 16 + 40
+
+/**
+ * The code loads of a JITDump file (the jitdump format of Linux perf: a header whose third word
+ * is its size, then records whose second word is theirs), the latest winning where ranges
+ * overlap: JavaScriptCore reuses the memory of code it threw away, and perf takes the first
+ * match of an address.
+ */
+export function codeLoads(dump: Uint8Array): CodeLoad[] {
+  const view = new DataView(dump.buffer, dump.byteOffset, dump.byteLength)
+  const loads: CodeLoad[] = []
+  let at = view.getUint32(8, true)
+  while (at + 16 <= dump.byteLength) {
+    const id = view.getUint32(at, true)
+    const size = view.getUint32(at + 4, true)
+    if (size === 0) break
+    if (id === JIT_CODE_LOAD && at + LOAD_NAME_AT <= dump.byteLength) {
+      let end = at + LOAD_NAME_AT
+      while (end < dump.byteLength && dump[end] !== 0) end++
+      loads.push({
+        start: view.getBigUint64(at + 32, true),
+        size: view.getBigUint64(at + 40, true),
+        name: new TextDecoder().decode(dump.subarray(at + LOAD_NAME_AT, end)),
+      })
+    }
+    at += size
+  }
+  const kept: CodeLoad[] = []
+  for (let i = loads.length - 1; i >= 0; i--) {
+    const l = loads[i]!
+    if (!kept.some((k) => l.start < k.start + k.size && k.start < l.start + l.size)) kept.push(l)
+  }
+  return kept.reverse()
+}
+
+/** The loads as a perf map (`/tmp/perf-<pid>.map`: hex start, hex size, name per line). */
+export const perfMap = (loads: CodeLoad[]): string =>
+  loads.map((l) => `${l.start.toString(16)} ${l.size.toString(16)} ${l.name}\n`).join('')
+
+/** One sample of `perf script -F comm,tid,ip,sym,dso`: its thread's name and id, and its frames, leaf first. */
+export interface Sample {
+  comm: string
+  tid: number
+  frames: string[]
+}
+
+export function parseSamples(text: string): Sample[] {
+  const samples: Sample[] = []
+  for (const block of text.split(/\n\s*\n/)) {
+    const lines = block.split('\n').filter((l) => l.trim())
+    if (!lines.length) continue
+    const head = lines[0]!.trim()
+    const space = head.lastIndexOf(' ')
+    samples.push({
+      comm: head.slice(0, space),
+      tid: Number(head.slice(space + 1)),
+      frames: lines.slice(1).map((l) => l.trim().replace(/^[0-9a-f]+ /, '')),
+    })
+  }
+  return samples
+}
+
+const isJs = (frame: string) => frame.includes('JSC-') && !frame.includes('Thunk')
+/** `JSC-FTL: publish#Ds4Tgf (/tmp/perf-1.map)` -> `publish#Ds4Tgf` */
+const jsName = (frame: string) => frame.replace(/\s*\([^)]*\)$/, '').replace(/^JSC-\w+: /, '')
+
+/** What a sample's leaf is: the kernel (by system call where the chain shows it), libc, JIT code, or Bun's own native code. */
+function leafKind(s: Sample): string {
+  const leaf = s.frames[0] ?? ''
+  if (leaf.includes('[kernel')) {
+    const call = s.frames.find((f) => f.includes('__x64_sys_'))
+    return `kernel ${call ? call.replace(/^__x64_sys_/, '').replace(/\s.*$/, '') : '(other)'}`
+  }
+  if (leaf.includes('JSC-')) return 'JIT code'
+  if (leaf.includes('libc')) return 'libc'
+  return 'native'
+}
+
+export interface Breakdown {
+  /** Samples of the thread asked for. */
+  samples: number
+  /** Share by the leaf's kind, split by whether any JavaScript frame is on the stack. */
+  byKind: Array<[string, number]>
+  /** Share by the nearest JavaScript frame (`(no JavaScript)` when none), all leaf kinds together. */
+  byNearestJs: Array<[string, number]>
+  /** Share of samples with each JavaScript function anywhere on the stack. */
+  inclusive: Array<[string, number]>
+}
+
+const shares = (m: Map<string, number>, total: number): Array<[string, number]> =>
+  [...m].sort((a, b) => b[1] - a[1]).map(([k, n]) => [k, n / total])
+
+const count = (m: Map<string, number>, k: string) => m.set(k, (m.get(k) ?? 0) + 1)
+
+/**
+ * The samples of thread `tid` (a process's main thread has the process's id), attributed. A frame walk stops at code built without frame pointers (libc's `send`), so a
+ * system call made by JavaScript through libc shows with no JavaScript above it.
+ */
+export function breakdown(samples: Sample[], tid: number): Breakdown {
+  const byKind = new Map<string, number>()
+  const byNearest = new Map<string, number>()
+  const inclusive = new Map<string, number>()
+  let total = 0
+  for (const s of samples) {
+    if (s.tid !== tid) continue
+    total++
+    const nearest = s.frames.find(isJs)
+    count(byKind, `${nearest ? 'under JavaScript' : 'no JavaScript'}: ${leafKind(s)}`)
+    count(byNearest, nearest ? jsName(nearest) : '(no JavaScript)')
+    for (const name of new Set(s.frames.filter(isJs).map(jsName))) count(inclusive, name)
+  }
+  return {
+    samples: total,
+    byKind: shares(byKind, total),
+    byNearestJs: shares(byNearest, total),
+    inclusive: shares(inclusive, total),
+  }
+}
