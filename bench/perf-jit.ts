@@ -15,11 +15,11 @@
  * CPU and the recording more (a paced realtime run measured while recorded: 22.9 against 17.7 us
  * per message, 2026-11-30): read the shares, not the rates of such a run. `--top N` rows per table (default 30).
  */
-import { readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs'
+import { readdirSync, readFileSync, statSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { parseFlags } from './lib/args'
-import { breakdown, codeLoads, parseSamples, perfMap } from './lib/perf-jit'
+import { breakdown, codeLoads, JitNames, parseSamples } from './lib/perf-jit'
 
 const f = parseFlags(process.argv.slice(2), {
   pid: 'number',
@@ -60,8 +60,9 @@ while (pid === undefined) {
 }
 await Bun.sleep((f.delay ?? 0) * 1000)
 const data = join(tmpdir(), `perf-jit-${pid}.data`)
+// CLOCK_MONOTONIC, the JITDump's clock: each sample is named by the code loaded before it
 const record = Bun.spawnSync(
-  ['perf', 'record', '-g', '-p', String(pid), '-o', data, '--', 'sleep', String(f.seconds ?? 8)],
+  ['perf', 'record', '-k', 'mono', '-g', '-p', String(pid), '-o', data, '--', 'sleep', String(f.seconds ?? 8)],
   {
     stdout: 'ignore',
     stderr: 'pipe',
@@ -82,12 +83,12 @@ if (!dumps.length) {
   )
   process.exit(1)
 }
-writeFileSync(`/tmp/perf-${pid}.map`, perfMap(codeLoads(readFileSync(dumps[0]!))))
-const script = Bun.spawnSync(['perf', 'script', '-i', data, '-F', 'comm,tid,ip,sym,dso'], {
+const names = new JitNames(codeLoads(readFileSync(dumps[0]!)))
+const script = Bun.spawnSync(['perf', 'script', '-i', data, '-F', 'comm,tid,time,ip,sym,dso'], {
   stdout: 'pipe',
   stderr: 'ignore',
 })
-const b = breakdown(parseSamples(script.stdout.toString()), pid)
+const b = breakdown(parseSamples(script.stdout.toString(), names), pid)
 const top = f.top ?? 30
 const table = (title: string, rows: Array<[string, number]>) => {
   console.log(`\n${title}`)

@@ -7,10 +7,12 @@
  * bench/perf-jit.ts.
  */
 
-/** A JIT code load of a JITDump file: where it lies and its name (`JSC-FTL: publish#Ds4Tgf`). */
+/** A JIT code load of a JITDump file: where it lies, when it was made, and its name (`JSC-FTL: publish#Ds4Tgf`). */
 export interface CodeLoad {
-  start: bigint
-  size: bigint
+  start: number
+  size: number
+  /** When it was loaded: seconds of CLOCK_MONOTONIC, the clock of `perf record -k mono`. */
+  at: number
   name: string
 }
 
@@ -20,9 +22,7 @@ const LOAD_NAME_AT = 16 + 40
 
 /**
  * The code loads of a JITDump file (the jitdump format of Linux perf: a header whose third word
- * is its size, then records whose second word is theirs), the latest winning where ranges
- * overlap: JavaScriptCore reuses the memory of code it threw away, and perf takes the first
- * match of an address.
+ * is its size, then records whose second word is theirs), in the order they were written.
  */
 export function codeLoads(dump: Uint8Array): CodeLoad[] {
   const view = new DataView(dump.buffer, dump.byteOffset, dump.byteLength)
@@ -36,50 +36,82 @@ export function codeLoads(dump: Uint8Array): CodeLoad[] {
       let end = at + LOAD_NAME_AT
       while (end < dump.byteLength && dump[end] !== 0) end++
       loads.push({
-        start: view.getBigUint64(at + 32, true),
-        size: view.getBigUint64(at + 40, true),
+        start: Number(view.getBigUint64(at + 32, true)),
+        size: Number(view.getBigUint64(at + 40, true)),
+        at: Number(view.getBigUint64(at + 8, true)) / 1e9,
         name: new TextDecoder().decode(dump.subarray(at + LOAD_NAME_AT, end)),
       })
     }
     at += size
   }
-  const kept: CodeLoad[] = []
-  for (let i = loads.length - 1; i >= 0; i--) {
-    const l = loads[i]!
-    if (!kept.some((k) => l.start < k.start + k.size && k.start < l.start + l.size)) kept.push(l)
-  }
-  return kept.reverse()
+  return loads
 }
 
-/** The loads as a perf map (`/tmp/perf-<pid>.map`: hex start, hex size, name per line). */
-export const perfMap = (loads: CodeLoad[]): string =>
-  loads.map((l) => `${l.start.toString(16)} ${l.size.toString(16)} ${l.name}\n`).join('')
+const PAGE = 4096
 
-/** One sample of `perf script -F comm,tid,ip,sym,dso`: its thread's name and id, and its frames, leaf first. */
+/**
+ * The name of the JIT code at an address at a moment: the latest load covering it made before
+ * then. JavaScriptCore puts new code in the memory of code it threw away, so an address names
+ * several functions over a run, and a load made after a sample (or after the recording) must not
+ * name it.
+ */
+export class JitNames {
+  private readonly pages = new Map<number, CodeLoad[]>()
+
+  constructor(loads: CodeLoad[]) {
+    for (const l of loads)
+      for (let p = Math.floor(l.start / PAGE); p <= Math.floor((l.start + l.size - 1) / PAGE); p++) {
+        const list = this.pages.get(p)
+        if (list) list.push(l)
+        else this.pages.set(p, [l])
+      }
+  }
+
+  nameAt(address: number, at: number): string | undefined {
+    let found: CodeLoad | undefined
+    for (const l of this.pages.get(Math.floor(address / PAGE)) ?? [])
+      if (address >= l.start && address < l.start + l.size && l.at <= at && (!found || l.at > found.at)) found = l
+    return found?.name
+  }
+}
+
+/**
+ * One sample of `perf script -F comm,tid,time,ip,sym,dso`: its thread's name and id, its time
+ * (seconds), and its frames, leaf first (`sym (dso)`; JIT code as `JSC-<tier>: <name> (jit)`).
+ */
 export interface Sample {
   comm: string
   tid: number
+  at: number
   frames: string[]
 }
 
-export function parseSamples(text: string): Sample[] {
+/** The samples of a perf script, their JIT frames named by `names` where it knows the address then. */
+export function parseSamples(text: string, names?: JitNames): Sample[] {
   const samples: Sample[] = []
   for (const block of text.split(/\n\s*\n/)) {
     const lines = block.split('\n').filter((l) => l.trim())
     if (!lines.length) continue
-    const head = lines[0]!.trim()
-    const space = head.lastIndexOf(' ')
+    const head = /^(.*\S)\s+(\d+)\s+(\d+\.\d+):\s*$/.exec(lines[0]!.trim())
+    if (!head) continue
+    const at = Number(head[3])
     samples.push({
-      comm: head.slice(0, space),
-      tid: Number(head.slice(space + 1)),
-      frames: lines.slice(1).map((l) => l.trim().replace(/^[0-9a-f]+ /, '')),
+      comm: head[1]!,
+      tid: Number(head[2]),
+      at,
+      frames: lines.slice(1).map((l) => {
+        const frame = /^([0-9a-f]+)\s+(.*)$/.exec(l.trim())
+        if (!frame) return l.trim()
+        const jit = names?.nameAt(parseInt(frame[1]!, 16), at)
+        return jit ? `${jit} (jit)` : frame[2]!
+      }),
     })
   }
   return samples
 }
 
 const isJs = (frame: string) => frame.includes('JSC-') && !frame.includes('Thunk')
-/** `JSC-FTL: publish#Ds4Tgf (/tmp/perf-1.map)` -> `publish#Ds4Tgf` */
+/** `JSC-FTL: publish#Ds4Tgf (jit)` -> `publish#Ds4Tgf` */
 const jsName = (frame: string) => frame.replace(/\s*\([^)]*\)$/, '').replace(/^JSC-\w+: /, '')
 
 /** What a sample's leaf is: the kernel (by system call where the chain shows it), libc, JIT code, or Bun's own native code. */
