@@ -7,7 +7,7 @@
  * bench/perf-jit.ts.
  */
 
-/** A JIT code load of a JITDump file: where it lies, when it was made, and its name (`JSC-FTL: publish#Ds4Tgf`). */
+/** A JIT code load of a JITDump file: where it lies, when it was made, its name (`JSC-FTL: publish#Ds4Tgf`). */
 export interface CodeLoad {
   start: number
   size: number
@@ -114,7 +114,7 @@ const isJs = (frame: string) => frame.includes('JSC-') && !frame.includes('Thunk
 /** `JSC-FTL: publish#Ds4Tgf (jit)` -> `publish#Ds4Tgf` */
 const jsName = (frame: string) => frame.replace(/\s*\([^)]*\)$/, '').replace(/^JSC-\w+: /, '')
 
-/** What a sample's leaf is: the kernel (by system call where the chain shows it), libc, JIT code, or Bun's own native code. */
+/** A sample's leaf: the kernel (by system call where the chain shows it), libc, JIT code or Bun's native code. */
 function leafKind(s: Sample): string {
   const leaf = s.frames[0] ?? ''
   if (leaf.includes('[kernel')) {
@@ -143,8 +143,9 @@ const shares = (m: Map<string, number>, total: number): Array<[string, number]> 
 const count = (m: Map<string, number>, k: string) => m.set(k, (m.get(k) ?? 0) + 1)
 
 /**
- * The samples of thread `tid` (a process's main thread has the process's id), attributed. A frame walk stops at code built without frame pointers (libc's `send`), so a
- * system call made by JavaScript through libc shows with no JavaScript above it.
+ * The samples of thread `tid` (a process's main thread has the process's id), attributed. A
+ * frame walk stops at code built without frame pointers (libc's `send`), so a system call made by
+ * JavaScript through libc shows with no JavaScript above it.
  */
 export function breakdown(samples: Sample[], tid: number): Breakdown {
   const byKind = new Map<string, number>()
