@@ -17,6 +17,7 @@ export interface CodeLoad {
 }
 
 const JIT_CODE_LOAD = 0
+const utf8 = new TextDecoder()
 /** Record header (id, total size, timestamp), then a code load's pid, tid, vma, code address, size, index. */
 const LOAD_NAME_AT = 16 + 40
 
@@ -39,7 +40,7 @@ export function codeLoads(dump: Uint8Array): CodeLoad[] {
         start: Number(view.getBigUint64(at + 32, true)),
         size: Number(view.getBigUint64(at + 40, true)),
         at: Number(view.getBigUint64(at + 8, true)) / 1e9,
-        name: new TextDecoder().decode(dump.subarray(at + LOAD_NAME_AT, end)),
+        name: utf8.decode(dump.subarray(at + LOAD_NAME_AT, end)),
       })
     }
     at += size
@@ -76,11 +77,10 @@ export class JitNames {
 }
 
 /**
- * One sample of `perf script -F comm,tid,time,ip,sym,dso`: its thread's name and id, its time
- * (seconds), and its frames, leaf first (`sym (dso)`; JIT code as `JSC-<tier>: <name> (jit)`).
+ * One sample of `perf script -F comm,tid,time,ip,sym,dso`: its thread's id, its time (seconds),
+ * and its frames, leaf first (`sym (dso)`; JIT code as `JSC-<tier>: <name> (jit)`).
  */
 export interface Sample {
-  comm: string
   tid: number
   at: number
   frames: string[]
@@ -92,12 +92,12 @@ export function parseSamples(text: string, names?: JitNames): Sample[] {
   for (const block of text.split(/\n\s*\n/)) {
     const lines = block.split('\n').filter((l) => l.trim())
     if (!lines.length) continue
-    const head = /^(.*\S)\s+(\d+)\s+(\d+\.\d+):\s*$/.exec(lines[0]!.trim())
+    // the thread's name (which may hold spaces), its id, the time
+    const head = /^.*\S\s+(\d+)\s+(\d+\.\d+):\s*$/.exec(lines[0]!.trim())
     if (!head) continue
-    const at = Number(head[3])
+    const at = Number(head[2])
     samples.push({
-      comm: head[1]!,
-      tid: Number(head[2]),
+      tid: Number(head[1]),
       at,
       frames: lines.slice(1).map((l) => {
         const frame = /^([0-9a-f]+)\s+(.*)$/.exec(l.trim())
