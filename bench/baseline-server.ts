@@ -8,6 +8,11 @@
  *   POST /bare/text/:channel    `JSON.parse(await req.text())`
  *   POST /bare/bytes/:channel   `await req.arrayBuffer()` (not decoded)
  *   POST /channels/:channel/messages   the same as /bare/json (older bench runs)
+ *   GET /bare/sub/:channel      an event stream of the channel's publishes below (held open)
+ *   POST /bare/deliver/:channel `JSON.parse(await req.text())`, then the body as one event
+ *                               (`id:` and `data:` lines, one write and flush) to each event
+ *                               stream of the channel: the I/O of a publish delivered to its
+ *                               subscribers (one read, the answer and one write per stream)
  *   GET / with `Upgrade: websocket`   the realtime protocol's publishing, bare: CONNECTED, then
  *                                     each msgpack frame decoded (msgpackr) and the MESSAGEs of a
  *                                     connection answered by one ACK per event-loop turn
@@ -32,6 +37,51 @@ let connections = 0
 type Req = Request & { params: { channel: string } }
 const json = async (req: Req) => created(req.params.channel, ((await req.json()) as { name?: string }).name)
 
+/** The event streams open, by channel. */
+const streams = new Map<string, Set<ReadableStreamDirectController>>()
+let events = 0
+
+/** An event stream of `channel` (a direct stream: each write goes to the socket, as the gateway's do). */
+function subscribe(channel: string): Response {
+  let held: ReadableStreamDirectController | undefined
+  const drop = () => {
+    if (held) streams.get(channel)?.delete(held)
+  }
+  const body = new ReadableStream({
+    type: 'direct',
+    pull(c: ReadableStreamDirectController) {
+      held = c
+      let set = streams.get(channel)
+      if (!set) streams.set(channel, (set = new Set()))
+      set.add(c)
+      c.write(':\n\n')
+      c.flush()
+      return new Promise<void>(() => {})
+    },
+    cancel: drop,
+  } as unknown as UnderlyingDefaultSource<Uint8Array>)
+  return new Response(body, { headers: { 'content-type': 'text/event-stream', 'cache-control': 'no-cache' } })
+}
+
+async function deliver(req: Req): Promise<Response> {
+  const channel = req.params.channel
+  const text = await req.text()
+  const name = (JSON.parse(text) as { name?: string }).name
+  const set = streams.get(channel)
+  if (set) {
+    const event = `id: ${++events}\ndata: ${text}\n\n`
+    for (const c of set) {
+      try {
+        c.write(event)
+        c.flush()
+      } catch {
+        set.delete(c) // its client is gone
+      }
+    }
+  }
+  return created(channel, name)
+}
+
 const server = Bun.serve<Bare>({
   hostname: process.env.HOST ?? '127.0.0.1',
   port: Number(process.env.PORT ?? 0),
@@ -45,6 +95,8 @@ const server = Bun.serve<Bare>({
       POST: async (req: Req) => created(req.params.channel, (await req.arrayBuffer()).byteLength),
     },
     '/channels/:channel/messages': { POST: json },
+    '/bare/sub/:channel': { GET: (req: Req) => subscribe(req.params.channel) },
+    '/bare/deliver/:channel': { POST: deliver },
   },
   fetch: (req, srv) => {
     if (

@@ -2,15 +2,19 @@
  * Scale-out (issue 27): publishes/s of K gateway processes sharing one port (REUSE_PORT) on an
  * M-master Redis Cluster started by the bench (lib/redis-cluster-server.ts), for every K of
  * `--processes` (default 1,2) and every M of `--shards` (default 1,2), beside a bare Bun route
- * that reads the body (bench/baseline-server.ts, `bare text()`) and nchan with K workers (when
+ * that reads the body (bench/baseline-server.ts, `bare text()`), the same route writing each body
+ * to the channel's event streams too (`bare text() + delivery`: the I/O of a delivered publish,
+ * nothing stored or checked) and nchan with K workers (when
  * nginx with the nchan module is installed; otherwise the run says so and skips it), all with
  * the same load generator (wrk, or the Bun generator), the same JSON publish to 100 channels,
  * each channel with `--subscribers` ÷ 100 event streams held meanwhile (default one, on the
  * gateway's `/sse` or nchan's `/sub`; with K processes they land on any of them, so deliveries
  * cross nodes through the cluster). Reports per run: publishes/s, deliveries/s, CPU µs per
  * publish of the gateway processes (their deliveries included) and of the redis-servers, and
- * checks that every acknowledged publish reached every stream of its channel; ratios: each (K, M) against the bare route and against nchan with K workers,
- * and each M against M = the smallest one (scaling per added shard). On a machine with fewer
+ * checks that every acknowledged publish reached every stream of its channel; ratios: each (K, M)
+ * against the bare route and against nchan with K workers (publishes/s), each K = 1 against
+ * both bare routes (CPU per publish), and each M against M = the smallest one (scaling per added
+ * shard). On a machine with fewer
  * cores than K + M + the generator the figures show the cost per publish, not the scaling.
  */
 import { cpuSeconds } from '../lib/cpu'
@@ -24,6 +28,9 @@ import { RATE_LIMITS_UNREFUSED, startBaseline, startGateway, type Target } from 
 import { readyOnEveryProcess } from '../lib/cluster'
 import { clientHeaders, drive, driverOf, type LoadShape } from './publish-compare'
 import { publishChannel } from '../lib/publish-checks'
+
+/** The bare route whose publishes are written to event streams too (bench/baseline-server.ts). */
+const BARE_DELIVER = 'bare text() + delivery'
 
 interface Run {
   target: string
@@ -137,8 +144,10 @@ export async function scaleScenario(o: RunOptions): Promise<ScenarioResult> {
     return counter
   }
 
-  // the bare Bun route, and nchan with K workers, for each K
+  // the bare Bun routes (the body read; the body read and written to the channel's event
+  // streams), and nchan with K workers, for each K
   const bare = await startBaseline(o.outDir)
+  let bareStreams: DeliveryCounter | undefined
   try {
     const r = await measure(
       'bare text()',
@@ -148,7 +157,19 @@ export async function scaleScenario(o: RunOptions): Promise<ScenarioResult> {
       () => [bare.pid],
     )
     runs.push({ target: 'bare text()', ...r })
+    bareStreams = await subscribe('bare', (c) => `${bare.base}/bare/sub/${c}`)
+    const d = await measure(
+      BARE_DELIVER,
+      `${bare.base}/bare/deliver/${publishChannel('{n}')}`,
+      clientHeaders('Basic x', 'json'),
+      201,
+      () => [bare.pid],
+      [],
+      bareStreams,
+    )
+    runs.push({ target: BARE_DELIVER, ...d })
   } finally {
+    await bareStreams?.stop()
     await bare.stop()
   }
   const missing = nchanMissing()
@@ -225,11 +246,18 @@ export async function scaleScenario(o: RunOptions): Promise<ScenarioResult> {
     }
 
   const rpsOf = (t: string) => runs.find((r) => r.target === t)?.rps
+  const cpuOf = (t: string) => runs.find((r) => r.target === t)?.serverUs
   const ratios: Record<string, number> = {}
   const headlines: Headline[] = []
   const bareRps = rpsOf('bare text()')
   for (const r of runs.filter((x) => x.shards !== undefined)) {
     if (bareRps) ratios[`${r.target} ÷ bare text()`] = r.rps / bareRps
+    // CPU per publish of one process against the bare routes' (the issue 44 measure: ≤ 2× bare text())
+    if (r.processes === 1)
+      for (const b of ['bare text()', BARE_DELIVER]) {
+        const us = cpuOf(b)
+        if (us) ratios[`${r.target}: server CPU per publish ÷ ${b}'s`] = r.serverUs / us
+      }
     const nchan = rpsOf(`nchan ×${r.processes}`)
     if (nchan) {
       ratios[`${r.target} ÷ nchan ×${r.processes}`] = r.rps / nchan
