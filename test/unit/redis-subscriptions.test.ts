@@ -7,7 +7,7 @@
 import { expect, test } from 'bun:test'
 import { pack, parseNotification, serialFromId } from '../../src/backend/redis/codec'
 import { RedisKeys } from '../../src/backend/redis/keys'
-import { ChannelSubscriptions, type StreamReads } from '../../src/backend/redis/subscriptions'
+import { ChannelSubscriptions, endsWithId, type StreamReads } from '../../src/backend/redis/subscriptions'
 import type { RedisSubscriber } from '../../src/backend/redis/clients'
 import { formatSerial } from '../../src/core/model/serial'
 import type { Message, MessageDraft } from '../../src/core/types'
@@ -88,7 +88,7 @@ test('a serial made from a stream id is formatSerial of its numbers', () => {
 test('what a node published is delivered from its drafts when it follows the last delivered, and its notification decodes nothing', async () => {
   const { subs, got, notify, errors, s } = await setup([stored('a', '10-0')])
   const drafts = [draft('b'), draft('c')]
-  subs.published(s, serialFromId('10-0'), drafts, [serialFromId('11-0'), serialFromId('11-1')])
+  subs.published(s, serialFromId('10-0'), drafts, [serialFromId('11-0'), serialFromId('11-1')], ['11-0', '11-1'])
   // delivered at once, the drafts themselves with their serials and timestamps
   expect(got.map((m) => [m.id, m.serial, m.timestamp])).toEqual([
     ['b', serialFromId('11-0'), 11],
@@ -112,7 +112,7 @@ test('what a node published is delivered from its drafts when it follows the las
 test("a publish whose previous entry is not the last delivered (another node's came between) waits for the notifications, in order", async () => {
   const { subs, got, notify, errors, s } = await setup([stored('a', '10-0')])
   // this node's publish came after another node's entry 11-0, whose notification has not arrived
-  subs.published(s, serialFromId('11-0'), [draft('mine')], [serialFromId('12-0')])
+  subs.published(s, serialFromId('11-0'), [draft('mine')], [serialFromId('12-0')], ['12-0'])
   expect(got).toEqual([])
   notify(notification('10-0', [['11-0', body(draft('other'))]]))
   notify(notification('11-0', [['12-0', body(draft('mine'))]]))
@@ -122,7 +122,13 @@ test("a publish whose previous entry is not the last delivered (another node's c
 
 test('a duplicate (its serial an older entry) is not delivered again; only what the publish appended is', async () => {
   const { subs, got, s } = await setup([stored('a', '10-0')])
-  subs.published(s, serialFromId('10-0'), [draft('a'), draft('b')], [serialFromId('10-0'), serialFromId('11-0')])
+  subs.published(
+    s,
+    serialFromId('10-0'),
+    [draft('a'), draft('b')],
+    [serialFromId('10-0'), serialFromId('11-0')],
+    ['10-0', '11-0'],
+  )
   expect(got.map((m) => [m.id, m.serial])).toEqual([['b', serialFromId('11-0')]])
 })
 
@@ -133,10 +139,49 @@ test('a notification after a gap waits for the gap read from the stream; what co
   stream.push(stored('missed', '11-0'))
   notify(notification('11-0', [['12-0', body(draft('b'))]]))
   // a publish of this node answered while the gap is read: left to its notification
-  subs.published(s, serialFromId('12-0'), [draft('c')], [serialFromId('13-0')])
+  subs.published(s, serialFromId('12-0'), [draft('c')], [serialFromId('13-0')], ['13-0'])
   notify(notification('12-0', [['13-0', body(draft('c'))]]))
   expect(got).toEqual([])
   await Bun.sleep(10)
   expect(got.map((m) => m.id)).toEqual(['missed', 'b', 'c'])
   expect(reads.at(-1)).toEqual(['XRANGE', '(10-0', '(12-0'])
+})
+
+test('a notification is told to end with an id by reading it in place, bodies skipped by their length', () => {
+  // bodies with spaces and digits in them, as msgpack bodies may have
+  const spaced = Buffer.from(' 12 34-5 ')
+  const one = notification('10-0', [['11-0', spaced]])
+  const two = notification('10-0', [
+    ['11-0', spaced],
+    ['11-17', body(draft('b'))],
+  ])
+  expect(endsWithId(one, '11-0')).toBe(true)
+  expect(endsWithId(two, '11-17')).toBe(true)
+  expect(endsWithId(two, '11-0')).toBe(false)
+  expect(endsWithId(two, '11-1')).toBe(false)
+  expect(endsWithId(two, '11-170')).toBe(false)
+  // not well formed: a body shorter or longer than its length, a length that is no number, no entry
+  expect(endsWithId(Buffer.concat([one, Buffer.from('x')]), '11-0')).toBe(false)
+  expect(endsWithId(one.subarray(0, one.length - 1), '11-0')).toBe(false)
+  expect(endsWithId(Buffer.from('10-0 11-0 x9 abcdefghi'), '11-0')).toBe(false)
+  expect(endsWithId(Buffer.from('10-0 '), '10-0')).toBe(false)
+  expect(endsWithId(Buffer.from('10-0'), '10-0')).toBe(false)
+})
+
+test("the notification of a node's own publish is passed over; after another delivery, a notification is read again", async () => {
+  const { subs, got, notify, errors, s } = await setup([stored('a', '10-0')])
+  subs.published(s, serialFromId('10-0'), [draft('b')], [serialFromId('11-0')], ['11-0'])
+  expect(s.lastId).toBe('11-0')
+  // its notification: nothing in it is new, passed over (its body would not decode)
+  notify(Buffer.concat([Buffer.from('99-9 11-0 3 '), Buffer.from(UNDECODABLE)]))
+  expect(got.map((m) => m.id)).toEqual(['b'])
+  expect(errors).toEqual([])
+  // another node's entry: delivered from its notification, and the id forgotten
+  notify(notification('11-0', [['12-0', body(draft('c'))]]))
+  expect(s.lastId).toBeUndefined()
+  expect(got.map((m) => m.id)).toEqual(['b', 'c'])
+  // a notification ending with an entry delivered is still read (and finds nothing new)
+  notify(notification('11-0', [['12-0', UNDECODABLE]]))
+  expect(got.map((m) => m.id)).toEqual(['b', 'c'])
+  expect(errors).toEqual([])
 })

@@ -22,6 +22,11 @@ export interface Subscription {
   subscribed: Promise<void>
   /** Serial of the last message handed to listeners (gap detection). */
   last?: string
+  /**
+   * Its stream id as Redis wrote it, when this node delivered it from a publish's answer
+   * (`published`); else undefined. A notification that ends with it holds nothing new.
+   */
+  lastId?: string
   /** Serializes the notifications handled by reads (a gap fill must finish before the next batch). */
   queue: Promise<void>
   /** Works in `queue` not finished: while any is, every notification waits its turn there. */
@@ -144,9 +149,15 @@ export class ChannelSubscriptions {
       })
   }
 
-  /** A notification: handled now when nothing is queued and it follows what was delivered, else queued. */
+  /**
+   * A notification: handled now when nothing is queued and it follows what was delivered, else
+   * queued. One that ends with the message this node last delivered from its own publish's answer
+   * (the usual notification of a node's own publish) holds nothing new: it is passed over
+   * unparsed (its messages' ids increase, so all of them were delivered).
+   */
   private onMessage(s: Subscription, buf: Buffer) {
     if (s.busy > 0) return this.enqueue(s, () => this.onNotification(s, buf))
+    if (s.lastId !== undefined && endsWithId(buf, s.lastId)) return
     try {
       const last = s.last
       const { prev, messages } = parseNotification(buf, last)
@@ -189,19 +200,22 @@ export class ChannelSubscriptions {
    * queued (as messages, their serials and timestamps set, as the embedded broker does); else
    * left to their notification.
    */
-  published(s: Subscription, prev: string, drafts: MessageDraft[], serials: string[]) {
+  published(s: Subscription, prev: string, drafts: MessageDraft[], serials: string[], ids: string[]) {
     if (s.busy > 0 || s.last === undefined || s.last !== prev || s.listeners.size === 0) return
     const out: Message[] = []
     let last = prev
+    let lastId: string | undefined
     for (let i = 0; i < drafts.length; i++) {
       const serial = serials[i]
       if (serial === undefined || serial <= last) continue
       const m = drafts[i] as Message
       m.serial = last = serial
       m.timestamp = Number(serial.slice(0, serial.indexOf('-')))
+      lastId = ids[i]
       out.push(m)
     }
     this.emit(s, out)
+    if (out.length && s.last === last) s.lastId = lastId
   }
 
   private async catchUp(s: Subscription) {
@@ -217,6 +231,7 @@ export class ChannelSubscriptions {
     const fresh = last === undefined ? messages : messages.filter((m) => m.serial > last)
     if (!fresh.length) return
     s.last = fresh[fresh.length - 1]!.serial
+    s.lastId = undefined
     // an ephemeral message is delivered, never kept: no resume from memory replays it
     if (s.ring) for (const m of fresh) if (!isEphemeral(m)) s.ring.push(m)
     for (const l of s.listeners) l(s.app, s.channel, fresh)
@@ -276,6 +291,35 @@ export class ChannelSubscriptions {
       }
     this.subs.clear()
   }
+}
+
+/**
+ * Whether the notification `buf` (codec.ts `parseNotification`: `<prev id>`, then per message
+ * `<id> <length> <body>`, space-separated) is well formed and its last message's id is `id`.
+ * Read in place: no string, no Buffer made.
+ */
+export function endsWithId(buf: Uint8Array, id: string): boolean {
+  const n = buf.length
+  let pos = buf.indexOf(0x20) + 1
+  if (pos === 0) return false
+  let from = -1
+  let to = -1
+  while (pos < n) {
+    from = pos
+    while (pos < n && buf[pos] !== 0x20) pos++
+    to = pos++
+    let len = 0
+    let digits = 0
+    for (let c = buf[pos]; pos < n && c !== 0x20; c = buf[++pos]) {
+      if (c === undefined || c < 0x30 || c > 0x39 || ++digits > 10) return false
+      len = len * 10 + c - 0x30
+    }
+    if (digits === 0 || pos >= n) return false
+    pos += 1 + len
+  }
+  if (pos !== n || to - from !== id.length) return false
+  for (let i = 0; i < id.length; i++) if (buf[from + i] !== id.charCodeAt(i)) return false
+  return true
 }
 
 const isEphemeral = (m: Message): boolean => (m.extras as { ephemeral?: unknown } | undefined)?.ephemeral === true
