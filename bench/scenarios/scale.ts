@@ -256,7 +256,11 @@ export async function scaleScenario(o: RunOptions): Promise<ScenarioResult> {
     if (r.processes === 1)
       for (const b of ['bare text()', BARE_DELIVER]) {
         const us = cpuOf(b)
-        if (us) ratios[`${r.target}: server CPU per publish ÷ ${b}'s`] = r.serverUs / us
+        if (!us) continue
+        const name = `${r.target}: server CPU per publish ÷ ${b}'s`
+        ratios[name] = r.serverUs / us
+        if (b === 'bare text()')
+          headlines.push({ name, value: r.serverUs / us, unit: '', target: '≤ 2.0', met: r.serverUs / us <= 2 })
       }
     const nchan = rpsOf(`nchan ×${r.processes}`)
     if (nchan) {
