@@ -4,18 +4,17 @@
  * `--processes` (default 1,2) and every M of `--shards` (default 1,2), beside a bare Bun route
  * that reads the body (bench/baseline-server.ts, `bare text()`), the same route writing each body
  * to the channel's event streams too (`bare text() + delivery`: the I/O of a delivered publish,
- * nothing stored or checked) and nchan with K workers (when
- * nginx with the nchan module is installed; otherwise the run says so and skips it), all with
- * the same load generator (wrk, or the Bun generator), the same JSON publish to 100 channels,
- * each channel with `--subscribers` ÷ 100 event streams held meanwhile (default one, on the
- * gateway's `/sse` or nchan's `/sub`; with K processes they land on any of them, so deliveries
- * cross nodes through the cluster). Reports per run: publishes/s, deliveries/s, CPU µs per
- * publish of the gateway processes (their deliveries included) and of the redis-servers, and
- * checks that every acknowledged publish reached every stream of its channel; ratios: each (K, M)
- * against the bare route and against nchan with K workers (publishes/s), each K = 1 against
- * both bare routes (CPU per publish), and each M against M = the smallest one (scaling per added
- * shard). On a machine with fewer
- * cores than K + M + the generator the figures show the cost per publish, not the scaling.
+ * nothing stored or checked) and nchan with K workers (when nginx with the nchan module is
+ * installed; otherwise the run says so and skips it), all with the same load generator (wrk, or
+ * the Bun generator), the same JSON publish to 100 channels, each channel with `--subscribers` ÷
+ * 100 event streams held meanwhile (default one, on the gateway's `/sse` or nchan's `/sub`; with
+ * K processes they land on any of them, so deliveries cross nodes through the cluster). Reports
+ * per run: publishes/s, deliveries/s, CPU µs per publish of the gateway processes (their
+ * deliveries included) and of the redis-servers, and checks that every acknowledged publish
+ * reached every stream of its channel; ratios: each (K, M) against the bare route and against
+ * nchan with K workers (publishes/s), each K = 1 against both bare routes (CPU per publish), and
+ * each M against M = the smallest one (scaling per added shard). On a machine with fewer cores
+ * than K + M + the generator the figures show the cost per publish, not the scaling.
  */
 import { cpuSeconds } from '../lib/cpu'
 import { settledCount, startDeliveryCounter, type DeliveryCounter } from '../lib/delivery-count'

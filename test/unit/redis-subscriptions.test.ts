@@ -5,9 +5,9 @@
  * follows what was delivered is handled at once, one after a gap waits for the gap's read.
  */
 import { expect, test } from 'bun:test'
-import { pack, parseNotification, serialFromId } from '../../src/backend/redis/codec'
+import { endsWithId, pack, parseNotification, serialFromId } from '../../src/backend/redis/codec'
 import { RedisKeys } from '../../src/backend/redis/keys'
-import { ChannelSubscriptions, endsWithId, type StreamReads } from '../../src/backend/redis/subscriptions'
+import { ChannelSubscriptions, type StreamReads } from '../../src/backend/redis/subscriptions'
 import type { RedisSubscriber } from '../../src/backend/redis/clients'
 import { formatSerial } from '../../src/core/model/serial'
 import type { Message, MessageDraft } from '../../src/core/types'

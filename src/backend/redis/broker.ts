@@ -195,12 +195,11 @@ export class RedisBroker implements Broker {
     }
     if (chargeInStep) charged = { ok: true, remaining: Number(reply.pop()) / 1000, retryAfterMs: 0 }
     const fresh = Number(reply[0])
-    const ids: string[] = []
     const serials: string[] = []
-    for (let i = 1; i < reply.length; i++) serials.push(serialFromId((ids[i - 1] = String(reply[i]))))
+    for (let i = 1; i < reply.length; i++) serials.push(serialFromId(String(reply[i])))
     // this node subscribes to the channel: it holds what it appended, delivered without its notification's decoding
     const sub = fresh > 0 && answer.prev !== undefined ? this.subs.get(app, channel) : undefined
-    if (sub) this.subs.published(sub, serialFromId(answer.prev!), drafts, serials, ids)
+    if (sub) this.subs.published(sub, serialFromId(answer.prev!), drafts, serials, reply.slice(1))
     const failed = index && (await this.t(index))
     if (failed) throw commandFailed(failed)
     return { serials, appended: fresh, charged }

@@ -64,6 +64,35 @@ export function parseNotification(buf: Buffer, after?: string): { prev: string; 
   return { prev, messages }
 }
 
+/**
+ * Whether the notification `buf` (as `parseNotification` reads it) is well formed and its last
+ * message's stream id is `id`. Read in place: no string, no Buffer made (a node passes over the
+ * notification of what it already delivered with it).
+ */
+export function endsWithId(buf: Uint8Array, id: string): boolean {
+  const n = buf.length
+  let pos = buf.indexOf(0x20) + 1
+  if (pos === 0) return false
+  let from = -1
+  let to = -1
+  while (pos < n) {
+    from = pos
+    while (pos < n && buf[pos] !== 0x20) pos++
+    to = pos++
+    let len = 0
+    let digits = 0
+    for (let c = buf[pos]; pos < n && c !== 0x20; c = buf[++pos]) {
+      if (c === undefined || c < 0x30 || c > 0x39 || ++digits > 10) return false
+      len = len * 10 + c - 0x30
+    }
+    if (digits === 0 || pos >= n) return false
+    pos += 1 + len
+  }
+  if (pos !== n || to - from !== id.length) return false
+  for (let i = 0; i < id.length; i++) if (buf[from + i] !== id.charCodeAt(i)) return false
+  return true
+}
+
 /** A stored body as its message, given its serial and stream id. */
 function messageAt(serial: string, id: string, body: Uint8Array): Message {
   const m = packr.unpack(body) as Message

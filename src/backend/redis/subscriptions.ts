@@ -3,7 +3,7 @@ import type { Message, MessageDraft } from '../../core/types'
 import { Ring } from '../shared/ring'
 import { ringCodec } from '../shared/ring-codec'
 import type { RedisSubscriber } from './clients'
-import { idFromSerial, parseNotification } from './codec'
+import { endsWithId, idFromSerial, parseNotification } from './codec'
 import type { RedisKeys } from './keys'
 
 /** What the subscriptions read of a channel's stream (the broker's reads). */
@@ -196,11 +196,17 @@ export class ChannelSubscriptions {
   /**
    * A publish this node made to a channel it subscribes to: its drafts, their serials as the
    * script answered (a duplicate's is an older entry's), `prev` the serial of the entry before
-   * the first it appended. Delivered now when that is the last one delivered and nothing is
-   * queued (as messages, their serials and timestamps set, as the embedded broker does); else
-   * left to their notification.
+   * the first it appended, `ids` the stream ids those serials were made from. Delivered now when
+   * that is the last one delivered and nothing is queued (as messages, their serials and
+   * timestamps set, as the embedded broker does); else left to their notification.
    */
-  published(s: Subscription, prev: string, drafts: MessageDraft[], serials: string[], ids: string[]) {
+  published(
+    s: Subscription,
+    prev: string,
+    drafts: MessageDraft[],
+    serials: string[],
+    ids: ReadonlyArray<string | number>,
+  ) {
     if (s.busy > 0 || s.last === undefined || s.last !== prev || s.listeners.size === 0) return
     const out: Message[] = []
     let last = prev
@@ -211,7 +217,7 @@ export class ChannelSubscriptions {
       const m = drafts[i] as Message
       m.serial = last = serial
       m.timestamp = Number(serial.slice(0, serial.indexOf('-')))
-      lastId = ids[i]
+      lastId = String(ids[i])
       out.push(m)
     }
     this.emit(s, out)
@@ -291,35 +297,6 @@ export class ChannelSubscriptions {
       }
     this.subs.clear()
   }
-}
-
-/**
- * Whether the notification `buf` (codec.ts `parseNotification`: `<prev id>`, then per message
- * `<id> <length> <body>`, space-separated) is well formed and its last message's id is `id`.
- * Read in place: no string, no Buffer made.
- */
-export function endsWithId(buf: Uint8Array, id: string): boolean {
-  const n = buf.length
-  let pos = buf.indexOf(0x20) + 1
-  if (pos === 0) return false
-  let from = -1
-  let to = -1
-  while (pos < n) {
-    from = pos
-    while (pos < n && buf[pos] !== 0x20) pos++
-    to = pos++
-    let len = 0
-    let digits = 0
-    for (let c = buf[pos]; pos < n && c !== 0x20; c = buf[++pos]) {
-      if (c === undefined || c < 0x30 || c > 0x39 || ++digits > 10) return false
-      len = len * 10 + c - 0x30
-    }
-    if (digits === 0 || pos >= n) return false
-    pos += 1 + len
-  }
-  if (pos !== n || to - from !== id.length) return false
-  for (let i = 0; i < id.length; i++) if (buf[from + i] !== id.charCodeAt(i)) return false
-  return true
 }
 
 const isEphemeral = (m: Message): boolean => (m.extras as { ephemeral?: unknown } | undefined)?.ephemeral === true
