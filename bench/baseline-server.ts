@@ -7,6 +7,9 @@
  *   POST /bare/json/:channel    `await req.json()`
  *   POST /bare/text/:channel    `JSON.parse(await req.text())`
  *   POST /bare/bytes/:channel   `await req.arrayBuffer()` (not decoded)
+ *   POST /bare/head/:channel    the request's URL and the two headers a publish cannot do without
+ *                               (Authorization, Content-Type) read, then as /bare/text: what
+ *                               Bun charges any route that authenticates before it reads a body
  *   POST /channels/:channel/messages   the same as /bare/json (older bench runs)
  *   GET /bare/sub/:channel      an event stream of the channel's publishes below (held open)
  *   POST /bare/deliver/:channel `JSON.parse(await req.text())`, then the body as one event
@@ -36,6 +39,18 @@ let connections = 0
 
 type Req = Request & { params: { channel: string } }
 const json = async (req: Req) => created(req.params.channel, ((await req.json()) as { name?: string }).name)
+
+/**
+ * The request's head read as an authenticating route must (Bun makes the URL a string and copies
+ * every header into a Headers object on first read), then the body as /bare/text: the answer
+ * names what was read so that none of it can be optimised away.
+ */
+async function head(req: Req): Promise<Response> {
+  const headers = req.headers
+  const seen = req.url.length + (headers.get('authorization')?.length ?? 0) + (headers.get('content-type')?.length ?? 0)
+  const name = (JSON.parse(await req.text()) as { name?: string }).name
+  return created(req.params.channel, `${name}:${seen}`)
+}
 
 /** The event streams open, by channel. */
 const streams = new Map<string, Set<ReadableStreamDirectController>>()
@@ -94,6 +109,7 @@ const server = Bun.serve<Bare>({
     '/bare/bytes/:channel': {
       POST: async (req: Req) => created(req.params.channel, (await req.arrayBuffer()).byteLength),
     },
+    '/bare/head/:channel': { POST: head },
     '/channels/:channel/messages': { POST: json },
     '/bare/sub/:channel': { GET: (req: Req) => subscribe(req.params.channel) },
     '/bare/deliver/:channel': { POST: deliver },

@@ -9,6 +9,8 @@
  *   bare json()    `await req.json()`, answers 201
  *   bare text()    `JSON.parse(await req.text())`, answers 201
  *   bare bytes()   `await req.arrayBuffer()`, answers 201
+ *   bare text() + head   the URL, Authorization and Content-Type read, then as bare text(): the
+ *                  floor of a route that authenticates before it reads the body
  * Without wrk (or with --loadgen bun) the Bun generator drives the same runs, pipeline 1.
  */
 import { pack } from 'msgpackr'
@@ -94,7 +96,7 @@ export interface CompareTarget {
   expect: number
 }
 
-/** The four baselines on the bare server at `bare`, given the JSON publish's headers and body. */
+/** The five baselines on the bare server at `bare`, given the JSON publish's headers and body. */
 export function baselineTargets(bare: Target, headers: string[], body: string): CompareTarget[] {
   const bytes = Buffer.byteLength(body)
   const one = (name: string, path: string, request: string, expect: number): CompareTarget => ({
@@ -108,6 +110,7 @@ export function baselineTargets(bare: Target, headers: string[], body: string): 
     one('bare json()', '/bare/json', `await req.json(), 201`, 201),
     one('bare text()', '/bare/text', `JSON.parse(await req.text()), 201`, 201),
     one('bare bytes()', '/bare/bytes', `await req.arrayBuffer(), 201`, 201),
+    one('bare text() + head', '/bare/head', `req.url, 2 headers read, then as bare text()`, 201),
   ]
 }
 

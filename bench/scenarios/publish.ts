@@ -36,6 +36,8 @@ type Part = Pick<ScenarioResult, 'measurements' | 'checks' | 'ratios'> & {
 /** Targets of issue 21, in the wrk comparison. */
 const HELLO_TARGET = 0.65
 const MSGPACK_TARGET = 0.9
+/** Issue 44: the embedded JSON publish's server CPU per publish at most this many times the bare `text()` route's. */
+const CPU_TARGET = 1.5
 
 export async function publishScenario(o: RunOptions): Promise<ScenarioResult> {
   const parts: Part[] = [await comparison(o)]
@@ -150,6 +152,20 @@ async function comparison(o: RunOptions) {
         `${t.name}: ${v.map((x) => Math.round(x).toLocaleString('en-US')).join(' / ')} req/s; ` +
           `server CPU per request ${us.map((x) => x.toFixed(1)).join(' / ')} µs (median ${median(us).toFixed(1)})`,
       )
+    }
+    // CPU per publish against the bare routes', within each round (issue 44's measure): against
+    // bare text() with its target, and against the route that also reads the request's head
+    for (const base of ['bare text()', 'bare text() + head']) {
+      const r = ratioOf(c.cpuUs, 'gateway JSON', base)
+      const name = `gateway JSON: server CPU per publish ÷ ${base}'s`
+      ratios[`${name} (median of ${rounds})`] = r.median
+      notes.push(`${name}: ${formatSpread(r)}`)
+      headlines.push({
+        name,
+        value: r.median,
+        unit: `(range ${r.min.toFixed(2)}-${r.max.toFixed(2)})`,
+        ...(base === 'bare text()' ? { target: `≤ ${CPU_TARGET}`, met: r.median <= CPU_TARGET } : {}),
+      })
     }
     // what the gateway adds to reading the body: its own share of a publish
     const own = median(c.cpuUs['gateway JSON']!) - median(c.cpuUs['bare text()']!)
