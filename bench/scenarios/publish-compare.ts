@@ -2,9 +2,10 @@
  * The publish comparison of issue 21: the gateway's JSON and msgpack publishes against same-run
  * baselines on the same machine, with wrk (one thread, one core) as the load generator, in
  * interleaved rounds (every target once per round, so a busy moment of the shared machine hits
- * one round of each rather than one target). Ratios are taken within a round and reported as
- * median and range over the rounds. Baselines, all on one bare Bun.serve process
- * (bench/baseline-server.ts) receiving the very same request bytes as the JSON publish:
+ * one round of each rather than one target; forwards and backwards in turn). Ratios are taken
+ * within a round and reported as median and range over the rounds. Baselines, all on one bare
+ * Bun.serve process (bench/baseline-server.ts) receiving the very same request bytes as the
+ * JSON publish:
  *   hello          answers "Hello, world!" without reading the body
  *   bare json()    `await req.json()`, answers 201
  *   bare text()    `JSON.parse(await req.text())`, answers 201
@@ -161,7 +162,11 @@ export interface Comparison {
   chart: Chart
 }
 
-/** Runs every target once per round, `rounds` times, in order. */
+/**
+ * Runs every target once per round, `rounds` times: in order, then in reverse, and so on, so that
+ * a drift of the machine's speed, or an effect of a run's place in its round, falls on every
+ * target alike.
+ */
 export async function compare(
   driver: Driver,
   targets: CompareTarget[],
@@ -174,7 +179,7 @@ export async function compare(
   const checks: Check[] = []
   for (let round = 1; round <= rounds; round++) {
     console.log(`round ${round} of ${rounds} (${driver}, ${l.connections} connections, ${l.seconds} s each) …`)
-    for (const t of targets) {
+    for (const t of round % 2 ? targets : [...targets].reverse()) {
       const r = await drive(driver, { ...t.load, label: `${t.name}, round ${round}` }, l, t.expect)
       rps[t.name]!.push(r.rps)
       cpuUs[t.name]!.push(((r.serverCpuPercent ?? NaN) / 100 / r.rps) * 1e6)
