@@ -1,7 +1,7 @@
 /**
  * The channel ring's pushes in a loop, this checkout's ring against another one's in the same
  * process (`BENCH_GATEWAY_DIR=<checkout before> bun bench/ring-push.ts [--pushes 3000000]
- * [--rounds 3]`; without BENCH_GATEWAY_DIR both sides are this checkout): 100 rings with the
+ * [--rounds 3] [--rings 100]`; without BENCH_GATEWAY_DIR both sides are this checkout): 100 rings (`--rings`) with the
  * embedded broker's default retention (RING_SIZE 2,000, RESUME_WINDOW_MS 15,000, RING_MAX_BYTES
  * 16 MiB), a REST-sized message (a 100-byte JSON text) pushed to each in turn, 38 messages a
  * millisecond (3,800/s per ring), so most pushes happen with the rings at their steady size.
@@ -11,8 +11,9 @@ import { join } from 'node:path'
 import { parseFlags } from './lib/args'
 import { benchSides } from './lib/in-process-node'
 
-const f = parseFlags(process.argv.slice(2), { pushes: 'number', rounds: 'number' })
+const f = parseFlags(process.argv.slice(2), { pushes: 'number', rounds: 'number', rings: 'number' })
 const pushes = f.pushes ?? 3_000_000
+const count = f.rings ?? 100
 const sides = benchSides()
 const policy = { minCount: 2000, windowMs: 15_000, maxBytes: 16 * 1024 * 1024 }
 const data = JSON.stringify({ v: 'x'.repeat(80) })
@@ -35,13 +36,13 @@ for (const [name, root] of Object.entries(sides)) {
 
 function run(side: string): number {
   const { Ring, codec, formatSerial } = loaded[side]!
-  const rings = Array.from({ length: 100 }, () => new Ring(policy, '0', codec))
+  const rings = Array.from({ length: count }, () => new Ring(policy, '0', codec))
   Bun.gc(true)
   const t0 = performance.now()
   for (let i = 0; i < pushes; i++) {
-    const ts = 1_000_000 + Math.floor(i / 38)
+    const ts = 1_000_000 + Math.floor((i * 100) / count / 38)
     const m = { id: `abcdefghijklmnop:${i}:0`, name: 'bench', data, serial: formatSerial(ts, i), timestamp: ts }
-    rings[i % 100]!.push(m, ts, i)
+    rings[i % count]!.push(m, ts, i)
   }
   return performance.now() - t0
 }

@@ -188,7 +188,7 @@ describe('Ring storage', () => {
     // a window policy: entries leave from the old end while the ring is still growing, so the
     // index is resized (both ways) with its live entries in two runs around the end
     const r = new CoreRing({ minCount: 4, windowMs: 40, maxBytes: Infinity }, '0', ringCodec)
-    const slots = () => (r as unknown as { ms: Float64Array }).ms.length
+    const slots = () => (r as unknown as { slots: number }).slots
     const kept: Message[] = []
     let resized = 0
     for (let i = 0; i < 3000; i++) {
@@ -211,7 +211,9 @@ describe('Ring storage', () => {
 
   test('entries are written around the buffer once: none moves while the ring keeps its size', () => {
     const r = new Ring(200, '0')
-    const inside = r as unknown as { bytes: Uint8Array; off: Uint32Array; head: number; ms: Float64Array }
+    const inside = r as unknown as { bytes: Uint8Array; u: Uint32Array; head: number; slots: number }
+    // where the k-th entry lies in the buffer (its slot's offset, in the index's 32-byte record)
+    const offsetOf = (k: number) => inside.u[((inside.head + k) % inside.slots) * 8 + 5]!
     const m = (i: number) => ({
       id: `m${i}`,
       serial: formatSerial(1 + i, 0),
@@ -224,15 +226,15 @@ describe('Ring storage', () => {
     const where = new Map<string, number>()
     let wrapped = 0
     for (let i = 1000; i < 6000; i++) {
-      const before = inside.off[(inside.head + r.size - 1) % inside.ms.length]!
+      const before = offsetOf(r.size - 1)
       r.push(m(i))
-      const newest = inside.off[(inside.head + r.size - 1) % inside.ms.length]!
+      const newest = offsetOf(r.size - 1)
       if (newest < before) wrapped++
       where.set(`m${i}`, newest)
       if (i % 37 === 0)
         for (let k = 0; k < r.size; k++) {
           const at = where.get(r.at(k).id)
-          if (at !== undefined) expect(inside.off[(inside.head + k) % inside.ms.length]).toBe(at)
+          if (at !== undefined) expect(offsetOf(k)).toBe(at)
         }
     }
     expect(inside.bytes).toBe(buffer)
@@ -289,16 +291,16 @@ describe('Ring storage', () => {
 
   test('the index grows with what the ring holds, and an emptied ring gives its large buffers back', () => {
     const r = new Ring(100, '0')
-    expect((r as unknown as { ms: Float64Array }).ms.length).toBe(16)
+    expect((r as unknown as { slots: number }).slots).toBe(16)
     for (let i = 0; i < 100; i++)
       r.push({ id: `m${i}`, serial: formatSerial(1 + i, 0), timestamp: 1 + i, data: 'x'.repeat(10_000) })
     expect(r.byteSize).toBeGreaterThan(1_000_000)
     r.expire(1000)
     expect(r.byteSize).toBe(0)
     r.push({ id: 'small', serial: formatSerial(2000, 0), timestamp: 2000, data: 'tiny' })
-    const inside = r as unknown as { bytes: Uint8Array; ms: Float64Array }
+    const inside = r as unknown as { bytes: Uint8Array; slots: number }
     expect(inside.bytes.length).toBeLessThan(100_000)
-    expect(inside.ms.length).toBe(16)
+    expect(inside.slots).toBe(16)
     expect(r.at(0).data).toBe('tiny')
   })
 })
