@@ -1,7 +1,14 @@
 import { GatewayError } from '../../errors'
 import { formatSerial, parseSerial } from '../../core/model/serial'
 import { metrics } from '../../lib/metrics'
-import type { Broker, BrokerListener, PublishOptions, PublishResult, RateLimitStore } from '../../core/ports'
+import type {
+  Broker,
+  BrokerListener,
+  ChargeResult,
+  PublishOptions,
+  PublishResult,
+  RateLimitStore,
+} from '../../core/ports'
 import type { HistoryQuery, Message, MessageDraft } from '../../core/types'
 import { idFromSerial, messageFromEntry, packDraft, serialFromId } from './codec'
 import { BUFFERS, type RedisCommander, type RedisSubscriber, type Sender } from './clients'
@@ -36,6 +43,12 @@ type Entry = [Buffer, [Buffer, Buffer]]
 /** Newest entries of a channel's stream searched by `serialsOf` (the stream has no index by message id). */
 const LOOKUP_SCAN = 10_000
 const LOOKUP_PAGE = 1000
+
+/**
+ * A charge taken in its publish's step and answered with the publish's id alone (the batch's plain
+ * form: what the bucket holds is not told, and only a refusal's answer reads it).
+ */
+const TAKEN: ChargeResult = Object.freeze({ ok: true, remaining: NaN, retryAfterMs: 0 })
 
 /** A step that did nothing leaves the index entry and the expiry due, for the next publish. */
 function giveMarksBack(m: Marks, due: number | undefined, expireNow: boolean): void {
@@ -193,7 +206,8 @@ export class RedisBroker implements Broker {
         charged: { ok: false, remaining: Number(reply[1]) / 1000, retryAfterMs: Number(reply[2]) },
       }
     }
-    if (chargeInStep) charged = { ok: true, remaining: Number(reply.pop()) / 1000, retryAfterMs: 0 }
+    if (chargeInStep)
+      charged = answer.plain ? TAKEN : { ok: true, remaining: Number(reply.pop()) / 1000, retryAfterMs: 0 }
     const fresh = Number(reply[0])
     const serials: string[] = []
     for (let i = 1; i < reply.length; i++) serials.push(serialFromId(String(reply[i])))

@@ -34,6 +34,8 @@ interface Described {
   due: boolean
   index?: BatchedPublish['index']
   ids: boolean
+  /** The charge of its plain charged publishes (the first one's bucket and terms; the latest `now` of them). */
+  charge?: { bucket: string; rate: number; burst: number; now: number }
 }
 
 /**
@@ -46,7 +48,19 @@ export type BatchReply = Array<number | string>
 export interface BatchAnswer {
   reply: BatchReply
   prev?: string
+  /** Answered its id alone (`reply` is `[1, id]`): a charge it carried was taken, what its bucket holds not told. */
+  plain?: true
 }
+
+/**
+ * A publish that can go in the plain form charged on its channel's terms: one message, no client
+ * id, a charge of 1 (and, to go so, the same bucket and terms as its channel's: `sameTerms`).
+ */
+const chargedPlain = (p: BatchedPublish): boolean =>
+  p.charge !== undefined && p.messages.length === 1 && p.messages[0]![0] === '' && p.charge.charge.cost === 1
+
+const sameTerms = (c: NonNullable<Described['charge']>, p: BatchedPublish): boolean =>
+  c.bucket === p.charge!.bucket && c.rate === p.charge!.charge.rate && c.burst === p.charge!.charge.burst
 
 /** At most this many publishes, or about this many bytes of bodies, in one script call. */
 const MAX_PUBLISHES = 256
@@ -209,8 +223,10 @@ export class PublishBatcher {
   /** The script's arguments (lua/batch-publish.ts): each channel described once, then each publish. */
   private async call(items: Pending[]): Promise<BatchAnswer[]> {
     const channels = new Map<string, Described>()
-    // per publish: 1 its messages have client ids, -1 plain (one message, no client id, no charge), 0 neither
+    // per publish: 1 its messages have client ids, -1 plain (one message, no client id, no charge
+    // or its channel's), 0 neither; its channel, as the call describes it
     const kinds: number[] = []
+    const described: Described[] = []
     for (const { p } of items) {
       let c = channels.get(p.stream)
       if (!c) channels.set(p.stream, (c = { n: String(channels.size + 1), p, due: false, ids: false }))
@@ -219,8 +235,24 @@ export class PublishBatcher {
       c.index ??= p.index
       const ids = p.messages.some(([cid]) => cid !== '')
       c.ids ||= ids
-      kinds.push(ids ? 1 : p.messages.length === 1 && !p.charge ? -1 : 0)
+      kinds.push(ids ? 1 : 0)
+      described.push(c)
+      // a channel's terms are its first plain charged publish's; the bucket's clock the latest of them
+      if (!chargedPlain(p)) continue
+      const { bucket, charge } = p.charge!
+      if (!c.charge) c.charge = { bucket, rate: charge.rate, burst: charge.burst, now: charge.now }
+      else if (sameTerms(c.charge, p)) c.charge.now = Math.max(c.charge.now, charge.now)
     }
+    // plain: one message, no client id, and no charge on a channel without terms, or its channel's charge
+    items.forEach(({ p }, i) => {
+      const c = described[i]!
+      if (
+        kinds[i] === 0 &&
+        p.messages.length === 1 &&
+        (c.charge ? chargedPlain(p) && sameTerms(c.charge, p) : !p.charge)
+      )
+        kinds[i] = -1
+    })
     // per channel its stream and last id key first (KEYS[1..2S]; the first routes the call on a
     // cluster), then the rate buckets and channel indexes, each named once
     const keys: string[] = []
@@ -243,14 +275,17 @@ export class PublishBatcher {
     const due: string[] = []
     const index: string[] = []
     const idem: string[] = []
-    for (const { n, p, due: d, index: ix, ids } of channels.values()) {
+    const terms: string[] = []
+    for (const { n, p, due: d, index: ix, ids, charge } of channels.values()) {
       if (d) due.push(n, String(p.ttlMs), String(p.expireMs))
       if (ix) index.push(n, keyIndex(ix.key), String(ix.score), p.channel)
       if (ids) idem.push(n, p.idemPrefix)
+      if (charge) terms.push(n, keyIndex(charge.bucket), String(charge.rate), String(charge.burst), String(charge.now))
     }
     args.push(String(due.length / 3), ...due, String(index.length / 4), ...index, String(idem.length / 2), ...idem)
+    args.push(String(terms.length / 5), ...terms)
     items.forEach(({ p }, i) => {
-      const n = channels.get(p.stream)!.n
+      const n = described[i]!.n
       if (kinds[i] === -1) {
         args.push(n, p.messages[0]![1])
         return
@@ -272,14 +307,14 @@ export class PublishBatcher {
     // publish's previous entry follows, its channel's last appended id moving on past it
     const last: Array<string | undefined> = []
     for (let c = 0; c < channels.size; c++) last.push((replies[items.length + c] as string | undefined) || undefined)
-    return items.map(({ p }, i) => {
+    return items.map((_, i) => {
       const r = replies[i]!
-      const c = Number(channels.get(p.stream)!.n) - 1
+      const c = Number(described[i]!.n) - 1
       const prev = last[c]
       // a plain publish appended is answered its id alone
       if (typeof r === 'string') {
         last[c] = r
-        return { reply: [1, r], prev }
+        return { reply: [1, r], prev, plain: true }
       }
       if (Number(r[0]) > 0) last[c] = lastAppended(r, prev)
       return { reply: r, prev }

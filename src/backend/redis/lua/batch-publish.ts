@@ -18,7 +18,9 @@ import { BUCKETS_LUA } from './rate-limit'
  * is served. Each publish runs under pcall (a plain one, under redis.pcall): one that fails is
  * answered its error alone, its batch-mates are not affected. redis-server's time per argument
  * and per redis.call is most of a publish's cost (docs/performance.md): a plain publish (one
- * message, no client id, no charge) takes two arguments, its channel number and its body.
+ * message, no client id, and no charge or its channel's charge) takes two arguments, its channel
+ * number and its body. A channel's charge (its bucket and terms) is named once per call: the
+ * publishes of one app are charged to one account's bucket, on the same terms.
  *
  * Keys K (KEYS; on a cluster at the end of ARGV): per channel (S of them) its stream and its
  *   last id key (K[2s-1], K[2s]), then the batch's rate buckets and channel indexes.
@@ -26,11 +28,13 @@ import { BUCKETS_LUA } from './rate-limit'
  *   ARGV[3+s] channel s's notification channel, then three lists, each its length first:
  *   the channels due for a trim and expiry (channel number, retention ms, expiry ms), the
  *   channels whose index entry to write (channel number, index key index, score, channel name),
- *   the channels with client ids (channel number, idempotency key prefix);
+ *   the channels with client ids (channel number, idempotency key prefix), the channels whose
+ *   plain publishes are charged (channel number, bucket key index, rate per second, burst, now
+ *   ms: each such publish costs 1);
  *   then per publish: the channel number s alone when plain, followed by its body; otherwise -s,
  *     its message count n (-n: each message with its client id), bucket key index (0: no
  *     charge)[, cost, rate per second, burst, now ms], then n bodies or n × (client id or '', body).
- * Returns per publish its id alone when plain and appended; else { fresh, id per message[,
+ * Returns per publish its id alone when plain and appended (charged or not); else { fresh, id per message[,
  * remaining*1000 when charged] }, { -1, remaining*1000, retryAfterMs } when its charge was
  * refused (nothing appended), { -3 } when its charge's bucket is not on this master (a cluster
  * whose slots moved: nothing appended, the node charges it apart), or { -2, error text } when it
@@ -77,6 +81,14 @@ for _ = 1, nq do
   idem[tonumber(ARGV[pos])] = ARGV[pos + 1]
   pos = pos + 2
 end
+-- the channels whose plain publishes are charged: their bucket's key index and terms
+local terms = {}
+local nc = tonumber(ARGV[pos])
+pos = pos + 1
+for _ = 1, nc do
+  terms[tonumber(ARGV[pos])] = { tonumber(ARGV[pos + 1]), tonumber(ARGV[pos + 2]), tonumber(ARGV[pos + 3]), tonumber(ARGV[pos + 4]) }
+  pos = pos + 5
+end
 
 -- stored: a publish to channel s ran
 local stored = {}
@@ -116,20 +128,36 @@ local function message(e)
   return tostring(e)
 end
 
+-- a charge's failure: its bucket is not on this master (a cluster whose slots moved), or an error
+local function failed_charge(e)
+  local text = message(e)
+  if string.find(text, 'non local key', 1, true) then return { -3 } end
+  return { -2, text }
+end
+
 local out = {}
 for p = 1, count do
   local s = tonumber(ARGV[pos])
   if s > 0 then
-    -- plain: nothing to look up or charge, nothing that fails but the append
+    -- plain: nothing to look up, charged (1) on its channel's terms when it has them
     local body = ARGV[pos + 1]
     pos = pos + 2
-    local id = log_append(s, K[2 * s - 1], body)
-    if type(id) == 'table' then
-      out[p] = { -2, message(id) }
+    local c, refusal = terms[s], nil
+    if c then
+      local okc, ok, remaining, retry = pcall(take, K[c[1]], 1, c[2], c[3], c[4])
+      if not okc then refusal = failed_charge(ok) elseif not ok then refusal = { -1, remaining, retry } end
+    end
+    if refusal then
+      out[p] = refusal
     else
-      out[p] = id
-      log_note(s, id, body)
-      stored[s] = true
+      local id = log_append(s, K[2 * s - 1], body)
+      if type(id) == 'table' then
+        out[p] = { -2, message(id) }
+      else
+        out[p] = id
+        log_note(s, id, body)
+        stored[s] = true
+      end
     end
   else
     s = -s
@@ -140,14 +168,12 @@ for p = 1, count do
     local charged, remaining, retry = true, nil, 0
     if bk > 0 then
       local okc, a, b, r = pcall(take, K[bk], tonumber(ARGV[m]), tonumber(ARGV[m + 1]), tonumber(ARGV[m + 2]), tonumber(ARGV[m + 3]))
-      if not okc then charged, remaining = nil, message(a) else charged, remaining, retry = a, b, r end
+      if not okc then charged, remaining = nil, a else charged, remaining, retry = a, b, r end
       m = m + 4
     end
     pos = m + (ids and 2 * n or n)
-    if charged == nil and string.find(remaining, 'non local key', 1, true) then
-      out[p] = { -3 }
-    elseif charged == nil then
-      out[p] = { -2, remaining }
+    if charged == nil then
+      out[p] = failed_charge(remaining)
     elseif not charged then
       out[p] = { -1, remaining, retry }
     else
