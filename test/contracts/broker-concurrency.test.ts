@@ -163,7 +163,7 @@ describe('concurrent publishes (batched on Redis)', () => {
   })
 
   test.skipIf(!onRedis())(
-    'a publish of one message charged on its channel’s terms costs the script call two arguments, as an uncharged one',
+    'a publish of one message charged on its bucket’s terms costs the script call two arguments, as an uncharged one',
     async () => {
       const script = (broker as unknown as { batcher: { script: { run: (k: string[], a: unknown[]) => unknown } } })
         .batcher.script

@@ -34,8 +34,14 @@ interface Described {
   due: boolean
   index?: BatchedPublish['index']
   ids: boolean
-  /** The charge of its plain charged publishes (the first one's bucket and terms; the latest `now` of them). */
-  charge?: { bucket: string; rate: number; burst: number; now: number }
+}
+
+/** A bucket that charges a call's plain publishes: its number (1..B), its first charge's terms, the latest `now` of them. */
+interface Terms {
+  j: number
+  rate: number
+  burst: number
+  now: number
 }
 
 /**
@@ -52,15 +58,22 @@ export interface BatchAnswer {
   plain?: true
 }
 
-/**
- * A publish that can go in the plain form charged on its channel's terms: one message, no client
- * id, a charge of 1 (and, to go so, the same bucket and terms as its channel's: `sameTerms`).
- */
-const chargedPlain = (p: BatchedPublish): boolean =>
-  p.charge !== undefined && p.messages.length === 1 && p.messages[0]![0] === '' && p.charge.charge.cost === 1
+/** One message, no client id: the plain form, when it carries no charge or one of 1 on its bucket's terms. */
+const single = (p: BatchedPublish): boolean => p.messages.length === 1 && p.messages[0]![0] === ''
 
-const sameTerms = (c: NonNullable<Described['charge']>, p: BatchedPublish): boolean =>
-  c.bucket === p.charge!.bucket && c.rate === p.charge!.charge.rate && c.burst === p.charge!.charge.burst
+/**
+ * A single message's charge in the plain form: -j, its bucket's number among those of the call
+ * (the bucket's terms are its first such charge's), or 2 (the general form) when its cost is not
+ * 1 or its terms differ from the bucket's.
+ */
+function chargedPlain({ bucket, charge }: NonNullable<BatchedPublish['charge']>, buckets: Map<string, Terms>): number {
+  if (charge.cost !== 1) return 2
+  let t = buckets.get(bucket)
+  if (!t) buckets.set(bucket, (t = { j: buckets.size + 1, rate: charge.rate, burst: charge.burst, now: charge.now }))
+  else if (t.rate !== charge.rate || t.burst !== charge.burst) return 2
+  else t.now = Math.max(t.now, charge.now)
+  return -t.j
+}
 
 /** At most this many publishes, or about this many bytes of bodies, in one script call. */
 const MAX_PUBLISHES = 256
@@ -223,8 +236,11 @@ export class PublishBatcher {
   /** The script's arguments (lua/batch-publish.ts): each channel described once, then each publish. */
   private async call(items: Pending[]): Promise<BatchAnswer[]> {
     const channels = new Map<string, Described>()
-    // per publish: 1 its messages have client ids, -1 plain (one message, no client id, no charge
-    // or its channel's), 0 neither; its channel, as the call describes it
+    // the buckets that charge plain publishes, by key: terms of their first such charge, the
+    // bucket's clock the latest of them (it ends where the charges one at a time would leave it)
+    const buckets = new Map<string, Terms>()
+    // per publish: 1 its messages have client ids, 0 plain (one message, no client id, no charge)
+    // or -j plain charged 1 on the j-th bucket's terms, 2 neither; its channel, as the call describes it
     const kinds: number[] = []
     const described: Described[] = []
     for (const { p } of items) {
@@ -235,24 +251,9 @@ export class PublishBatcher {
       c.index ??= p.index
       const ids = p.messages.some(([cid]) => cid !== '')
       c.ids ||= ids
-      kinds.push(ids ? 1 : 0)
       described.push(c)
-      // a channel's terms are its first plain charged publish's; the bucket's clock the latest of them
-      if (!chargedPlain(p)) continue
-      const { bucket, charge } = p.charge!
-      if (!c.charge) c.charge = { bucket, rate: charge.rate, burst: charge.burst, now: charge.now }
-      else if (sameTerms(c.charge, p)) c.charge.now = Math.max(c.charge.now, charge.now)
+      kinds.push(ids ? 1 : !single(p) ? 2 : p.charge ? chargedPlain(p.charge, buckets) : 0)
     }
-    // plain: one message, no client id, and no charge on a channel without terms, or its channel's charge
-    items.forEach(({ p }, i) => {
-      const c = described[i]!
-      if (
-        kinds[i] === 0 &&
-        p.messages.length === 1 &&
-        (c.charge ? chargedPlain(p) && sameTerms(c.charge, p) : !p.charge)
-      )
-        kinds[i] = -1
-    })
     // per channel its stream and last id key first (KEYS[1..2S]; the first routes the call on a
     // cluster), then the rate buckets and channel indexes, each named once
     const keys: string[] = []
@@ -275,22 +276,24 @@ export class PublishBatcher {
     const due: string[] = []
     const index: string[] = []
     const idem: string[] = []
-    const terms: string[] = []
-    for (const { n, p, due: d, index: ix, ids, charge } of channels.values()) {
+    for (const { n, p, due: d, index: ix, ids } of channels.values()) {
       if (d) due.push(n, String(p.ttlMs), String(p.expireMs))
       if (ix) index.push(n, keyIndex(ix.key), String(ix.score), p.channel)
       if (ids) idem.push(n, p.idemPrefix)
-      if (charge) terms.push(n, keyIndex(charge.bucket), String(charge.rate), String(charge.burst), String(charge.now))
     }
     args.push(String(due.length / 3), ...due, String(index.length / 4), ...index, String(idem.length / 2), ...idem)
-    args.push(String(terms.length / 5), ...terms)
+    // the buckets that charge plain publishes, each named once with its terms
+    args.push(String(buckets.size))
+    for (const [bucket, t] of buckets) args.push(keyIndex(bucket), String(t.rate), String(t.burst), String(t.now))
     items.forEach(({ p }, i) => {
       const n = described[i]!.n
-      if (kinds[i] === -1) {
-        args.push(n, p.messages[0]![1])
+      const kind = kinds[i]!
+      if (kind <= 0) {
+        // plain: its channel number, past the channels by the bucket's number times their count when charged
+        args.push(kind === 0 ? n : String(Number(n) - kind * channels.size), p.messages[0]![1])
         return
       }
-      const ids = kinds[i] === 1
+      const ids = kind === 1
       const bucket = p.charge ? keyIndex(p.charge.bucket) : '0'
       args.push(`-${n}`, String(ids ? -p.messages.length : p.messages.length), bucket)
       if (p.charge) args.push(...chargeArgs(p.charge.charge))

@@ -18,9 +18,9 @@ import { BUCKETS_LUA } from './rate-limit'
  * is served. Each publish runs under pcall (a plain one, under redis.pcall): one that fails is
  * answered its error alone, its batch-mates are not affected. redis-server's time per argument
  * and per redis.call is most of a publish's cost (docs/performance.md): a plain publish (one
- * message, no client id, and no charge or its channel's charge) takes two arguments, its channel
- * number and its body. A channel's charge (its bucket and terms) is named once per call: the
- * publishes of one app are charged to one account's bucket, on the same terms.
+ * message, no client id, no charge or one of 1 on its bucket's terms) takes two arguments, its
+ * channel number and its body: a bucket's terms are named once per call, and a plain publish
+ * charged on them names its bucket in its channel number (s + S × j for the call's j-th bucket).
  *
  * Keys K (KEYS; on a cluster at the end of ARGV): per channel (S of them) its stream and its
  *   last id key (K[2s-1], K[2s]), then the batch's rate buckets and channel indexes.
@@ -28,14 +28,14 @@ import { BUCKETS_LUA } from './rate-limit'
  *   ARGV[3+s] channel s's notification channel, then three lists, each its length first:
  *   the channels due for a trim and expiry (channel number, retention ms, expiry ms), the
  *   channels whose index entry to write (channel number, index key index, score, channel name),
- *   the channels with client ids (channel number, idempotency key prefix), the channels whose
- *   plain publishes are charged (channel number, bucket key index, rate per second, burst, now
- *   ms: each such publish costs 1);
- *   then per publish: the channel number s alone when plain, followed by its body; otherwise -s,
+ *   the channels with client ids (channel number, idempotency key prefix), the buckets that
+ *   charge plain publishes (bucket key index, rate per second, burst, now ms);
+ *   then per publish: when plain, the channel number s (s + S × j when charged 1 on the j-th of
+ *     those buckets), followed by its body; otherwise -s,
  *     its message count n (-n: each message with its client id), bucket key index (0: no
  *     charge)[, cost, rate per second, burst, now ms], then n bodies or n × (client id or '', body).
- * Returns per publish its id alone when plain and appended (charged or not); else { fresh, id per message[,
- * remaining*1000 when charged] }, { -1, remaining*1000, retryAfterMs } when its charge was
+ * Returns per publish its id alone when plain and appended (charged or not); else { fresh, id
+ * per message[, remaining*1000 when charged] }, { -1, remaining*1000, retryAfterMs } when its charge was
  * refused (nothing appended), { -3 } when its charge's bucket is not on this master (a cluster
  * whose slots moved: nothing appended, the node charges it apart), or { -2, error text } when it
  * failed; then per channel the id of its entry before the call's first append ('' when nothing
@@ -81,13 +81,13 @@ for _ = 1, nq do
   idem[tonumber(ARGV[pos])] = ARGV[pos + 1]
   pos = pos + 2
 end
--- the channels whose plain publishes are charged: their bucket's key index and terms
+-- the buckets that charge plain publishes: key index and terms
 local terms = {}
-local nc = tonumber(ARGV[pos])
+local nb = tonumber(ARGV[pos])
 pos = pos + 1
-for _ = 1, nc do
-  terms[tonumber(ARGV[pos])] = { tonumber(ARGV[pos + 1]), tonumber(ARGV[pos + 2]), tonumber(ARGV[pos + 3]), tonumber(ARGV[pos + 4]) }
-  pos = pos + 5
+for j = 1, nb do
+  terms[j] = { tonumber(ARGV[pos]), tonumber(ARGV[pos + 1]), tonumber(ARGV[pos + 2]), tonumber(ARGV[pos + 3]) }
+  pos = pos + 4
 end
 
 -- stored: a publish to channel s ran
@@ -139,11 +139,14 @@ local out = {}
 for p = 1, count do
   local s = tonumber(ARGV[pos])
   if s > 0 then
-    -- plain: nothing to look up, charged (1) on its channel's terms when it has them
+    -- plain: nothing to look up; charged 1 on the j-th bucket's terms when s is past the channels
     local body = ARGV[pos + 1]
     pos = pos + 2
-    local c, refusal = terms[s], nil
-    if c then
+    local refusal = nil
+    if s > nchan then
+      local j = math.floor((s - 1) / nchan)
+      local c = terms[j]
+      s = s - j * nchan
       local okc, ok, remaining, retry = pcall(take, K[c[1]], 1, c[2], c[3], c[4])
       if not okc then refusal = failed_charge(ok) elseif not ok then refusal = { -1, remaining, retry } end
     end
