@@ -32,6 +32,20 @@ const KIND_CODES: Record<EntryKind, number> = { presence: 1, mutation: 2, object
 const KINDS: Array<EntryKind | undefined> = [undefined, 'presence', 'mutation', 'object', 'annotation', 'summary']
 
 /**
+ * A slot's 32-byte record in the ring's index: `RECORD_F64` float64s or `RECORD_U32` uint32s,
+ * its fields at these places within it (as float64s: the serial's ms, the timestamp; as uint32s:
+ * the serial's seq, the entry's offset in the ring's bytes, its length, its kind).
+ */
+const RECORD_F64 = 4
+const RECORD_U32 = 8
+const MS = 0
+const TS = 1
+const SEQ = 4
+const OFF = 5
+const LEN = 6
+const KIND = 7
+
+/**
  * Circular buffer of a channel's recent log entries (messages and other kinds), oldest first,
  * serials increasing, bounded by a retention policy. Used for history of short-lived channels,
  * rewind and resume.
@@ -47,10 +61,9 @@ export class Ring {
    * The index of the slots, grown by doubling as needed (a channel holding few messages holds a
    * small one): one 32-byte record per slot, so a push touches one cache line of it at the newest
    * end and one at the oldest (six arrays, one per field, made it ~eleven lines per push, each a
-   * miss when many channels are published to in turn). As float64s, slot `s` holds its serial's
-   * ms at `4s` and its timestamp at `4s + 1`; as uint32s, its serial's seq at `8s + 4`, its
-   * entry's offset in `bytes` at `8s + 5`, its length at `8s + 6` and its kind (KIND_CODES; 0 a
-   * message, so history skips other kinds without decoding) at `8s + 7`.
+   * miss when many channels are published to in turn). Slot `s`'s fields are at `s * RECORD_F64 +
+   * MS | TS` of `f` and `s * RECORD_U32 + SEQ | OFF | LEN | KIND` of `u` (the kind: KIND_CODES, 0
+   * a message, so history skips other kinds without decoding).
    */
   private f: Float64Array
   private u: Uint32Array
@@ -84,7 +97,7 @@ export class Ring {
   ) {
     this.policy = typeof retention === 'number' ? { minCount: retention, windowMs: 0, maxBytes: Infinity } : retention
     this.slots = Math.max(1, Math.min(this.policy.minCount, MIN_SLOTS))
-    this.f = new Float64Array(this.slots * 4)
+    this.f = new Float64Array(this.slots * RECORD_F64)
     this.u = new Uint32Array(this.f.buffer)
     this.floorText = floor
   }
@@ -131,12 +144,12 @@ export class Ring {
     }
     const written = this.codec.write(m, this.bytes, at)
     const { f, u } = this
-    f[slot * 4] = ms
-    f[slot * 4 + 1] = m.timestamp
-    u[slot * 8 + 4] = seq
-    u[slot * 8 + 5] = at
-    u[slot * 8 + 6] = written - at
-    u[slot * 8 + 7] = m.kind ? KIND_CODES[m.kind]! : 0
+    f[slot * RECORD_F64 + MS] = ms
+    f[slot * RECORD_F64 + TS] = m.timestamp
+    u[slot * RECORD_U32 + SEQ] = seq
+    u[slot * RECORD_U32 + OFF] = at
+    u[slot * RECORD_U32 + LEN] = written - at
+    u[slot * RECORD_U32 + KIND] = m.kind ? KIND_CODES[m.kind]! : 0
     this.end = written
     this.live += written - at
     this.count++
@@ -147,7 +160,7 @@ export class Ring {
   private trim(now: number) {
     const { minCount, windowMs, maxBytes } = this.policy
     while (this.count > 1) {
-      const overCount = this.count > minCount && this.f[this.head * 4 + 1]! <= now - windowMs
+      const overCount = this.count > minCount && this.f[this.head * RECORD_F64 + TS]! <= now - windowMs
       if (!overCount && this.byteSize <= maxBytes) break
       this.dropOldest()
     }
@@ -160,13 +173,13 @@ export class Ring {
   /** i-th message, 0 = oldest. */
   at(i: number): Message {
     const s = this.slot(i)
-    const start = this.u[s * 8 + 5]!
+    const start = this.u[s * RECORD_U32 + OFF]!
     const m = this.codec.decode(
-      this.bytes.subarray(start, start + this.u[s * 8 + 6]!),
-      formatSerial(this.f[s * 4]!, this.u[s * 8 + 4]!),
-      this.f[s * 4 + 1]!,
+      this.bytes.subarray(start, start + this.u[s * RECORD_U32 + LEN]!),
+      formatSerial(this.f[s * RECORD_F64 + MS]!, this.u[s * RECORD_U32 + SEQ]!),
+      this.f[s * RECORD_F64 + TS]!,
     )
-    const kind = KINDS[this.u[s * 8 + 7]!]
+    const kind = KINDS[this.u[s * RECORD_U32 + KIND]!]
     if (kind) m.kind = kind
     return m
   }
@@ -174,12 +187,12 @@ export class Ring {
   /** Serial of the i-th message, without decoding it. */
   serialAt(i: number): string {
     const s = this.slot(i)
-    return formatSerial(this.f[s * 4]!, this.u[s * 8 + 4]!)
+    return formatSerial(this.f[s * RECORD_F64 + MS]!, this.u[s * RECORD_U32 + SEQ]!)
   }
 
   /** Timestamp of the i-th message, without decoding it. */
   timestampAt(i: number): number {
-    return this.f[this.slot(i) * 4 + 1]!
+    return this.f[this.slot(i) * RECORD_F64 + TS]!
   }
 
   oldest(): Message | undefined {
@@ -212,7 +225,7 @@ export class Ring {
 
   /** Drops messages older than `minTimestamp` from the old end. */
   expire(minTimestamp: number): void {
-    while (this.count && this.f[this.head * 4 + 1]! < minTimestamp) this.dropOldest()
+    while (this.count && this.f[this.head * RECORD_F64 + TS]! < minTimestamp) this.dropOldest()
     if (this.count === 0) {
       // an idle channel holds no large buffers
       this.end = 0
@@ -253,7 +266,7 @@ export class Ring {
 
   /** Whether entry #i is a message (or, with `versions`, a later version of one). */
   private inHistory(i: number, versions: boolean): boolean {
-    const kind = this.u[this.slot(i) * 8 + 7]!
+    const kind = this.u[this.slot(i) * RECORD_U32 + KIND]!
     return kind === 0 || (versions && kind === KIND_CODES.mutation)
   }
 
@@ -264,9 +277,9 @@ export class Ring {
 
   private dropOldest() {
     const h = this.head
-    this.floorMs = this.f[h * 4]!
-    this.floorSeq = this.u[h * 8 + 4]!
-    this.live -= this.u[h * 8 + 6]!
+    this.floorMs = this.f[h * RECORD_F64 + MS]!
+    this.floorSeq = this.u[h * RECORD_U32 + SEQ]!
+    this.live -= this.u[h * RECORD_U32 + LEN]!
     this.head = (h + 1) % this.slots
     this.count--
   }
@@ -275,9 +288,9 @@ export class Ring {
   private resize(slots: number) {
     // the live slots are [head, head + count) around the end: at most two runs, copied natively
     const first = Math.min(this.count, this.slots - this.head)
-    const to = new Float64Array(slots * 4)
-    to.set(this.f.subarray(this.head * 4, (this.head + first) * 4))
-    if (first < this.count) to.set(this.f.subarray(0, (this.count - first) * 4), first * 4)
+    const to = new Float64Array(slots * RECORD_F64)
+    to.set(this.f.subarray(this.head * RECORD_F64, (this.head + first) * RECORD_F64))
+    if (first < this.count) to.set(this.f.subarray(0, (this.count - first) * RECORD_F64), first * RECORD_F64)
     this.f = to
     this.u = new Uint32Array(to.buffer)
     this.slots = slots
@@ -295,9 +308,9 @@ export class Ring {
     const length = this.bytes.length
     if (length > Math.max(MIN_BYTES, (this.live + size) * 4)) return this.relocate(size)
     if (this.count === 0) return size <= length ? 0 : this.relocate(size)
-    const oldest = this.u[this.head * 8 + 5]!
+    const oldest = this.u[this.head * RECORD_U32 + OFF]!
     // the entries wrap when the newest lies before the oldest
-    if (this.u[this.slot(this.count - 1) * 8 + 5]! >= oldest) {
+    if (this.u[this.slot(this.count - 1) * RECORD_U32 + OFF]! >= oldest) {
       if (this.end + size <= length) return this.end
       if (size <= oldest) return 0
     } else if (this.end + size <= oldest) return this.end
@@ -313,14 +326,14 @@ export class Ring {
     let runEnd = 0
     for (let i = 0; i < this.count; i++) {
       const s = this.slot(i)
-      const o = this.u[s * 8 + 5]!
-      const n = this.u[s * 8 + 6]!
+      const o = this.u[s * RECORD_U32 + OFF]!
+      const n = this.u[s * RECORD_U32 + LEN]!
       if (o !== runEnd) {
         if (runEnd > runStart) target.set(this.bytes.subarray(runStart, runEnd), at - (runEnd - runStart))
         runStart = runEnd = o
       }
       runEnd += n
-      this.u[s * 8 + 5] = at
+      this.u[s * RECORD_U32 + OFF] = at
       at += n
     }
     if (runEnd > runStart) target.set(this.bytes.subarray(runStart, runEnd), at - (runEnd - runStart))
