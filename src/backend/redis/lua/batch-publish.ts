@@ -25,7 +25,7 @@ import { BUCKETS_LUA } from './rate-limit'
  * Keys K (KEYS; on a cluster at the end of ARGV): per channel (S of them) its stream and its
  *   last id key (K[2s-1], K[2s]), then the batch's rate buckets and channel indexes.
  * ARGV[1] idempotency window ms, ARGV[2] channel count S, ARGV[3] publish count P,
- *   ARGV[3+s] channel s's notification channel, then three lists, each its length first:
+ *   ARGV[3+s] channel s's notification channel, then four lists, each its length first:
  *   the channels due for a trim and expiry (channel number, retention ms, expiry ms), the
  *   channels whose index entry to write (channel number, index key index, score, channel name),
  *   the channels with client ids (channel number, idempotency key prefix), the buckets that
