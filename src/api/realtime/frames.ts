@@ -12,6 +12,7 @@ import { messageToWire } from '../wire/message'
 import { presenceToWire } from '../wire/presence'
 import { delivered } from './metrics'
 import { jsonTooDeep } from '../../lib/nesting'
+import { RecentMemo } from '../../lib/recent-memo'
 import { NotPlainMsgpack, plainMsgpack } from '../wire/msgpack'
 import { objectDelivery, syncForWire } from '../wire/object-message'
 import { annotationsMessage, summariesMessage } from '../wire/annotation-messages'
@@ -102,9 +103,9 @@ export interface DeliveryFrame {
 }
 
 /**
- * The frames of one delivered batch, per format, cached on the batch: the hub hands the same
- * array to every subscriber of the channel for one event-loop turn, so each format is encoded
- * once however many sockets receive it. Consecutive entries of one kind share a frame, so the
+ * The frames of one delivered batch, per format, kept by the batch: the hub hands the same array
+ * to every subscriber of the channel for one event-loop turn, so each format is encoded once
+ * however many sockets receive it (lib/recent-memo.ts). Consecutive entries of one kind share a frame, so the
  * channel order holds across messages and presence events. A frame names its channel, and one
  * batch can go out under several names (the channel, and filtered channels of it whose filter
  * let all of it through: fanout/channel-filters.ts), so the cache is per name; the first name
@@ -116,15 +117,11 @@ interface CachedFrames {
   /** The batch's frames under other channel names. */
   others?: Map<string, Partial<Record<Format, DeliveryFrame[]>>>
 }
-const cache = new WeakMap<Message[], CachedFrames>()
+const cache = new RecentMemo<Message[], CachedFrames>()
 
 function framesOf(batch: Message[], channel: string): Partial<Record<Format, DeliveryFrame[]>> {
   const cached = cache.get(batch)
-  if (!cached) {
-    const byFormat = {}
-    cache.set(batch, { channel, byFormat })
-    return byFormat
-  }
+  if (!cached) return cache.set(batch, { channel, byFormat: {} }).byFormat
   if (cached.channel === channel) return cached.byFormat
   const others = (cached.others ??= new Map())
   let byFormat = others.get(channel)

@@ -1,6 +1,7 @@
 import { GatewayError } from '../../errors'
 import { utf8Encode } from '../../lib/encoding'
 import { deliveredBy, metrics } from '../../lib/metrics'
+import { RecentMemo } from '../../lib/recent-memo'
 import type { SessionSink, StreamSession } from '../../core/fanout/session'
 import type { Message } from '../../core/types'
 import type { DeltaStage } from '../../core/fanout/delta-stage'
@@ -24,17 +25,21 @@ export interface ConnectionOptions {
 }
 
 /**
- * Records of a whole batch for single-channel streams, keyed by the shared batch array: every
+ * Records of a whole batch for single-channel streams, kept by the shared batch array: every
  * connection of that channel and variant writes the very same text. The first connection writes
  * the string (Bun encodes it into the socket: no byte array for the common single subscriber);
- * from the second on, the text is encoded once and the bytes are shared.
+ * from the second on, the text is encoded once and the bytes are shared. A batch's variants are
+ * a chain (nearly always of one).
  */
-const shared = new WeakMap<Message[], Map<string, SharedRecords>>()
+const shared = new RecentMemo<Message[], SharedRecords>()
 interface SharedRecords {
+  variant: string
   text: string
   last: string
   bytes?: Uint8Array
   written: boolean
+  /** The batch's records of another variant. */
+  other?: SharedRecords
 }
 
 type Chunk = string | Uint8Array
@@ -117,9 +122,9 @@ export class EventStreamConnection implements SessionSink {
     const channel = channels[index]!
     if (channels.length === 1) {
       // the whole text is the same for every connection of this channel and variant
-      let byVariant = shared.get(batch)
-      if (!byVariant) shared.set(batch, (byVariant = new Map()))
-      let done = byVariant.get(this.variant)
+      const first = shared.get(batch)
+      let done = first
+      while (done && done.variant !== this.variant) done = done.other
       if (!done) {
         const data = payloads(batch, channel, mode, enveloped)
         let text = ''
@@ -128,7 +133,11 @@ export class EventStreamConnection implements SessionSink {
           last = compactSerial(batch[i]!.serial)
           text += entryRecord(mode, `${hash}:${last}`, batch[i]!, data[i]!)
         }
-        byVariant.set(this.variant, (done = { text, last, written: false }))
+        done = { variant: this.variant, text, last, written: false, other: undefined }
+        if (first) {
+          done.other = first.other
+          first.other = done
+        } else shared.set(batch, done)
       }
       if (!done.text) return true
       this.parts[0] = done.last

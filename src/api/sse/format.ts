@@ -2,6 +2,7 @@ import { utf8Encode } from '../../lib/encoding'
 import type { Message } from '../../core/types'
 import type { ErrorBody } from '../../errors'
 import { envelopedJson, rawData } from '../wire/enveloped'
+import { RecentMemo } from '../../lib/recent-memo'
 
 /**
  * Text of event-stream records. `sse`: W3C Server-Sent Events (`id`, `event`, `data` lines);
@@ -32,19 +33,18 @@ const dataLines = (text: string) =>
 type Variant = 'enveloped' | 'sse' | 'ndjson'
 
 /**
- * Payloads of a batch per variant, keyed by the batch array: the hub hands one array to every
+ * Payloads of a batch per variant, kept by the batch array: the hub hands one array to every
  * subscriber of the channel for one event-loop turn, so it is serialized once however many
- * connections receive it, and the cache dies with the turn. Never cache per message: a weak map
- * keyed by messages that the history ring keeps alive made garbage-collection pauses reach 50 ms
- * under load (accounts benchmark).
+ * connections receive it (lib/recent-memo.ts). Never cache per message: a weak map keyed by
+ * messages that the history ring keeps alive made garbage-collection pauses reach 50 ms under
+ * load (accounts benchmark).
  */
-const cache = new WeakMap<Message[], Partial<Record<Variant, string[]>>>()
+const cache = new RecentMemo<Message[], Partial<Record<Variant, string[]>>>()
 
 /** The `data` of each message of `batch` as `mode` and `enveloped` ask (JSON text never holds a raw line break). */
 export function payloads(batch: Message[], channel: string, mode: StreamMode, enveloped: boolean): string[] {
   const variant: Variant = enveloped ? 'enveloped' : mode
-  let byVariant = cache.get(batch)
-  if (!byVariant) cache.set(batch, (byVariant = {}))
+  const byVariant = cache.get(batch) ?? cache.set(batch, {})
   let out = byVariant[variant]
   if (!out) {
     out = new Array<string>(batch.length)
