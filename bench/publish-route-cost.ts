@@ -3,14 +3,20 @@
  * the core's publish on the embedded backend, or with `--redis <url>` on that redis-server, whose
  * own CPU is not counted), of this checkout against another one's in the same process, alternated
  * block by block: `BENCH_GATEWAY_DIR=<checkout before> bun bench/publish-route-cost.ts [--blocks
- * 40] [--per-block 4000] [--redis redis://127.0.0.1:6379] [--rate-limits]` (rate limits on,
- * nothing refused: every publish charged). Without BENCH_GATEWAY_DIR both
+ * 40] [--per-block 4000] [--redis redis://127.0.0.1:6379 | --cluster] [--rate-limits]` (`--cluster`:
+ * a private 1-master Redis Cluster; rate limits on, nothing refused: every publish charged).
+ * Without BENCH_GATEWAY_DIR both
  * sides are this checkout (the harness's own bias: expect a ratio near 1). Each side has its own
  * node (its own modules, loaded from its own path); the requests, the same for both, are made
  * outside the measured blocks, 50 in flight as the server sees them. Figures: process CPU
  * (user + system) per publish, median of the blocks, and the median of the paired ratios.
  */
+import { mkdtempSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
 import { parseFlags } from './lib/args'
+import { installCleanup } from './lib/processes'
+import { startRedisCluster } from './lib/redis-cluster-server'
 import { pairedBlocks } from './lib/alternation'
 import { benchSides, removeNodeDirs } from './lib/in-process-node'
 import { publishAll, publishRequest, restRoute, type Route } from './lib/in-process-rest'
@@ -19,6 +25,7 @@ const f = parseFlags(process.argv.slice(2), {
   blocks: 'number',
   'per-block': 'number',
   redis: 'string',
+  cluster: 'boolean',
   'rate-limits': 'boolean',
 })
 const blocks = f.blocks ?? 40
@@ -26,11 +33,14 @@ const perBlock = f['per-block'] ?? 4000
 const INFLIGHT = 50
 const sides = benchSides()
 
+installCleanup()
+const cluster = f.cluster ? await startRedisCluster(mkdtempSync(join(tmpdir(), 'publish-route-cost-')), 1) : undefined
+const url = cluster?.url ?? f.redis
 const routes: Record<string, Route> = {}
 for (const [name, root] of Object.entries(sides)) {
   // each side its own key prefix on the one redis-server (its own accounts, channels and batches)
-  const redis: Record<string, string> = f.redis
-    ? { REDIS_URL: f.redis, REDIS_PREFIX: `route-cost-${process.pid}-${name}:` }
+  const redis: Record<string, string> = url
+    ? { REDIS_URL: url, REDIS_CLUSTER: String(!!cluster), REDIS_PREFIX: `route-cost-${process.pid}-${name}:` }
     : {}
   routes[name] = await restRoute(root, !!f['rate-limits'], redis)
 }
@@ -46,4 +56,5 @@ async function block(route: Route): Promise<number> {
 for (const route of Object.values(routes)) for (let i = 0; i < 5; i++) await block(route) // warm-up
 await pairedBlocks(`CPU µs per publish (blocks of ${perBlock})`, blocks, sides, (side) => block(routes[side]!))
 removeNodeDirs()
+await cluster?.stop()
 process.exit(0)

@@ -18,6 +18,7 @@ import { ScriptRunner } from './script-runner'
 import { EPHEMERAL_PUBLISH_SCRIPT } from './lua/ephemeral-publish'
 import { PublishBatcher, type BatchAnswer } from './publish-batcher'
 import { ChannelSubscriptions } from './subscriptions'
+import { keySlot } from './cluster'
 import { ChannelMarks, INDEX_REFRESH_MS, markDue, type Marks, type PublishKeys } from './channel-marks'
 
 const fromMemory = metrics.counter(
@@ -39,6 +40,9 @@ export interface RedisBrokerSettings {
 }
 
 type Entry = [Buffer, [Buffer, Buffer]]
+
+/** Rate buckets whose key and slot a node keeps (a bucket per account and class). */
+const BUCKETS_KEPT = 10_000
 
 /** Newest entries of a channel's stream searched by `serialsOf` (the stream has no index by message id). */
 const LOOKUP_SCAN = 10_000
@@ -69,6 +73,8 @@ export class RedisBroker implements Broker {
   private readonly ephemeralScript: ScriptRunner
   /** Per channel, when this node last wrote its entry in its app's index and set its stream's expiry. */
   private readonly marks = new ChannelMarks()
+  /** Rate buckets charged by this node's publishes (`bucketOf`). */
+  private readonly buckets = new Map<string, { key: string; slot: number }>()
   private readonly send: Sender
 
   constructor(
@@ -81,7 +87,7 @@ export class RedisBroker implements Broker {
     /** Sends a command to the master owning a key (WAIT after the publish script). */
     private readonly sendTo: ((key: string, args: string[]) => Promise<unknown>) | undefined,
     /** The shard (master) owning a key: publishes are batched per shard. */
-    private readonly shardOf: ((key: string) => string) | undefined,
+    private readonly shardOf: ((key: string, slot?: number) => string) | undefined,
     /** Takes a publish's charge where its publish step cannot (on a cluster, a bucket on another master than the channel; ephemeral publishes). */
     private readonly limits: RateLimitStore,
   ) {
@@ -138,12 +144,15 @@ export class RedisBroker implements Broker {
     const m = this.marks.of(app, channel)
     const k = (m.keys ??= this.publishKeys(app, channel))
     const stream = k.stream
-    const bucket = c && this.keys.bucket(c.key)
+    const bucket = c && this.bucketOf(c.key)
     // the charge in the publish's own step: one redis-server, or the bucket on the channel's master
     const chargeInStep =
       bucket !== undefined &&
       !opts.ephemeral &&
-      (!cluster || (inStepIfHere && this.shardOf !== undefined && this.shardOf(bucket) === this.shardOf(stream)))
+      (!cluster ||
+        (inStepIfHere &&
+          this.shardOf !== undefined &&
+          this.shardOf(bucket.key, bucket.slot) === this.shardOf(stream, k.slot)))
     let charged: PublishResult['charged']
     if (c && !chargeInStep) {
       // batched per bucket with the account's other charges of this node (rate-limit-store.ts)
@@ -175,13 +184,14 @@ export class RedisBroker implements Broker {
       // bounded by the batcher: answered within REDIS_TIMEOUT_MS, its errors 503 unless a GatewayError
       answer = await this.batcher.publish({
         stream,
+        slot: k.slot,
         lastId: k.lastId,
         notify: k.notify,
         ttlMs,
         idemPrefix: k.idemPrefix,
         channel,
         messages,
-        charge: chargeInStep ? { bucket: bucket!, charge: c! } : undefined,
+        charge: chargeInStep ? { bucket: bucket!.key, charge: c! } : undefined,
         index: due === undefined ? undefined : { key: this.keys.channels(app), score: due },
         expireMs: ttlMs + INDEX_REFRESH_MS,
         expireNow,
@@ -219,11 +229,27 @@ export class RedisBroker implements Broker {
     return { serials, appended: fresh, charged }
   }
 
+  /**
+   * A rate bucket's key and slot, kept by its charge key (the rate limiter makes one string per
+   * bucket); forgotten all at once past BUCKETS_KEPT buckets.
+   */
+  private bucketOf(chargeKey: string): { key: string; slot: number } {
+    let b = this.buckets.get(chargeKey)
+    if (!b) {
+      if (this.buckets.size >= BUCKETS_KEPT) this.buckets.clear()
+      const key = this.keys.bucket(chargeKey)
+      this.buckets.set(chargeKey, (b = { key, slot: keySlot(key) }))
+    }
+    return b
+  }
+
   /** The keys of a channel that its publishes name (kept with its marks). */
   private publishKeys(app: string, channel: string): PublishKeys {
     const k = this.keys
+    const stream = k.stream(app, channel)
     return {
-      stream: k.stream(app, channel),
+      stream,
+      slot: keySlot(stream),
       lastId: k.lastId(app, channel),
       notify: k.notify(app, channel),
       idemPrefix: k.idemPrefix(app, channel),

@@ -16,6 +16,8 @@ export interface Marks {
 /** A channel's keys that every publish to it names. */
 export interface PublishKeys {
   stream: string
+  /** The stream's cluster slot (cluster.ts `keySlot`: every key of the channel has it). */
+  slot: number
   lastId: string
   notify: string
   idemPrefix: string

@@ -50,8 +50,11 @@ export interface RedisConnections {
   fast: { send: Sender; close(): void }
   /** Sends a command to the master owning `key`'s slot (WAIT after a write to that key). */
   sendTo(key: string, args: string[]): Promise<unknown>
-  /** Names the shard (master) owning `key`: the publishes of one shard are batched together. */
-  shardOf(key: string): string
+  /**
+   * Names the shard (master) owning `key`: the publishes of one shard are batched together.
+   * `slot`: the key's slot (cluster.ts `keySlot`) where the caller keeps it, not hashed again.
+   */
+  shardOf(key: string, slot?: number): string
   quit(): Promise<void>
 }
 

@@ -100,7 +100,7 @@ export async function connectCluster(s: RedisSettings, onError: (e: Error) => vo
     fast,
     // WAIT must run on the connection that wrote: with REDIS_WAIT_REPLICAS the publish path is on node-redis too
     sendTo: (key, args) => cluster.sendCommand(key, false, args),
-    shardOf: (key) => masterOf(cluster, key, seedHost)?.address ?? `slot ${keySlot(key)}`,
+    shardOf: (key, slot = keySlot(key)) => masterOfSlot(cluster, slot, seedHost)?.address ?? `slot ${slot}`,
     async quit() {
       fast.close()
       await Promise.allSettled([cluster.close()])
@@ -109,16 +109,16 @@ export async function connectCluster(s: RedisSettings, onError: (e: Error) => vo
 }
 
 /**
- * The master owning a key's slot in node-redis's view of the topology, undefined while unknown. An
+ * The master owning a slot in node-redis's view of the topology, undefined while unknown. An
  * empty host (a node that never learned its address, e.g. alone in its cluster) means the address
  * the topology was read from: the seed's host, where node-redis connects too.
  */
-function masterOf(
+function masterOfSlot(
   cluster: NativeCluster,
-  key: string,
+  slot: number,
   seedHost: string,
 ): { host: string; port: number; address: string } | undefined {
-  const m = cluster.getSlotMaster(keySlot(key)) as { host?: string; port?: number } | undefined
+  const m = cluster.getSlotMaster(slot) as { host?: string; port?: number } | undefined
   if (!m?.port) return undefined
   const host = m.host || seedHost
   return { host, port: m.port, address: `${host}:${m.port}` }
@@ -145,7 +145,7 @@ function fastClusterSender(
   let closed = false
   const clientFor = (key: string): BunRedisClient | undefined => {
     if (closed) return undefined // after close: the fallback (closed too) answers
-    const master = masterOf(cluster, key, seedHost)
+    const master = masterOfSlot(cluster, keySlot(key), seedHost)
     if (!master) return undefined
     const { host, port, address } = master
     let c = clients.get(address)

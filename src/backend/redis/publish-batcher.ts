@@ -10,6 +10,8 @@ import { capture, made } from '../../lib/capture'
 /** One publish as the batch script takes it. */
 export interface BatchedPublish {
   stream: string
+  /** The stream's cluster slot (every key of the channel has it). */
+  slot: number
   /** The channel's last id key (kept by every script that appends to the stream). */
   lastId: string
   notify: string
@@ -136,7 +138,7 @@ export class PublishBatcher {
       redisTimeoutMs: number
       cluster: boolean
       /** The shard (master) owning a key; one shard when absent. */
-      shardOf?: (key: string) => string
+      shardOf?: (key: string, slot?: number) => string
       /** Runs after each batch's write, given its first stream (WAIT for replicas); a rejection fails the batch's writes. */
       afterWrite?: (stream: string) => Promise<void>
     },
@@ -148,7 +150,7 @@ export class PublishBatcher {
   publish(p: BatchedPublish): Promise<BatchAnswer> {
     const promise = new Promise<BatchAnswer>(capture)
     const { resolve, reject } = made
-    const key = this.o.shardOf?.(p.stream) ?? ''
+    const key = this.o.shardOf?.(p.stream, p.slot) ?? ''
     let s = this.shards.get(key)
     if (!s) this.shards.set(key, (s = { items: [], inFlight: 0, scheduled: false }))
     s.items.push({ p, at: performance.now(), resolve, reject })

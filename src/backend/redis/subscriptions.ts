@@ -234,7 +234,11 @@ export class ChannelSubscriptions {
 
   private emit(s: Subscription, messages: Message[]) {
     const last = s.last
-    const fresh = last === undefined ? messages : messages.filter((m) => m.serial > last)
+    // serials rise within `messages`: when the first is new, all are (no copy, nor closure)
+    const fresh =
+      last === undefined || !messages.length || messages[0]!.serial > last
+        ? messages
+        : messages.filter((m) => m.serial > last)
     if (!fresh.length) return
     s.last = fresh[fresh.length - 1]!.serial
     s.lastId = undefined

@@ -38,6 +38,11 @@ const refused = metrics.counter('gateway_rate_limited_total', 'Requests refused 
  */
 export class RateLimiter implements Limits {
   private overrides = new Map<string, Partial<Record<LimitClass, number>>>()
+  /**
+   * Per account, its buckets' keys (`<account>:<class>`) made once: one string per bucket, not
+   * one per charge, so that the stores' maps of buckets find it by its hash already computed.
+   */
+  private readonly bucketKeys = new Map<string, Partial<Record<LimitClass, string>>>()
 
   constructor(
     private readonly store: RateLimitStore,
@@ -46,7 +51,10 @@ export class RateLimiter implements Limits {
     private readonly s: LimitSettings,
   ) {
     control.onChange((e) => {
-      if (e.kind === 'account') this.overrides.clear()
+      if (e.kind === 'account') {
+        this.overrides.clear()
+        this.bucketKeys.clear()
+      }
     })
   }
 
@@ -121,7 +129,10 @@ export class RateLimiter implements Limits {
         },
       )
     }
-    return { key: `${accountId}:${cls}`, cls, cost, rate, burst, now: this.clock.now() }
+    let keys = this.bucketKeys.get(accountId)
+    if (!keys) this.bucketKeys.set(accountId, (keys = {}))
+    const key = (keys[cls] ??= `${accountId}:${cls}`)
+    return { key, cls, cost, rate, burst, now: this.clock.now() }
   }
 
   /** Throws 429 (nothing was taken) when the store refused the charge. */
