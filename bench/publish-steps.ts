@@ -12,7 +12,12 @@
  *   prepare   + the core's validation and drafts (`Publisher.prepare`)
  *   publish   + the core's publish (ring append, rules, push, stats, metrics)
  *   gateway   the native publish route itself (+ the answer, CORS and the access line)
+ *   node      the same route served by the node's own server (`node.listen`: its settings,
+ *             its other routes and its fallback to the app), on a port of its own
  *
+ * The process runs with the gateway's allocator settings (it begins itself again for them, as
+ * src/main.ts does): with Bun's defaults a stage that allocates more would pay page faults the
+ * gateway does not (docs/performance.md, the allocator's purge delay).
  * Reports the server's CPU per request of each stage (median of the rounds) and what it adds to
  * the stage before. Embedded node, rate limits off, LOG_LEVEL=warn (as `bench/run.ts publish`).
  * The stages share the gateway's functions in one process (one JIT), so read the steps, not the
@@ -33,9 +38,14 @@ import { queryOfUrl } from '../src/api/http/query'
 import { checkQueryEncoding, pathParam } from '../src/api/http/params'
 import { credentialsOf } from '../src/api/http/credentials'
 import { decodeReceived, mediaType, receiveBody, structured } from '../src/api/http/body'
+import { allocatorRestartEnv } from '../src/config/allocator'
+
+const restart = allocatorRestartEnv()
+if (restart && process.execve)
+  process.execve(process.execPath, [process.execPath, ...process.execArgv, ...process.argv.slice(1)], restart)
 
 const f = parseFlags(process.argv.slice(2), { seconds: 'number', rounds: 'number', connections: 'number' })
-const STAGES = ['text', 'read', 'body', 'prepare', 'publish', 'gateway'] as const
+const STAGES = ['text', 'read', 'body', 'prepare', 'publish', 'gateway', 'node'] as const
 
 const { config, node } = await inProcessNode(resolve(import.meta.dir, '..'), false)
 const core = node.core
@@ -69,8 +79,9 @@ const stage =
 const gateway = publishRoute(publishHandler(core, config, node.log), new CorsPolicy([]), node.log)
 const routes: Record<string, { POST: (req: Request, server: any) => Response | Promise<Response> }> = {}
 STAGES.forEach((name, i) => {
-  routes[`/${name}/channels/:channel/messages`] = { POST: name === 'gateway' ? gateway : stage(i) }
+  if (name !== 'node') routes[`/${name}/channels/:channel/messages`] = { POST: name === 'gateway' ? gateway : stage(i) }
 })
+const nodeServer = node.listen({ port: 0, hostname: '127.0.0.1' })
 const server = Bun.serve({
   port: 0,
   hostname: '127.0.0.1',
@@ -81,7 +92,10 @@ const server = Bun.serve({
 
 const dir = mkdtempSync(join(tmpdir(), 'publish-steps-'))
 const spec = (name: string, seconds: number, warmup: number) => ({
-  url: `http://127.0.0.1:${server.port}/${name}/channels/bench-{n}/messages`,
+  url:
+    name === 'node'
+      ? `http://127.0.0.1:${nodeServer.port}/channels/bench-{n}/messages`
+      : `http://127.0.0.1:${server.port}/${name}/channels/bench-{n}/messages`,
   variants: 100,
   method: 'POST',
   headers: [
@@ -119,5 +133,6 @@ for (const name of STAGES) {
   before = m
 }
 server.stop(true)
+nodeServer.stop(true)
 removeNodeDirs()
 process.exit(0)
