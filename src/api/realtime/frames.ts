@@ -105,11 +105,11 @@ export interface DeliveryFrame {
 /**
  * The frames of one delivered batch, per format, kept by the batch: the hub hands the same array
  * to every subscriber of the channel for one event-loop turn, so each format is encoded once
- * however many sockets receive it (lib/recent-memo.ts). Consecutive entries of one kind share a frame, so the
- * channel order holds across messages and presence events. A frame names its channel, and one
- * batch can go out under several names (the channel, and filtered channels of it whose filter
- * let all of it through: fanout/channel-filters.ts), so the cache is per name; the first name
- * (nearly always the only one) is kept without a map.
+ * however many sockets receive it (lib/recent-memo.ts). Consecutive entries of one kind share a
+ * frame, so the channel order holds across messages and presence events. A frame names its
+ * channel, and one batch can go out under several names (the channel, and filtered channels of
+ * it whose filter let all of it through: fanout/channel-filters.ts), so the cache is per name;
+ * the first name (nearly always the only one) is kept without a map.
  */
 interface CachedFrames {
   channel: string
