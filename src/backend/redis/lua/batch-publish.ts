@@ -35,10 +35,10 @@ import { BUCKETS_LUA } from './rate-limit'
  *     its message count n (-n: each message with its client id), bucket key index (0: no
  *     charge)[, cost, rate per second, burst, now ms], then n bodies or n × (client id or '', body).
  * Returns per publish its id alone when plain and appended (charged or not); else { fresh, id
- * per message[, remaining*1000 when charged] }, { -1, remaining*1000, retryAfterMs } when its charge was
- * refused (nothing appended), { -3 } when its charge's bucket is not on this master (a cluster
- * whose slots moved: nothing appended, the node charges it apart), or { -2, error text } when it
- * failed; then per channel the id of its entry before the call's first append ('' when nothing
+ * per message[, remaining*1000 when charged] }, { -1, remaining*1000, retryAfterMs } when its
+ * charge was refused (nothing appended), { -3 } when its charge's bucket is not on this master (a
+ * cluster whose slots moved: nothing appended, the node charges it apart), or { -2, error text }
+ * when it failed; then per channel the id of its entry before the call's first append ('' when nothing
  * was appended to it): with the answer's ids, the previous-id chain of what the call appended,
  * so that the node that published can deliver its messages itself, in the chain's order
  * (subscriptions.ts).
@@ -128,9 +128,13 @@ local function message(e)
   return tostring(e)
 end
 
--- a charge's failure: its bucket is not on this master (a cluster whose slots moved), or an error
-local function failed_charge(e)
-  local text = message(e)
+-- takes a charge: nil and what the bucket holds when taken, else the publish's answer: refused,
+-- its bucket not on this master (a cluster whose slots moved), or an error
+local function charge(key, cost, rate, burst, now)
+  local okc, ok, remaining, retry = pcall(take, key, cost, rate, burst, now)
+  if okc and ok then return nil, remaining end
+  if okc then return { -1, remaining, retry } end
+  local text = message(ok)
   if string.find(text, 'non local key', 1, true) then return { -3 } end
   return { -2, text }
 end
@@ -147,8 +151,7 @@ for p = 1, count do
       local j = math.floor((s - 1) / nchan)
       local c = terms[j]
       s = s - j * nchan
-      local okc, ok, remaining, retry = pcall(take, K[c[1]], 1, c[2], c[3], c[4])
-      if not okc then refusal = failed_charge(ok) elseif not ok then refusal = { -1, remaining, retry } end
+      refusal = charge(K[c[1]], 1, c[2], c[3], c[4])
     end
     if refusal then
       out[p] = refusal
@@ -168,17 +171,14 @@ for p = 1, count do
     local ids = n < 0
     if ids then n = -n end
     local m = pos + 3
-    local charged, remaining, retry = true, nil, 0
+    local refusal, remaining = nil, nil
     if bk > 0 then
-      local okc, a, b, r = pcall(take, K[bk], tonumber(ARGV[m]), tonumber(ARGV[m + 1]), tonumber(ARGV[m + 2]), tonumber(ARGV[m + 3]))
-      if not okc then charged, remaining = nil, a else charged, remaining, retry = a, b, r end
+      refusal, remaining = charge(K[bk], tonumber(ARGV[m]), tonumber(ARGV[m + 1]), tonumber(ARGV[m + 2]), tonumber(ARGV[m + 3]))
       m = m + 4
     end
     pos = m + (ids and 2 * n or n)
-    if charged == nil then
-      out[p] = failed_charge(remaining)
-    elseif not charged then
-      out[p] = { -1, remaining, retry }
+    if refusal then
+      out[p] = refusal
     else
       local ok, r = pcall(publish, s, n, ids, m)
       if not ok then
