@@ -50,18 +50,19 @@ describe('event-stream records of a batch, shared by the connections of its chan
     // the second connection of the first variant writes the very bytes encoded once for it
     expect(sseB[0]).toBeInstanceOf(Uint8Array)
     expect(text(sseB[0]!)).toBe(sseA[0] as string)
+    /** A batch delivered to `a`, then `others` batches to connections of other channels, then to `b`. */
+    const apart = (n: number, others: number) => {
+      const one = batch(n)
+      a.deliver(0, one)
+      for (let i = 0; i < others; i++) connection('sse', []).deliver(0, batch(100 + i))
+      b.deliver(0, one)
+    }
     // a few other batches between two connections of a channel (other channels, filters): still shared
-    const second = batch(2)
-    a.deliver(0, second)
-    for (let i = 3; i < 6; i++) connection('sse', []).deliver(0, batch(i))
-    b.deliver(0, second)
+    apart(2, 3)
     expect(sseB[1]).toBeInstanceOf(Uint8Array)
     expect(text(sseB[1]!)).toBe(sseA[1] as string)
     // many: the text is made again, the same
-    const third = batch(3)
-    a.deliver(0, third)
-    for (let i = 10; i < 30; i++) connection('sse', []).deliver(0, batch(i))
-    b.deliver(0, third)
+    apart(3, 20)
     expect(text(sseB[2]!)).toBe(sseA[2] as string)
   })
 })
