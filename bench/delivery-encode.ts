@@ -11,6 +11,7 @@
 import { join } from 'node:path'
 import { parseFlags } from './lib/args'
 import { benchSides } from './lib/in-process-node'
+import { alternatedRuns } from './lib/alternation'
 
 const f = parseFlags(process.argv.slice(2), {
   batches: 'number',
@@ -70,15 +71,6 @@ async function run(name: string): Promise<number> {
   return performance.now() - t0
 }
 
-const results: Record<string, number[]> = { before: [], after: [] }
-for (let r = 0; r < (f.rounds ?? 4); r++)
-  for (const side of r % 2 ? ['after', 'before'] : ['before', 'after']) {
-    const ms = await run(side)
-    results[side]!.push(ms)
-    console.log(`round ${r + 1} ${side}: ${ms.toFixed(0)} ms, ${((ms * 1e6) / batches).toFixed(0)} ns per batch`)
-  }
-const med = (a: number[]) => a.slice().sort((x, y) => x - y)[a.length >> 1]!
-console.log(
-  `median: before ${med(results.before!).toFixed(0)} ms, after ${med(results.after!).toFixed(0)} ms (after ÷ before ${(med(results.after!) / med(results.before!)).toFixed(3)})${sink < 0 ? '' : ''}`,
-)
+await alternatedRuns(f.rounds ?? 4, batches, 'batch', run)
+if (sink < 0) console.log(sink) // the frames are used
 process.exit(0)

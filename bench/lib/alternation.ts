@@ -45,3 +45,26 @@ export async function pairedBlocks(
       `(${Math.min(...ratios).toFixed(2)}-${Math.max(...ratios).toFixed(2)})`,
   )
 }
+
+/**
+ * Runs `run(side)` (its ms) `rounds` times for each of two sides in `alternate`'s order, printing
+ * each run in ms and in ns per one of its `count` `unit`s, then the sides' medians and their
+ * ratio (the in-process loops: ring-push.ts, delivery-encode.ts).
+ */
+export async function alternatedRuns(
+  rounds: number,
+  count: number,
+  unit: string,
+  run: (side: 'before' | 'after') => number | Promise<number>,
+): Promise<void> {
+  const ms = { before: [] as number[], after: [] as number[] }
+  for (const { round, variant } of alternate('before' as const, 'after' as const, rounds)) {
+    const t = await run(variant)
+    ms[variant].push(t)
+    console.log(`round ${round} ${variant}: ${t.toFixed(0)} ms, ${((t * 1e6) / count).toFixed(0)} ns per ${unit}`)
+  }
+  const med = (a: number[]) => a.slice().sort((x, y) => x - y)[a.length >> 1]!
+  console.log(
+    `median: before ${med(ms.before).toFixed(0)} ms, after ${med(ms.after).toFixed(0)} ms (after ÷ before ${(med(ms.after) / med(ms.before)).toFixed(3)})`,
+  )
+}
