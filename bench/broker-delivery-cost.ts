@@ -2,10 +2,12 @@
  * The node's CPU per publish of the Redis broker with a local subscriber on every channel, in
  * process (no HTTP): each publish appended, answered, and delivered to this node's listener, as
  * in `bench/run.ts scale` without the HTTP layers. `bun bench/broker-delivery-cost.ts [--cluster]
- * [--publishers 4] [--channels 100] [--blocks 20] [--per-block 4000] [dir ...]`: each code tree
+ * [--shards 1] [--apart] [--publishers 4] [--channels 100] [--blocks 20] [--per-block 4000] [dir ...]`: each code tree
  * named (a checkout with node_modules linked; this one when none is named) gets its own broker
- * (own key prefix) on one private redis-server (or a 1-master Redis Cluster with --cluster);
- * blocks alternate between the trees. P publishers each publish one 100-byte message at a time
+ * (own key prefix) on one private redis-server (or a Redis Cluster of --shards masters, 1 by default, with --cluster);
+ * blocks alternate between the trees. With --apart each tree runs two nodes (two brokers in this
+ * process): one publishes, the other holds the subscriptions, so every delivery comes from a
+ * notification read and decoded, as between the processes of a deployment; the CPU is both's. P publishers each publish one 100-byte message at a time
  * (the next once the last is answered AND delivered), so batches stay as small as through HTTP.
  * Prints per tree the median and spread of this process's CPU µs per publish, and each block's
  * ratio to the first tree's. Asserts nothing beyond every publish delivered once.
@@ -22,6 +24,8 @@ import type { Backend } from '../src/backend/backend'
 
 const f = parseFlags(process.argv.slice(2), {
   cluster: 'boolean',
+  shards: 'number',
+  apart: 'boolean',
   publishers: 'number',
   channels: 'number',
   blocks: 'number',
@@ -35,10 +39,12 @@ const dirs = f._.length ? f._.map((d: string) => resolve(d)) : [resolve(import.m
 
 installCleanup()
 const logDir = mkdtempSync(join(tmpdir(), 'broker-delivery-cost-'))
-const server = f.cluster ? await startRedisCluster(logDir, 1) : await startRedis(logDir)
+const server = f.cluster ? await startRedisCluster(logDir, f.shards ?? 1) : await startRedis(logDir)
 interface Tree {
   dir: string
   backend: Backend
+  /** The node holding the subscriptions (the publishing one but with --apart). */
+  listening: Backend
   us: number[]
   /** Of which system (kernel) CPU. */
   sys: number[]
@@ -50,9 +56,12 @@ for (const [i, dir] of dirs.entries()) {
   const { createRedisBackend } = await import(`${dir}/src/backend/redis/index.ts`)
   const settings = { ...redisBenchSettings(server.url, `dc${i}:`), redisCluster: !!f.cluster }
   const backend = (await createRedisBackend(settings, (e: unknown) => console.error(dir, e))) as Backend
-  const t: Tree = { dir, backend, us: [], sys: [], delivered: 0, waiting: new Map() }
+  const listening = f.apart
+    ? ((await createRedisBackend(settings, (e: unknown) => console.error(dir, e))) as Backend)
+    : backend
+  const t: Tree = { dir, backend, listening, us: [], sys: [], delivered: 0, waiting: new Map() }
   for (let c = 0; c < CHANNELS; c++)
-    backend.broker.subscribe('app', `dc-${c}`, (_a, _c, ms) => {
+    listening.broker.subscribe('app', `dc-${c}`, (_a, _c, ms) => {
       for (const m of ms) {
         t.delivered++
         const w = t.waiting.get(m.id)
@@ -104,6 +113,9 @@ for (const t of trees) {
     `${t.dir}: ${median(t.us).toFixed(1)} us per publish, ${median(t.sys).toFixed(1)} of it system (min ${Math.min(...t.us).toFixed(1)}, max ${Math.max(...t.us).toFixed(1)}); ÷ first tree, median of blocks ${median(ratios).toFixed(3)}; delivered ${t.delivered}`,
   )
 }
-for (const t of trees) await t.backend.close()
+for (const t of trees) {
+  await t.backend.close()
+  if (t.listening !== t.backend) await t.listening.close()
+}
 await server.stop()
 process.exit(0)

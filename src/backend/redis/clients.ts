@@ -1,6 +1,7 @@
 import { RedisClient as BunRedisClient } from 'bun'
 import { RESP_TYPES, createClient } from 'redis'
 import { withTimeout } from './errors'
+import { ShardSubscriber, type ShardListener, type ShardPlace } from './shard-subscriber'
 
 type NativeClient = ReturnType<typeof createClient>
 export type CommandOptions = Parameters<NativeClient['sendCommand']>[1]
@@ -31,15 +32,16 @@ export const commanderOf = (client: {
 type Listener = (message: any, channel: any) => void
 
 /**
- * The pub/sub side: broadcast channels (control changes, revocations: every node hears them) and
- * sharded channels (SSUBSCRIBE: a channel's notifications, heard by the nodes that subscribe to
- * them; on a cluster, from the master owning the channel's slot). `onReady` runs after each
- * (re)connection, when notifications may have been missed.
+ * The pub/sub side: broadcast channels (control changes, revocations: every node hears them;
+ * node-redis) and sharded channels (SSUBSCRIBE: a channel's notifications, heard by the nodes
+ * that subscribe to them; on a cluster, from the master owning the channel's slot; read on Bun's
+ * sockets, shard-subscriber.ts). A sharded listener is given the payload as a Buffer. `onReady`
+ * runs after a reconnection, when notifications may have been missed.
  */
 export interface RedisSubscriber {
   subscribe(channel: string, listener: Listener, bufferMode?: boolean): Promise<void>
-  sSubscribe(channel: string, listener: Listener, bufferMode?: boolean): Promise<void>
-  sUnsubscribe(channel: string, listener: Listener, bufferMode?: boolean): Promise<void>
+  sSubscribe(channel: string, listener: ShardListener): Promise<void>
+  sUnsubscribe(channel: string, listener: ShardListener): Promise<void>
   onReady(fn: () => void): void
 }
 
@@ -102,22 +104,39 @@ export async function connectStandalone(s: RedisSettings, onError: (e: Error) =>
   }
   const sub = await connectRedis(s, onError)
   const fast = await connectFastSender(s, onError)
+  const server = placeOfUrl(s.redisUrl)
+  const shards = new ShardSubscriber(
+    { url: s.redisUrl, redisTimeoutMs: s.redisTimeoutMs, placeOf: () => server },
+    onError,
+  )
   return {
     cmd: commanderOf(cmd),
     sub: {
       subscribe: (c, l, b) => sub.subscribe(c, l, b),
-      sSubscribe: (c, l, b) => sub.sSubscribe(c, l, b),
-      sUnsubscribe: (c, l, b) => sub.sUnsubscribe(c, l, b),
-      onReady: (fn) => void sub.on('ready', fn),
+      sSubscribe: (c, l) => shards.sSubscribe(c, l),
+      sUnsubscribe: (c, l) => shards.sUnsubscribe(c, l),
+      onReady: (fn) => {
+        sub.on('ready', fn)
+        shards.onReady(fn)
+      },
     },
     fast,
     sendTo: (_key, args) => fast.send(args),
     shardOf: () => '',
     async quit() {
       fast.close()
+      shards.close()
       await Promise.allSettled([sub.quit(), cmd.quit()])
     },
   }
+}
+
+/** The server a `redis://` or `rediss://` URL names (6379 when it names no port). */
+export function placeOfUrl(url: string): ShardPlace {
+  const u = new URL(url.includes('://') ? url : `redis://${url}`)
+  const host = u.hostname.replace(/^\[(.*)\]$/, '$1') || '127.0.0.1'
+  const port = Number(u.port || 6379)
+  return { host, port, address: `${host}:${port}` }
 }
 
 /**

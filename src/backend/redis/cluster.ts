@@ -2,6 +2,7 @@ import { RedisClient as BunRedisClient } from 'bun'
 import { createCluster } from 'redis'
 import { commanderOf, type CommandOptions, type RedisConnections, type RedisSettings, type Sender } from './clients'
 import { withTimeout } from './errors'
+import { ShardSubscriber } from './shard-subscriber'
 
 type NativeCluster = ReturnType<typeof createCluster>
 
@@ -89,13 +90,26 @@ export async function connectCluster(s: RedisSettings, onError: (e: Error) => vo
   const fast = s.redisWaitReplicas
     ? { send: (args: Array<string | Buffer>) => send(args), close() {} }
     : fastClusterSender(cluster, rootNodes[0]!.url, send, s)
+  const shards = new ShardSubscriber(
+    {
+      url: rootNodes[0]!.url,
+      redisTimeoutMs: s.redisTimeoutMs,
+      placeOf: (channel) => masterOfSlot(cluster, keySlot(channel), seedHost),
+      // a command routed by the channel's slot: node-redis follows a MOVED and reads the topology again
+      refresh: (channel) => void cluster.sendCommand(channel, false, ['EXISTS', channel]).catch(() => {}),
+    },
+    onError,
+  )
   return {
     cmd: commanderOf({ sendCommand: send }),
     sub: {
       subscribe: (c, l, b) => cluster.subscribe(c, l, b),
-      sSubscribe: (c, l, b) => cluster.sSubscribe(c, l, b),
-      sUnsubscribe: (c, l, b) => cluster.sUnsubscribe(c, l, b),
-      onReady: (fn) => void cluster.on('node-ready', fn),
+      sSubscribe: (c, l) => shards.sSubscribe(c, l),
+      sUnsubscribe: (c, l) => shards.sUnsubscribe(c, l),
+      onReady: (fn) => {
+        cluster.on('node-ready', fn)
+        shards.onReady(fn)
+      },
     },
     fast,
     // WAIT must run on the connection that wrote: with REDIS_WAIT_REPLICAS the publish path is on node-redis too
@@ -103,6 +117,7 @@ export async function connectCluster(s: RedisSettings, onError: (e: Error) => vo
     shardOf: (key, slot = keySlot(key)) => masterOfSlot(cluster, slot, seedHost)?.address ?? `slot ${slot}`,
     async quit() {
       fast.close()
+      shards.close()
       await Promise.allSettled([cluster.close()])
     },
   }

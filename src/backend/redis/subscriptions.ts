@@ -104,7 +104,7 @@ export class ChannelSubscriptions {
         onMessage: (buf: Buffer) => this.onMessage(entry, buf),
       }
       entry.subscribed = this.sub
-        .sSubscribe(this.keys.notify(app, channel), entry.onMessage, true)
+        .sSubscribe(this.keys.notify(app, channel), entry.onMessage)
         .then(async () => {
           // a base for gap detection and reconnect catch-up, even before the first notification
           const last = await this.reads.range('XREVRANGE', this.keys.stream(app, channel), '+', '-', 1)
@@ -134,7 +134,7 @@ export class ChannelSubscriptions {
         if (apps.size === 0) this.subs.delete(app)
         if (sub.waiters) this.release(sub)
         // only this subscription's listener: a newer subscription to the same channel keeps its own
-        this.sub.sUnsubscribe(this.keys.notify(app, channel), sub.onMessage, true).catch((e) => this.onError(e))
+        this.sub.sUnsubscribe(this.keys.notify(app, channel), sub.onMessage).catch((e) => this.onError(e))
       }
     }
   }
