@@ -31,7 +31,8 @@ interface Wanted {
   confirmed: boolean
   /** Was confirmed once and lost it (a dropped connection, a slot moved): its confirmation calls the ready hooks. */
   lost: boolean
-  waiters: Array<{ resolve(): void; reject(e: unknown): void }>
+  /** Callers of `sSubscribe` waiting for the server's confirmation. */
+  waiters: Array<() => void>
 }
 
 /** Backoff of reconnections and of channels waiting for their place (ms). */
@@ -77,15 +78,18 @@ export class ShardSubscriber {
     }
     const entry = w
     return new Promise<void>((resolve, reject) => {
-      const waiter = { resolve, reject }
-      entry.waiters.push(waiter)
       // told failed after REDIS_TIMEOUT_MS; the channel stays wanted and is subscribed when the server answers
-      setTimeout(() => {
+      const timer = setTimeout(() => {
         const i = entry.waiters.indexOf(waiter)
         if (i < 0) return
         entry.waiters.splice(i, 1)
         reject(new Error(`SSUBSCRIBE ${channel}: Redis did not confirm it within ${this.o.redisTimeoutMs} ms`))
-      }, this.o.redisTimeoutMs).unref?.()
+      }, this.o.redisTimeoutMs)
+      const waiter = () => {
+        clearTimeout(timer)
+        resolve()
+      }
+      entry.waiters.push(waiter)
     })
   }
 
@@ -95,7 +99,7 @@ export class ShardSubscriber {
     if (!w || !w.listeners.delete(listener) || w.listeners.size) return
     this.wanted.delete(channel)
     this.homeless.delete(w)
-    for (const x of w.waiters) x.resolve()
+    for (const x of w.waiters) x()
     w.waiters = []
     w.conn?.drop(w)
   }
@@ -110,7 +114,7 @@ export class ShardSubscriber {
     clearTimeout(this.homelessTimer)
     for (const c of this.conns.values()) c.close()
     this.conns.clear()
-    for (const w of this.wanted.values()) for (const x of w.waiters) x.resolve()
+    for (const w of this.wanted.values()) for (const x of w.waiters) x()
     this.wanted.clear()
     this.homeless.clear()
   }
@@ -134,7 +138,7 @@ export class ShardSubscriber {
     this.homelessTries = 0
     const waiters = w.waiters
     w.waiters = []
-    for (const x of waiters) x.resolve()
+    for (const x of waiters) x()
     if (w.lost) {
       w.lost = false
       this.scheduleReady()
