@@ -10,9 +10,20 @@ const plain = (v: RespValue): unknown =>
         ? v.map(plain)
         : v
 
-function readAll(chunks: Buffer[]): unknown[] {
+/** The values read from `chunks`; with `sharded`, sharded messages through their own path, shown as the value they are. */
+function readAll(chunks: Buffer[], sharded = false): unknown[] {
   const out: unknown[] = []
-  const r = new RespReader((v) => out.push(plain(v)))
+  const r = new RespReader(
+    (v) => out.push(plain(v)),
+    sharded
+      ? (buf, from, to, payload) =>
+          out.push([
+            { bulk: 'smessage' },
+            { bulk: buf.toString('latin1', from, to) },
+            { bulk: payload.toString('latin1') },
+          ])
+      : undefined,
+  )
   for (const c of chunks) r.feed(c)
   return out
 }
@@ -44,16 +55,39 @@ describe('RESP reader', () => {
     expect(readAll([stream])).toEqual(expected)
   })
 
-  test('reads the same values whatever byte the stream is cut at, once or twice', () => {
-    for (let a = 1; a < stream.length; a++) {
-      expect(readAll([stream.subarray(0, a), stream.subarray(a)])).toEqual(expected)
-      for (let b = a + 1; b < stream.length; b += 7)
-        expect(readAll([stream.subarray(0, a), stream.subarray(a, b), stream.subarray(b)])).toEqual(expected)
-    }
-  })
+  for (const sharded of [false, true])
+    describe(sharded ? 'sharded messages through their own path' : 'every value made', () => {
+      test('reads the same values whatever byte the stream is cut at, once or twice', () => {
+        expect(readAll([stream], sharded)).toEqual(expected)
+        for (let a = 1; a < stream.length; a++) {
+          expect(readAll([stream.subarray(0, a), stream.subarray(a)], sharded)).toEqual(expected)
+          for (let b = a + 1; b < stream.length; b += 7)
+            expect(readAll([stream.subarray(0, a), stream.subarray(a, b), stream.subarray(b)], sharded)).toEqual(
+              expected,
+            )
+        }
+      })
 
-  test('reads the same values when the stream comes a byte at a time', () => {
-    expect(readAll([...stream].map((b) => Buffer.from([b])))).toEqual(expected)
+      test('reads the same values when the stream comes a byte at a time', () => {
+        expect(
+          readAll(
+            [...stream].map((b) => Buffer.from([b])),
+            sharded,
+          ),
+        ).toEqual(expected)
+      })
+    })
+
+  test('a sharded message is handed to its own path, not made into values', () => {
+    const values: RespValue[] = []
+    const messages: string[] = []
+    const r = new RespReader(
+      (v) => values.push(v),
+      (buf, from, to, payload) => messages.push(`${buf.toString('utf8', from, to)}=${payload.toString()}`),
+    )
+    r.feed(Buffer.from('*3\r\n$8\r\nsmessage\r\n$5\r\nch:é\r\n$2\r\nhi\r\n:1\r\n'))
+    expect(messages).toEqual(['ch:é=hi'])
+    expect(values).toEqual([1])
   })
 
   test('a large bulk string in many chunks is read once, whole, and is joined only when complete', () => {

@@ -27,9 +27,15 @@ function lineInt(buf: Buffer, from: number, to: number): number {
   return negative ? -n : n
 }
 
+/** The CR ending the header line that starts at `from` (-1: not in `buf`): a few bytes, read in JS (no native call). */
+function lineEnd(buf: Buffer, from: number): number {
+  for (let i = from; i < buf.length; i++) if (buf[i] === CR) return i
+  return -1
+}
+
 /** Parses the value starting at `i`: its end, or NEEDED when the input stops inside it. */
 function parseAt(buf: Buffer, i: number): number {
-  const end = buf.indexOf(CR, i + 1)
+  const end = lineEnd(buf, i + 1)
   if (end < 0 || end + 1 >= buf.length) {
     wanted = buf.length + 1
     return NEEDED
@@ -86,9 +92,49 @@ function parseAt(buf: Buffer, i: number): number {
   }
 }
 
+/** `*3\r\n$8\r\nsmessage\r\n$`: how a sharded channel's message starts. */
+const SMESSAGE = Buffer.from('*3\r\n$8\r\nsmessage\r\n$')
+/** Not a sharded message (read as any value). */
+const OTHER = 0
+
+/**
+ * A sharded message at `i` read without making values: `onSMessage` is given the channel's bytes
+ * (`buf[from..to)`) and the payload. Its end, NEEDED when the input stops inside it, or OTHER.
+ */
+function smessageAt(buf: Buffer, i: number, onSMessage: SMessageHandler): number {
+  const n = SMESSAGE.length
+  // fewer bytes than its start: left to `parseAt`, which waits for the rest as for any value
+  if (buf.length - i < n) return OTHER
+  for (let k = 0; k < n; k++) if (buf[i + k] !== SMESSAGE[k]) return OTHER
+  let at = i + n
+  const chEnd = lineEnd(buf, at)
+  if (chEnd < 0) return partial(buf)
+  const from = chEnd + 2
+  const to = from + lineInt(buf, at, chEnd)
+  if (buf.length < to + 3) return partial(buf, to + 3)
+  at = to + 3 // CR LF '$'
+  const lenEnd = lineEnd(buf, at)
+  if (lenEnd < 0 || lenEnd + 1 >= buf.length) return partial(buf)
+  const p = lenEnd + 2
+  const end = p + lineInt(buf, at, lenEnd)
+  if (buf.length < end + 2) return partial(buf, end + 2)
+  onSMessage(buf, from, to, buf.subarray(p, end))
+  return end + 2
+}
+
+/** A value cut short: NEEDED, noting the bytes it needs at least (an end in `buf`, as `parseAt` does). */
+function partial(buf: Buffer, atLeast = buf.length + 1): number {
+  wanted = atLeast
+  return NEEDED
+}
+
+/** A sharded message: its channel as bytes `buf[from..to)`, and its payload (a view of the bytes read). */
+export type SMessageHandler = (buf: Buffer, from: number, to: number, payload: Buffer) => void
+
 /**
  * Reads RESP2 values from a byte stream as it arrives in chunks: each whole value is handed to
- * `onValue` in order. A value cut by a chunk's end is read again, whole, once at least the bytes
+ * `onValue` in order (a sharded message to `onSMessage` instead, when given, without making its
+ * values: the notifications of every publish come this way). A value cut by a chunk's end is read again, whole, once at least the bytes
  * it was found to need have come (its chunks are kept apart until then: a large value arriving in
  * many chunks is joined once, not once per chunk). A bulk string is a view of the bytes read.
  */
@@ -99,7 +145,10 @@ export class RespReader {
   /** Bytes the value cut short needs at least before it is read again. */
   private want = 0
 
-  constructor(private readonly onValue: (v: RespValue) => void) {}
+  constructor(
+    private readonly onValue: (v: RespValue) => void,
+    private readonly onSMessage?: SMessageHandler,
+  ) {}
 
   feed(chunk: Buffer): void {
     let buf = chunk
@@ -111,7 +160,16 @@ export class RespReader {
       this.parts = []
     }
     let i = 0
+    const onSMessage = this.onSMessage
     while (i < buf.length) {
+      if (onSMessage) {
+        const next = smessageAt(buf, i, onSMessage)
+        if (next === NEEDED) break
+        if (next !== OTHER) {
+          i = next
+          continue
+        }
+      }
       const next = parseAt(buf, i)
       if (next === NEEDED) break
       i = next

@@ -209,7 +209,10 @@ interface Sent {
 /** The connection to one server: the channels it carries, subscribed again after each reconnection. */
 class ShardConnection {
   private socket?: Socket<undefined>
-  private readonly reader = new RespReader((v) => this.answer(v))
+  private readonly reader = new RespReader(
+    (v) => this.answer(v),
+    (buf, from, to, payload) => this.owner.deliver(buf.toString('utf8', from, to), payload),
+  )
   private readonly carried = new Set<Wanted>()
   private sent: Sent[] = []
   private closed = false
@@ -317,11 +320,7 @@ class ShardConnection {
     if (Array.isArray(v)) {
       const kind = v[0]
       if (!Buffer.isBuffer(kind)) return
-      // smessage, the common case: the first two bytes tell it
-      if (kind.length === 8 && kind[1] === 109) {
-        this.owner.deliver((v[1] as Buffer).toString(), v[2] as Buffer)
-        return
-      }
+      // smessage: read by the reader's own path (onSMessage)
       const name = kind.toString()
       const channel = Buffer.isBuffer(v[1]) ? v[1].toString() : ''
       if (name === 'ssubscribe') {
