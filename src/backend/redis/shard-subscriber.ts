@@ -171,7 +171,11 @@ export class ShardSubscriber {
       return
     }
     let c = this.conns.get(where.address)
-    if (!c) this.conns.set(where.address, (c = new ShardConnection(this, where, this.o.url, this.onError)))
+    if (!c)
+      this.conns.set(
+        where.address,
+        (c = new ShardConnection(this, where, this.o.url, this.o.redisTimeoutMs, this.onError)),
+      )
     w.conn = c
     c.add(w)
   }
@@ -222,6 +226,8 @@ class ShardConnection {
     private readonly owner: ShardSubscriber,
     readonly place: ShardPlace,
     private readonly url: string,
+    /** A connection not open within it is given up (a host that never answers would hold its channels). */
+    private readonly connectTimeoutMs: number,
     private readonly onError: (e: Error) => void,
   ) {}
 
@@ -260,12 +266,22 @@ class ShardConnection {
     if (this.connecting || this.socket || this.closed) return
     this.connecting = true
     const u = new URL(this.url)
+    const deadline = setTimeout(() => {
+      if (!this.connecting) return
+      this.onError(
+        new Error(`Redis at ${this.place.address} did not accept a connection within ${this.connectTimeoutMs} ms`),
+      )
+      this.lost()
+    }, this.connectTimeoutMs)
     Bun.connect({
       hostname: this.place.host,
       port: this.place.port,
       tls: u.protocol === 'rediss:',
       socket: {
         open: (s) => {
+          clearTimeout(deadline)
+          // given up meanwhile (the deadline, or closed): its channels are placed elsewhere
+          if (this.closed) return void s.end()
           this.connecting = false
           this.socket = s
           this.reader.reset()
@@ -286,10 +302,13 @@ class ShardConnection {
             this.socket?.end()
           }
         },
-        close: () => this.lost(),
+        close: (s) => {
+          if (s === this.socket || this.connecting) this.lost()
+        },
         error: (_s, e) => this.onError(e),
         connectError: (_s, e) => {
-          this.connecting = false
+          clearTimeout(deadline)
+          if (!this.connecting) return
           this.onError(e)
           this.lost()
         },
