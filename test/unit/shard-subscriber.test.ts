@@ -6,6 +6,7 @@ import { placeOfUrl } from '../../src/backend/redis/clients'
 import { RespReader, type RespValue } from '../../src/backend/redis/resp-reader'
 import { ShardSubscriber, type ShardPlace } from '../../src/backend/redis/shard-subscriber'
 import { freePort, REDIS_SERVER, TestRedis } from '../helpers/redis'
+import { requireSystem } from '../helpers/system'
 
 /** Polls `cond` every 20 ms until it holds; fails after `ms`. */
 async function until(cond: () => boolean | Promise<boolean>, ms = 5000): Promise<void> {
@@ -186,6 +187,66 @@ describe('sharded subscriber on a real redis-server', () => {
     quiet.stop(true)
   })
 })
+
+/**
+ * A listening port that never accepts: its backlog of one is filled by a first connection, so the
+ * kernel drops the SYNs of the next (a host that does not answer, as a dead machine's address).
+ */
+async function neverAccepting(): Promise<{ place: ShardPlace; close(): void }> {
+  const py = spawn('/usr/bin/python3', [
+    '-c',
+    "import socket,time\ns=socket.socket()\ns.bind(('127.0.0.1',0))\ns.listen(0)\nprint(s.getsockname()[1],flush=True)\ntime.sleep(60)",
+  ])
+  const port = await new Promise<number>((r) => py.stdout.once('data', (d) => r(Number(String(d).trim()))))
+  const first = await Bun.connect({ hostname: '127.0.0.1', port, socket: { data() {} } })
+  return {
+    place: { host: '127.0.0.1', port, address: `127.0.0.1:${port}` },
+    close() {
+      first.end()
+      py.kill('SIGKILL')
+    },
+  }
+}
+
+describe.skipIf(!requireSystem('/usr/bin/python3', 'python3'))(
+  'sharded subscriber, a server that never answers',
+  () => {
+    test('its connection is given up after the timeout, and the channel subscribed where it is served next', async () => {
+      const redis = await TestRedis.start()
+      const pub = await publisher(redis.url)
+      const hung = await neverAccepting()
+      try {
+        let where = hung.place
+        const seen: Error[] = []
+        const s = new ShardSubscriber(
+          {
+            url: redis.url,
+            redisTimeoutMs: 300,
+            placeOf: () => where,
+            // the topology read again finds the channel served elsewhere
+            refresh: () => {
+              where = placeOfUrl(redis.url)
+            },
+          },
+          (e) => seen.push(e),
+        )
+        const a = heard()
+        await expect(s.sSubscribe('n:{hung}', a.listener)).rejects.toThrow(/did not confirm/)
+        const subscribed = async () =>
+          Number(((await pub.sendCommand(['PUBSUB', 'SHARDNUMSUB', 'n:{hung}'])) as unknown as unknown[])[1]) === 1
+        await until(subscribed)
+        expect(seen.some((e) => /did not accept a connection within 300 ms/.test(e.message))).toBe(true)
+        await pub.sPublish('n:{hung}', Buffer.from('reached'))
+        await until(() => a.got.length === 1)
+        s.close()
+      } finally {
+        hung.close()
+        await pub.quit().catch(() => {})
+        await redis.stop()
+      }
+    })
+  },
+)
 
 /** A fake server speaking RESP: records commands, answers as `answer` says. */
 function fakeServer(answer: (cmd: string[], s: Socket<undefined>) => void): {
