@@ -1,6 +1,6 @@
 import { RedisClient as BunRedisClient } from 'bun'
 import { RESP_TYPES, createClient } from 'redis'
-import { withTimeout } from './errors'
+import { reconnectDelayMs, withTimeout } from './errors'
 import { ShardSubscriber, type ShardListener, type ShardPlace } from './shard-subscriber'
 
 type NativeClient = ReturnType<typeof createClient>
@@ -83,7 +83,7 @@ export async function connectRedis(s: RedisSettings, onError: (e: Error) => void
     disableOfflineQueue: true,
     socket: {
       connectTimeout: s.redisTimeoutMs,
-      reconnectStrategy: (retries: number) => Math.min(50 * 2 ** retries, 1000),
+      reconnectStrategy: reconnectDelayMs,
     },
   })
   client.on('error', onError)

@@ -1,7 +1,7 @@
 import { RedisClient as BunRedisClient } from 'bun'
 import { createCluster } from 'redis'
 import { commanderOf, type CommandOptions, type RedisConnections, type RedisSettings, type Sender } from './clients'
-import { withTimeout } from './errors'
+import { reconnectDelayMs, topologyMoved, withTimeout } from './errors'
 import { ShardSubscriber } from './shard-subscriber'
 
 type NativeCluster = ReturnType<typeof createCluster>
@@ -78,7 +78,7 @@ export async function connectCluster(s: RedisSettings, onError: (e: Error) => vo
       disableOfflineQueue: true,
       socket: {
         connectTimeout: s.redisTimeoutMs,
-        reconnectStrategy: (retries: number) => Math.min(50 * 2 ** retries, 1000),
+        reconnectStrategy: reconnectDelayMs,
       },
     },
   })
@@ -195,7 +195,7 @@ function fastClusterSender(
       try {
         return await c.send(String(args[0]), args.slice(1) as string[])
       } catch (e) {
-        if (/^(MOVED|ASK|TRYAGAIN|CLUSTERDOWN)\b/.test(String((e as Error).message))) return fallback(args)
+        if (topologyMoved(String((e as Error).message))) return fallback(args)
         throw e
       }
     },

@@ -35,6 +35,12 @@ export function commandTimedOut(): GatewayError {
   return timedOut()
 }
 
+/** How long a Redis connection waits before its next attempt (ms): 50 ms doubling, at most a second. */
+export const reconnectDelayMs = (tries: number): number => Math.min(50 * 2 ** tries, 1000)
+
+/** A cluster's reply that the key's slot is served elsewhere or is moving (MOVED, ASK, TRYAGAIN, CLUSTERDOWN). */
+export const topologyMoved = (message: string): boolean => /^(MOVED|ASK|TRYAGAIN|CLUSTERDOWN)\b/.test(message)
+
 /** A command's failure as the client is told it: a GatewayError as it is, anything else 503 / 50003 (counted). */
 export function commandFailed(e: unknown): GatewayError {
   failures.inc()

@@ -36,10 +36,7 @@ function lineEnd(buf: Buffer, from: number): number {
 /** Parses the value starting at `i`: its end, or NEEDED when the input stops inside it. */
 function parseAt(buf: Buffer, i: number): number {
   const end = lineEnd(buf, i + 1)
-  if (end < 0 || end + 1 >= buf.length) {
-    wanted = buf.length + 1
-    return NEEDED
-  }
+  if (end < 0 || end + 1 >= buf.length) return partial(buf)
   const type = buf[i]
   const next = end + 2
   switch (type) {
@@ -50,10 +47,7 @@ function parseAt(buf: Buffer, i: number): number {
         found = null
         return next
       }
-      if (buf.length < next + len + 2) {
-        wanted = next + len + 2
-        return NEEDED
-      }
+      if (buf.length < next + len + 2) return partial(buf, next + len + 2)
       found = buf.subarray(next, next + len)
       return next + len + 2
     }
@@ -67,10 +61,7 @@ function parseAt(buf: Buffer, i: number): number {
       const items: RespValue[] = []
       let at = next
       for (let k = 0; k < count; k++) {
-        if (at >= buf.length) {
-          wanted = at + 1
-          return NEEDED
-        }
+        if (at >= buf.length) return partial(buf, at + 1)
         at = parseAt(buf, at)
         if (at === NEEDED) return NEEDED
         items.push(found)
@@ -122,7 +113,7 @@ function smessageAt(buf: Buffer, i: number, onSMessage: SMessageHandler): number
   return end + 2
 }
 
-/** A value cut short: NEEDED, noting the bytes it needs at least (an end in `buf`, as `parseAt` does). */
+/** A value cut short: NEEDED, noting the bytes it needs at least (an end in `buf`). */
 function partial(buf: Buffer, atLeast = buf.length + 1): number {
   wanted = atLeast
   return NEEDED

@@ -1,4 +1,5 @@
 import type { Socket } from 'bun'
+import { reconnectDelayMs, topologyMoved } from './errors'
 import { RespError, RespReader, type RespValue } from './resp-reader'
 
 /** A channel's notifications as they come: the payload (a view of the bytes read) and the channel. */
@@ -34,9 +35,6 @@ interface Wanted {
   /** Callers of `sSubscribe` waiting for the server's confirmation. */
   waiters: Array<() => void>
 }
-
-/** Backoff of reconnections and of channels waiting for their place (ms). */
-const backoff = (tries: number) => Math.min(50 * 2 ** tries, 1000)
 
 /**
  * Sharded pub/sub (SSUBSCRIBE) on Bun's own sockets: the channel notifications of every publish
@@ -189,7 +187,7 @@ export class ShardSubscriber {
       this.homeless.clear()
       this.homelessTries++
       for (const w of waiting) if (this.wanted.get(w.name) === w && !w.conn) this.place(w)
-    }, backoff(this.homelessTries))
+    }, reconnectDelayMs(this.homelessTries))
     this.homelessTimer.unref?.()
   }
 
@@ -341,11 +339,11 @@ class ShardConnection {
       if (!Buffer.isBuffer(kind)) return
       // smessage: read by the reader's own path (onSMessage)
       const name = kind.toString()
-      const channel = Buffer.isBuffer(v[1]) ? v[1].toString() : ''
       if (name === 'ssubscribe') {
         const s = this.sent.shift()
         if (s?.w && this.carried.has(s.w)) this.owner.confirmed(s.w)
       } else if (name === 'sunsubscribe') {
+        const channel = Buffer.isBuffer(v[1]) ? v[1].toString() : ''
         const head = this.sent[0]
         if (head?.kind === 'sunsubscribe' && head.w?.name === channel) {
           this.sent.shift()
@@ -368,7 +366,7 @@ class ShardConnection {
       }
       if (s?.w && this.carried.delete(s.w)) {
         // MOVED (the slot is another master's) or another refusal: placed again after a refresh
-        if (!/^(MOVED|ASK|TRYAGAIN|CLUSTERDOWN)\b/.test(v.message)) this.onError(new Error(`SSUBSCRIBE: ${v.message}`))
+        if (!topologyMoved(v.message)) this.onError(new Error(`SSUBSCRIBE: ${v.message}`))
         this.owner.unplaced(s.w)
       }
       return
