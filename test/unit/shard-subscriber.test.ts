@@ -30,6 +30,11 @@ async function publisher(url: string) {
   return c
 }
 
+/** Subscribers of a sharded channel, as the server counts them. */
+async function shardSubscribers(client: Awaited<ReturnType<typeof publisher>>, ch: string): Promise<number> {
+  return Number(((await client.sendCommand(['PUBSUB', 'SHARDNUMSUB', ch])) as unknown as unknown[])[1])
+}
+
 const errors: Error[] = []
 const record = (e: Error) => errors.push(e)
 
@@ -42,9 +47,7 @@ function heard() {
 describe('sharded subscriber on a real redis-server', () => {
   let redis: TestRedis
   let pub: Awaited<ReturnType<typeof publisher>>
-  /** Subscribers of a sharded channel, as the server counts them. */
-  const subscribers = async (ch: string) =>
-    Number(((await pub.sendCommand(['PUBSUB', 'SHARDNUMSUB', ch])) as unknown as unknown[])[1])
+  const subscribers = (ch: string) => shardSubscribers(pub, ch)
   beforeAll(async () => {
     redis = await TestRedis.start()
     pub = await publisher(redis.url)
@@ -232,8 +235,7 @@ describe.skipIf(!requireSystem('/usr/bin/python3', 'python3'))(
         )
         const a = heard()
         await expect(s.sSubscribe('n:{hung}', a.listener)).rejects.toThrow(/did not confirm/)
-        const subscribed = async () =>
-          Number(((await pub.sendCommand(['PUBSUB', 'SHARDNUMSUB', 'n:{hung}'])) as unknown as unknown[])[1]) === 1
+        const subscribed = async () => (await shardSubscribers(pub, 'n:{hung}')) === 1
         await until(subscribed)
         expect(seen.some((e) => /did not accept a connection within 300 ms/.test(e.message))).toBe(true)
         await pub.sPublish('n:{hung}', Buffer.from('reached'))
