@@ -29,6 +29,7 @@ async function setup(stream: Message[] = []) {
     sSubscribe: async (c, l) => void listeners.set(c, l),
     sUnsubscribe: async (c) => void listeners.delete(c),
     onReady: () => {},
+    onShardsReady: () => {},
   }
   const reads: string[][] = []
   const fake: StreamReads = {

@@ -92,6 +92,45 @@ describe('sharded subscriber on a real redis-server', () => {
     s.close()
   })
 
+  test('a connection left with no channel is closed after the idle time, and one subscribed again within it is kept', async () => {
+    /** The server's pub/sub clients' ids (its subscriber connections). */
+    const pubsubClients = async () =>
+      String(await pub.sendCommand(['CLIENT', 'LIST', 'TYPE', 'pubsub']))
+        .split('\n')
+        .filter((l) => l.includes('ssub=1'))
+        .map((l) => /id=(\d+)/.exec(l)![1]!)
+    const s = new ShardSubscriber(
+      { url: redis.url, redisTimeoutMs: 2000, placeOf: () => placeOfUrl(redis.url), idleCloseMs: 300 },
+      record,
+    )
+    const a = heard()
+    await s.sSubscribe('n:{idle}', a.listener)
+    const [first] = await pubsubClients()
+    expect(first).toBeDefined()
+    // left and subscribed again at once: the same connection carries it
+    await s.sUnsubscribe('n:{idle}', a.listener)
+    await s.sSubscribe('n:{idle}', a.listener)
+    await Bun.sleep(500)
+    expect(await pubsubClients()).toEqual([first!])
+    // left for longer than the idle time: the connection is closed
+    await s.sUnsubscribe('n:{idle}', a.listener)
+    await until(async () => (await subscribers('n:{idle}')) === 0)
+    const open = async (id: string) =>
+      String(await pub.sendCommand(['CLIENT', 'LIST']))
+        .split('\n')
+        .some((l) => l.startsWith(`id=${id} `))
+    expect(await open(first!)).toBe(true)
+    await until(async () => !(await open(first!)))
+    // a later subscription opens a new connection, and hears the channel
+    await s.sSubscribe('n:{idle}', a.listener)
+    const [second] = await pubsubClients()
+    expect(second).toBeDefined()
+    expect(second).not.toBe(first)
+    await pub.sPublish('n:{idle}', Buffer.from('z'))
+    await until(() => a.got.length === 1)
+    s.close()
+  })
+
   test('many notifications in one read, and one larger than a read, arrive whole and in order', async () => {
     const s = subscriber()
     const a = heard()

@@ -35,14 +35,17 @@ type Listener = (message: any, channel: any) => void
  * The pub/sub side: broadcast channels (control changes, revocations: every node hears them;
  * node-redis) and sharded channels (SSUBSCRIBE: a channel's notifications, heard by the nodes
  * that subscribe to them; on a cluster, from the master owning the channel's slot; read on Bun's
- * sockets, shard-subscriber.ts). A sharded listener is given the payload as a Buffer. `onReady`
- * runs after a reconnection, when notifications may have been missed.
+ * sockets, shard-subscriber.ts). A sharded listener is given the payload as a Buffer. Each side
+ * has its own hook for after a reconnection, when its notifications may have been missed:
+ * `onReady` for the broadcast channels, `onShardsReady` once the sharded channels lost are
+ * subscribed again.
  */
 export interface RedisSubscriber {
   subscribe(channel: string, listener: Listener, bufferMode?: boolean): Promise<void>
   sSubscribe(channel: string, listener: ShardListener): Promise<void>
   sUnsubscribe(channel: string, listener: ShardListener): Promise<void>
   onReady(fn: () => void): void
+  onShardsReady(fn: () => void): void
 }
 
 export interface RedisConnections {
@@ -115,10 +118,8 @@ export async function connectStandalone(s: RedisSettings, onError: (e: Error) =>
       subscribe: (c, l, b) => sub.subscribe(c, l, b),
       sSubscribe: (c, l) => shards.sSubscribe(c, l),
       sUnsubscribe: (c, l) => shards.sUnsubscribe(c, l),
-      onReady: (fn) => {
-        sub.on('ready', fn)
-        shards.onReady(fn)
-      },
+      onReady: (fn) => void sub.on('ready', fn),
+      onShardsReady: (fn) => shards.onReady(fn),
     },
     fast,
     sendTo: (_key, args) => fast.send(args),

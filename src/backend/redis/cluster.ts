@@ -106,10 +106,8 @@ export async function connectCluster(s: RedisSettings, onError: (e: Error) => vo
       subscribe: (c, l, b) => cluster.subscribe(c, l, b),
       sSubscribe: (c, l) => shards.sSubscribe(c, l),
       sUnsubscribe: (c, l) => shards.sUnsubscribe(c, l),
-      onReady: (fn) => {
-        cluster.on('node-ready', fn)
-        shards.onReady(fn)
-      },
+      onReady: (fn) => void cluster.on('node-ready', fn),
+      onShardsReady: (fn) => shards.onReady(fn),
     },
     fast,
     // WAIT must run on the connection that wrote: with REDIS_WAIT_REPLICAS the publish path is on node-redis too

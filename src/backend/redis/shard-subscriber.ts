@@ -22,7 +22,16 @@ export interface ShardSubscriberOptions {
   placeOf(channel: string): ShardPlace | undefined
   /** Asks for the topology to be read again: a channel was refused (MOVED), moved away, or its connection dropped. */
   refresh?(channel: string): void
+  /** A connection that carries no channel for this long is closed (default IDLE_CLOSE_MS). */
+  idleCloseMs?: number
 }
+
+/**
+ * How long a connection carrying no channel stays open: a channel subscribed again soon (a
+ * subscriber that comes and goes) finds it open, and a server whose slots are all gone from
+ * this node's channels does not hold a socket until the node stops.
+ */
+const IDLE_CLOSE_MS = 30_000
 
 /** A channel wanted by this node: its listeners, and the connection that carries it. */
 interface Wanted {
@@ -172,7 +181,14 @@ export class ShardSubscriber {
     if (!c)
       this.conns.set(
         where.address,
-        (c = new ShardConnection(this, where, this.o.url, this.o.redisTimeoutMs, this.onError)),
+        (c = new ShardConnection(
+          this,
+          where,
+          this.o.url,
+          this.o.redisTimeoutMs,
+          this.o.idleCloseMs ?? IDLE_CLOSE_MS,
+          this.onError,
+        )),
       )
     w.conn = c
     c.add(w)
@@ -219,6 +235,8 @@ class ShardConnection {
   private sent: Sent[] = []
   private closed = false
   private connecting = false
+  /** Set while the connection carries nothing: it is closed when it fires. */
+  private idleTimer?: ReturnType<typeof setTimeout>
 
   constructor(
     private readonly owner: ShardSubscriber,
@@ -226,11 +244,14 @@ class ShardConnection {
     private readonly url: string,
     /** A connection not open within it is given up (a host that never answers would hold its channels). */
     private readonly connectTimeoutMs: number,
+    private readonly idleCloseMs: number,
     private readonly onError: (e: Error) => void,
   ) {}
 
   add(w: Wanted): void {
     this.carried.add(w)
+    clearTimeout(this.idleTimer)
+    this.idleTimer = undefined
     if (this.socket) this.subscribe([w])
     else this.connect()
   }
@@ -242,10 +263,20 @@ class ShardConnection {
       this.sent.push({ kind: 'sunsubscribe', w })
       this.socket.write(command('SUNSUBSCRIBE', w.name))
     }
+    if (this.carried.size || this.idleTimer) return
+    this.idleTimer = setTimeout(() => {
+      this.idleTimer = undefined
+      if (this.carried.size || this.closed) return
+      // retired: a channel placed on this server later gets a new connection
+      this.owner.forget(this)
+      this.close()
+    }, this.idleCloseMs)
+    this.idleTimer.unref?.()
   }
 
   close(): void {
     this.closed = true
+    clearTimeout(this.idleTimer)
     this.carried.clear()
     this.socket?.end()
     this.socket = undefined

@@ -78,7 +78,7 @@ export class ChannelSubscriptions {
     private readonly onError: (e: unknown) => void,
   ) {
     // after a reconnect, notifications may have been missed: catch up from the streams
-    sub.onReady(() => {
+    sub.onShardsReady(() => {
       for (const byChannel of this.subs.values())
         for (const s of byChannel.values()) this.enqueue(s, () => this.catchUp(s))
     })
