@@ -1,20 +1,27 @@
-import { Unpackr } from 'msgpackr'
-import { msgpackProblem, type MsgpackProblem } from '../../lib/nesting'
-
 /**
- * Plain data only: 64-bit integers as numbers (a BigInt cannot be serialized), no records; the
- * extension types that would build other objects are refused before decoding (`msgpackProblem`).
- * Bytes up to SCRATCH_BYTES are decoded from one reused buffer, copied in first, so msgpackr makes
- * no DataView (nor a property on the caller's bytes) per decode (~0.1 us of ~0.9 for a realtime
- * MESSAGE); binary values are therefore copied out (`copyBuffers`), whatever the size.
+ * msgpack bytes as plain data (request bodies, realtime frames), read and checked in one pass
+ * by a reader of our own: maps as objects (keys as strings, as msgpackr's `mapsAsObjects` makes
+ * them), arrays, strings, numbers (64-bit integers as numbers: a BigInt cannot be serialized),
+ * nil and booleans, binary values as Uint8Arrays of their own (copied out of the caller's
+ * bytes). Refused: nesting deeper than the caller's bound, extension types (a decoder would turn
+ * them into things that are not JSON data: dates, sets, errors, records, shared or cyclic
+ * references; the one allowed is fixext 1 of type 0, which the hosted service's clients write
+ * for `undefined`), with `finite` a NaN or infinite float (JSON cannot hold it), and anything
+ * that is not exactly one msgpack value.
+ *
+ * Why not msgpackr: it needs the bound checked in a pass of its own first, and it reads the
+ * strings of any source of 140 bytes or more (a realtime MESSAGE with a 100-byte payload) through
+ * its native extractor, one N-API call per decode, which costs Bun more than the strings
+ * themselves; here strings are read by Bun's own `utf8Slice`, short ASCII ones and map keys in
+ * JavaScript (keys from a small cache, as msgpackr does). A realtime MESSAGE decoded ~2× as fast
+ * (`bench/msgpack-decode.ts`). Packing stays msgpackr's.
  */
-const msgpack = new Unpackr({ int64AsType: 'number', useRecords: false, mapsAsObjects: true, copyBuffers: true })
-const SCRATCH_BYTES = 64 * 1024
-const scratch = new Uint8Array(new ArrayBuffer(SCRATCH_BYTES)) // a plain Uint8Array: binary values copied out stay Uint8Arrays
 
 /** Why bytes are not plain msgpack (what `plainMsgpack` answers instead of a value). */
+export type MsgpackProblem = 'too deep' | 'extension' | 'not finite' | 'malformed'
+
 export class NotPlainMsgpack {
-  constructor(readonly problem: MsgpackProblem | 'malformed') {}
+  constructor(readonly problem: MsgpackProblem) {}
 }
 
 const NOT_PLAIN = {
@@ -22,22 +29,226 @@ const NOT_PLAIN = {
   extension: new NotPlainMsgpack('extension'),
   'not finite': new NotPlainMsgpack('not finite'),
   malformed: new NotPlainMsgpack('malformed'),
-} satisfies Record<MsgpackProblem | 'malformed', NotPlainMsgpack>
+} satisfies Record<MsgpackProblem, NotPlainMsgpack>
+
+/** Thrown inside the reader, answered as its NotPlainMsgpack (no Error made: no stack captured). */
+class Refusal {
+  constructor(readonly problem: MsgpackProblem) {}
+}
+const REFUSED = {
+  'too deep': new Refusal('too deep'),
+  extension: new Refusal('extension'),
+  'not finite': new Refusal('not finite'),
+  malformed: new Refusal('malformed'),
+} satisfies Record<MsgpackProblem, Refusal>
+
+// the reader's state for one decode (a decode never waits, so one set serves every caller)
+let src: Uint8Array = new Uint8Array(0)
+let pos = 0
+let end = 0
+let maxDepth = 0
+let finiteOnly = false
 
 /**
- * msgpack bytes as plain data (request bodies, realtime frames), or why not (a NotPlainMsgpack,
- * which no decoded value can be): nested deeper than `maxDepth`, an extension type, (with
- * `finite`) a NaN or infinite float, or not msgpack at all. The value is answered bare: no
- * wrapper object per frame.
+ * msgpack bytes as plain data, or why not (a NotPlainMsgpack, which no decoded value can be).
+ * The value is answered bare: no wrapper object per frame. The caller's bytes are not written
+ * to nor kept.
  */
-export function plainMsgpack(bytes: Uint8Array, maxDepth: number, finite = false): unknown {
-  const problem = msgpackProblem(bytes, maxDepth, finite)
-  if (problem) return NOT_PLAIN[problem]
+export function plainMsgpack(bytes: Uint8Array, depth: number, finite = false): unknown {
+  src = bytes
+  pos = 0
+  end = bytes.length
+  maxDepth = depth
+  finiteOnly = finite
   try {
-    if (bytes.byteLength > SCRATCH_BYTES) return msgpack.unpack(bytes)
-    scratch.set(bytes)
-    return msgpack.unpack(scratch, bytes.byteLength)
-  } catch {
-    return NOT_PLAIN.malformed
+    const value = read(0)
+    return pos === end ? value : NOT_PLAIN.malformed
+  } catch (e) {
+    if (e instanceof Refusal) return NOT_PLAIN[e.problem]
+    throw e
+  } finally {
+    src = EMPTY
   }
 }
+const EMPTY: Uint8Array = new Uint8Array(0)
+
+/** A value at nesting `depth` (the number of containers around it). */
+function read(depth: number): unknown {
+  if (pos >= end) throw REFUSED.malformed
+  const t = src[pos++]!
+  if (t < 0x80) return t
+  if (t < 0x90) return map(t & 0x0f, depth)
+  if (t < 0xa0) return array(t & 0x0f, depth)
+  if (t < 0xc0) return str(t & 0x1f)
+  if (t >= 0xe0) return t - 0x100
+  switch (t) {
+    case 0xc0:
+      return null
+    case 0xc2:
+      return false
+    case 0xc3:
+      return true
+    case 0xc4:
+      return bin(uint(1))
+    case 0xc5:
+      return bin(uint(2))
+    case 0xc6:
+      return bin(uint(4))
+    case 0xca:
+      return float(4)
+    case 0xcb:
+      return float(8)
+    case 0xcc:
+      return uint(1)
+    case 0xcd:
+      return uint(2)
+    case 0xce:
+      return uint(4)
+    case 0xcf:
+      return uint(4) * 0x1_0000_0000 + uint(4)
+    case 0xd0:
+      return (uint(1) << 24) >> 24
+    case 0xd1:
+      return (uint(2) << 16) >> 16
+    case 0xd2:
+      return uint(4) | 0
+    case 0xd3:
+      return (uint(4) | 0) * 0x1_0000_0000 + uint(4)
+    case 0xd4: // fixext 1: only type 0, undefined
+      if (pos + 2 > end) throw REFUSED.malformed
+      if (src[pos] !== 0) throw REFUSED.extension
+      pos += 2
+      return undefined
+    case 0xd9:
+      return str(uint(1))
+    case 0xda:
+      return str(uint(2))
+    case 0xdb:
+      return str(uint(4))
+    case 0xdc:
+      return array(uint(2), depth)
+    case 0xdd:
+      return array(uint(4), depth)
+    case 0xde:
+      return map(uint(2), depth)
+    case 0xdf:
+      return map(uint(4), depth)
+    case 0xc1: // never used
+      throw REFUSED.malformed
+    default: // ext 8/16/32, fixext 2-16
+      throw REFUSED.extension
+  }
+}
+
+/** A big-endian unsigned integer of `n` bytes (1, 2 or 4). */
+function uint(n: number): number {
+  if (pos + n > end) throw REFUSED.malformed
+  const p = pos
+  pos += n
+  if (n === 1) return src[p]!
+  if (n === 2) return (src[p]! << 8) | src[p + 1]!
+  return src[p]! * 0x100_0000 + ((src[p + 1]! << 16) | (src[p + 2]! << 8) | src[p + 3]!)
+}
+
+// floats read through a small buffer of their own (no DataView over the caller's bytes)
+const floatBytes = new Uint8Array(8)
+const float32 = new Float32Array(floatBytes.buffer)
+const float64 = new Float64Array(floatBytes.buffer)
+const LITTLE_ENDIAN = new Uint8Array(new Uint16Array([1]).buffer)[0] === 1
+
+function float(n: 4 | 8): number {
+  if (pos + n > end) throw REFUSED.malformed
+  for (let i = 0; i < n; i++) floatBytes[LITTLE_ENDIAN ? n - 1 - i : i] = src[pos + i]!
+  pos += n
+  const v = n === 4 ? float32[0]! : float64[0]!
+  if (finiteOnly && !Number.isFinite(v)) throw REFUSED['not finite']
+  return v
+}
+
+function bin(n: number): Uint8Array {
+  if (pos + n > end) throw REFUSED.malformed
+  const out = new Uint8Array(n)
+  out.set(src.subarray(pos, pos + n))
+  pos += n
+  return out
+}
+
+const utf8Slice = (Buffer.prototype as unknown as { utf8Slice(this: Uint8Array, start: number, end: number): string })
+  .utf8Slice
+const fromCharCode = String.fromCharCode
+
+/** A string of `n` bytes: short ASCII in JavaScript, the rest by Bun's UTF-8 decoder (invalid bytes as U+FFFD). */
+function str(n: number): string {
+  if (pos + n > end) throw REFUSED.malformed
+  const p = pos
+  pos += n
+  if (n < 8) {
+    let s = ''
+    for (let i = p; i < p + n; i++) {
+      const c = src[i]!
+      if (c > 0x7f) return utf8Slice.call(src, p, p + n)
+      s += fromCharCode(c)
+    }
+    return s
+  }
+  return utf8Slice.call(src, p, p + n)
+}
+
+function array(n: number, depth: number): unknown[] {
+  if (depth >= maxDepth) throw REFUSED['too deep']
+  // every element takes a byte at least: a length beyond the bytes is refused before any allocation
+  if (n > end - pos) throw REFUSED.malformed
+  const out = new Array(n)
+  for (let i = 0; i < n; i++) out[i] = read(depth + 1)
+  return out
+}
+
+function map(n: number, depth: number): Record<string, unknown> {
+  if (depth >= maxDepth) throw REFUSED['too deep']
+  if (n * 2 > end - pos) throw REFUSED.malformed
+  const out: Record<string, unknown> = {}
+  for (let i = 0; i < n; i++) {
+    let k = key(depth)
+    // a key that would set the object's prototype is kept as msgpackr keeps it
+    if (k === '__proto__') k = '__proto_'
+    out[k] = read(depth + 1)
+  }
+  return out
+}
+
+/**
+ * A map's key as a string: short ones from a cache of the bytes last seen under the same hash
+ * (protocol messages repeat a few dozen keys), others read as any string; a number, boolean or
+ * nil key as its text (as msgpackr reads them); any other key is refused.
+ */
+function key(depth: number): string {
+  const t = src[pos]
+  if (t !== undefined && t >= 0xa0 && t < 0xc0) {
+    const n = t & 0x1f
+    if (n > 0 && n <= MAX_CACHED_KEY && pos + 1 + n <= end) {
+      const p = pos + 1
+      const slot = ((n << 7) ^ (src[p]! << 3) ^ src[p + n - 1]!) & (KEY_SLOTS - 1)
+      const cached = keyCache[slot]
+      if (cached !== undefined && cached.length === n) {
+        let i = 0
+        while (i < n && src[p + i] === cached.charCodeAt(i)) i++
+        if (i === n) {
+          pos = p + n
+          return cached
+        }
+      }
+      pos = p
+      const s = str(n)
+      // only ASCII keys are cached: their bytes are their code units
+      if (s.length === n) keyCache[slot] = s
+      return s
+    }
+  }
+  const k = read(depth + 1)
+  if (typeof k === 'string') return k
+  if (typeof k === 'number' || typeof k === 'boolean' || k === null || k === undefined) return String(k)
+  throw REFUSED.malformed
+}
+const MAX_CACHED_KEY = 24
+const KEY_SLOTS = 1024
+const keyCache: Array<string | undefined> = new Array(KEY_SLOTS)
