@@ -16,6 +16,7 @@ import { RecentMemo } from '../../lib/recent-memo'
 import { NotPlainMsgpack, plainMsgpack } from '../wire/msgpack'
 import { objectDelivery, syncForWire } from '../wire/object-message'
 import { annotationsMessage, summariesMessage } from '../wire/annotation-messages'
+import { packAck, type AckMessage } from '../wire/ack-frame'
 
 /**
  * Frames of the realtime protocol: one WebSocket frame is one protocol message, a JSON text
@@ -42,9 +43,14 @@ export function encodeFrame(pm: object, format: Format): Frame {
  * presence messages (the other messages a connection sends are in their wire form already).
  */
 export function encodeServerMessage(pm: object, format: Format): Frame {
+  const action = (pm as { action?: number }).action
+  // the frame a publishing connection is sent most: written by hand (wire/ack-frame.ts)
+  if (action === Action.ACK && format === 'msgpack') {
+    const bytes = packAck(pm as AckMessage)
+    if (bytes) return bytes
+  }
   // a LiveObjects sync: `bytes` values as the format carries them (wire/object-message.ts)
-  if ((pm as { action?: number }).action === Action.OBJECT_SYNC)
-    return encodeFrame(syncForWire(pm, format === 'msgpack'), format)
+  if (action === Action.OBJECT_SYNC) return encodeFrame(syncForWire(pm, format === 'msgpack'), format)
   const sync = pm as { action?: number; presence?: PresenceMessage[] }
   if (sync.action !== Action.SYNC || !sync.presence) return encodeFrame(pm, format)
   const binary = format === 'msgpack'
