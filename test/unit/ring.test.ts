@@ -304,3 +304,15 @@ describe('Ring storage', () => {
     expect(r.at(0).data).toBe('tiny')
   })
 })
+
+describe('Ring codec', () => {
+  test('binary data read from the ring is a copy: the ring writing over its bytes later leaves it as it was', () => {
+    const r = new Ring(2, '0')
+    r.push({ ...msg(0), data: new Uint8Array([1, 2, 3, 4]) })
+    const read = r.at(0).data as Uint8Array
+    // the ring wraps: newer entries are written where the first one was
+    for (let i = 1; i < 50; i++) r.push({ ...msg(i), data: new Uint8Array(4).fill(9) })
+    expect([...read]).toEqual([1, 2, 3, 4])
+    expect(read.constructor).toBe(Uint8Array)
+  })
+})

@@ -127,7 +127,8 @@ export const ringCodec: RingCodec = {
     if (flags & NAME) m.name = utf8Decode(field())
     if (flags & ENCODING) m.encoding = utf8Decode(field())
     if (flags & TEXT) m.data = utf8Decode(field())
-    else if (flags & BINARY) m.data = field().slice()
+    // a copy of its own (a Buffer's slice() would be a view of the ring's bytes, written over later)
+    else if (flags & BINARY) m.data = new Uint8Array(field())
     if (flags & EXTRAS) m.extras = packr.unpack(field()) as Message['extras']
     if (flags & CLIENT_ID) m.clientId = utf8Decode(field())
     if (flags & CONNECTION_ID) m.connectionId = utf8Decode(field())
