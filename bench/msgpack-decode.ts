@@ -1,11 +1,12 @@
 /**
- * The decoding of msgpack bodies and realtime frames (`plainMsgpack`, api/wire/msgpack.ts) in a
+ * The decoding of msgpack bodies and realtime frames (`plainMsgpack`, lib/plain-msgpack.ts) in a
  * loop, this checkout's against another one's in the same process, alternated round by round:
  * `BENCH_GATEWAY_DIR=<checkout before> bun bench/msgpack-decode.ts [--frames 500000] [--rounds 4]
  * [--data 100] [--messages 1]` (without BENCH_GATEWAY_DIR both sides are this checkout). The
  * frames are realtime MESSAGEs as `bench/run.ts realtime-publish` sends them (`--messages`
  * messages of `--data` ASCII characters each, 100 channels); reports ns per frame.
  */
+import { existsSync } from 'node:fs'
 import { join } from 'node:path'
 import { Packr } from 'msgpackr'
 import { parseFlags } from './lib/args'
@@ -34,7 +35,15 @@ const frames = Array.from(
 )
 const decoders: Record<string, (bytes: Uint8Array, depth: number) => unknown> = {}
 for (const [name, root] of Object.entries(benchSides()))
-  decoders[name] = (await import(join(root, 'src/api/wire/msgpack.ts'))).plainMsgpack
+  // where the reader is, or where it was before it moved to lib/
+  decoders[name] = (
+    await import(
+      join(
+        root,
+        existsSync(join(root, 'src/lib/plain-msgpack.ts')) ? 'src/lib/plain-msgpack.ts' : 'src/api/wire/msgpack.ts',
+      )
+    )
+  ).plainMsgpack
 
 let sink = 0
 await alternatedRuns(f.rounds ?? 4, count, `frame of ${frames[0]!.byteLength} bytes`, (side) => {

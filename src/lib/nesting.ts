@@ -3,7 +3,7 @@
  * body nested thousands of levels deep costs the parser (and anything that walks or serializes
  * the value) far more than its size suggests, so it is refused before any value is built. The
  * scan stops at the first level too deep; it does not validate the syntax (the parser does that
- * afterwards). msgpack's depth is checked by its reader as it reads (api/wire/msgpack.ts).
+ * afterwards). msgpack's depth is checked by its reader as it reads (lib/plain-msgpack.ts).
  */
 
 const OPEN_ARRAY = 91 // [

@@ -1,6 +1,6 @@
 import { describe, expect, test } from 'bun:test'
 import { Packr, Unpackr } from 'msgpackr'
-import { NotPlainMsgpack, plainMsgpack } from '../../src/api/wire/msgpack'
+import { NotPlainMsgpack, plainMsgpack } from '../../src/lib/plain-msgpack'
 
 const packr = new Packr({ useRecords: false })
 const pack = (v: unknown) => new Uint8Array(packr.pack(v))

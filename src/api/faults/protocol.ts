@@ -1,5 +1,5 @@
 import { Action } from '../../core/connections'
-import { NotPlainMsgpack, plainMsgpack } from '../wire/msgpack'
+import { NotPlainMsgpack, plainMsgpack } from '../../lib/plain-msgpack'
 import type { ClientFrame, Frame } from '../realtime/frames'
 
 /**

@@ -2,7 +2,7 @@ import { GatewayError } from '../../errors'
 import { jsonNumberOutOfRange } from '../../lib/json-numbers'
 import { settleWithin } from '../../lib/sleep'
 import { jsonTooDeep } from '../../lib/nesting'
-import { NotPlainMsgpack, plainMsgpack } from '../wire/msgpack'
+import { NotPlainMsgpack, plainMsgpack } from '../../lib/plain-msgpack'
 import { JSON_TYPE, MSGPACK_TYPE } from './responses'
 
 /**

@@ -1,6 +1,7 @@
 import { Packr } from 'msgpackr'
 import { parseSerial } from '../../core/model/serial'
 import type { Message, MessageDraft } from '../../core/types'
+import { NotPlainMsgpack, plainMsgpack } from '../../lib/plain-msgpack'
 
 /** How messages are encoded in Redis (msgpack) and how stream ids map to serials. */
 const packr = new Packr({ useRecords: false })
@@ -93,9 +94,17 @@ export function endsWithId(buf: Uint8Array, id: string): boolean {
   return true
 }
 
-/** A stored body as its message, given its serial and stream id. */
+/** Nesting a stored body may have: it was checked when it was published, against a lower bound. */
+const STORED_DEPTH = 256
+
+/**
+ * A stored body as its message, given its serial and stream id: read by the reader of bodies and
+ * frames (lib/plain-msgpack.ts; msgpackr would make an N-API call for each body of 140 bytes or
+ * more), msgpackr only for a body that reader refuses, which the gateway never stores.
+ */
 function messageAt(serial: string, id: string, body: Uint8Array): Message {
-  const m = packr.unpack(body) as Message
+  const read = plainMsgpack(body, STORED_DEPTH)
+  const m = (read instanceof NotPlainMsgpack ? packr.unpack(body) : read) as Message
   m.serial = serial
   m.timestamp = Number(id.slice(0, id.indexOf('-')))
   return m
