@@ -316,3 +316,27 @@ describe('Ring codec', () => {
     expect(read.constructor).toBe(Uint8Array)
   })
 })
+
+describe('Ring codec strings', () => {
+  test('short and long, ASCII and not: every string field reads back as written', () => {
+    const r = new Ring(10, '0')
+    const texts = [
+      '',
+      'a',
+      'é',
+      '日本語',
+      'x'.repeat(32),
+      'y'.repeat(33),
+      `${'z'.repeat(31)}é`,
+      '\u{1F600}',
+      '\u007f\u0080',
+    ]
+    texts.forEach((t, i) =>
+      r.push({ ...msg(i), id: `${t}:${i}`, name: t, data: t, clientId: t, connectionId: t, encoding: t }),
+    )
+    texts.forEach((t, i) => {
+      const m = r.at(i)
+      expect([m.id, m.name, m.data, m.clientId, m.connectionId, m.encoding]).toEqual([`${t}:${i}`, t, t, t, t, t])
+    })
+  })
+})

@@ -23,10 +23,22 @@ let packedMutation: Uint8Array | undefined
 /** Node's Buffer method (Bun has it too) behind `write(s, offset, 'utf8')`, without the encoding's lookup. */
 type Utf8Writer = Buffer & { utf8Write(s: string, offset: number): number }
 
-/** Writes `s` as UTF-8 after a 4-byte length (the ring has room for 3 bytes per UTF-16 unit). */
+/**
+ * Writes `s` as UTF-8 after a 4-byte length (the ring has room for 3 bytes per UTF-16 unit). A
+ * short ASCII string (ids, names, connection ids) is copied by code unit: a native call costs
+ * more than its few bytes.
+ */
 function writeString(t: Buffer, o: number, s: string): number {
+  const n = s.length
+  if (n <= SHORT) {
+    const at = o + 4
+    let i = 0
+    for (let c = 0; i < n && (c = s.charCodeAt(i)) < 0x80; i++) t[at + i] = c
+    if (i === n) return writeLength(t, o, n)
+  }
   return writeLength(t, o, (t as Utf8Writer).utf8Write(s, o + 4))
 }
+const SHORT = 32
 
 function writeBytes(t: Buffer, o: number, b: Uint8Array): number {
   t.set(b, o + 4)
