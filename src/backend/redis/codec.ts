@@ -46,24 +46,35 @@ export const unpack = <T>(b: Uint8Array): T => packr.unpack(b) as T
  * already holds, are skipped by their length).
  */
 export function parseNotification(buf: Buffer, after?: string): { prev: string; messages: Message[] } {
-  let pos = 0
-  const token = () => {
-    const sp = buf.indexOf(0x20, pos)
-    const t = buf.toString('latin1', pos, sp)
-    pos = sp + 1
-    return t
-  }
-  const prev = serialFromId(token())
+  const n = buf.length
+  // tokens read in place: the ids as latin1 text (what they are), lengths as digits (no string made)
+  let end = tokenEnd(buf, 0)
+  const prev = serialFromId(latin1Slice.call(buf, 0, end))
+  let pos = end + 1
   const messages: Message[] = []
-  while (pos < buf.length) {
-    const id = token()
-    const len = Number(token())
+  while (pos < n) {
+    end = tokenEnd(buf, pos)
+    const id = latin1Slice.call(buf, pos, end)
+    pos = end + 1
+    let len = 0
+    for (let c = buf[pos]; pos < n && c !== 0x20; c = buf[++pos]) len = len * 10 + c! - 0x30
+    pos++
     const serial = serialFromId(id)
     if (after === undefined || serial > after) messages.push(messageAt(serial, id, buf.subarray(pos, pos + len)))
     pos += len
   }
   return { prev, messages }
 }
+
+/** Where the space-ended token from `from` ends (the buffer's length when no space follows). */
+function tokenEnd(buf: Uint8Array, from: number): number {
+  let i = from
+  while (i < buf.length && buf[i] !== 0x20) i++
+  return i
+}
+const latin1Slice = (
+  Buffer.prototype as unknown as { latin1Slice(this: Uint8Array, start: number, end: number): string }
+).latin1Slice
 
 /**
  * Whether the notification `buf` (as `parseNotification` reads it) is well formed and its last
