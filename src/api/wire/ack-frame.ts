@@ -98,27 +98,23 @@ function uint(p: number, n: number): number {
     chunk[p + 1] = n
     return p + 2
   }
-  if (n < 0x10000) {
-    chunk[p] = 0xcd
-    view.setUint16(p + 1, n)
-    return p + 3
-  }
-  chunk[p] = 0xce
-  view.setUint32(p + 1, n)
-  return p + 5
+  return wide(p, n, 0xcd, 0xce)
 }
 
 function arrayHeader(p: number, n: number): number {
-  if (n < 16) {
-    chunk[p] = 0x90 | n
-    return p + 1
-  }
+  if (n >= 16) return wide(p, n, 0xdc, 0xdd)
+  chunk[p] = 0x90 | n
+  return p + 1
+}
+
+/** A type byte and a 16-bit number (`t16`) or, from 65,536, a 32-bit one (`t32`). */
+function wide(p: number, n: number, t16: number, t32: number): number {
   if (n < 0x10000) {
-    chunk[p] = 0xdc
+    chunk[p] = t16
     view.setUint16(p + 1, n)
     return p + 3
   }
-  chunk[p] = 0xdd
+  chunk[p] = t32
   view.setUint32(p + 1, n)
   return p + 5
 }
