@@ -17,6 +17,8 @@
  * (`bench/msgpack-decode.ts`). Packing stays msgpackr's.
  */
 
+import { utf8Slice } from './encoding'
+
 /** Why bytes are not plain msgpack (what `plainMsgpack` answers instead of a value). */
 export type MsgpackProblem = 'too deep' | 'extension' | 'not finite' | 'malformed'
 
@@ -173,8 +175,6 @@ function bin(n: number): Uint8Array {
   return out
 }
 
-const utf8Slice = (Buffer.prototype as unknown as { utf8Slice(this: Uint8Array, start: number, end: number): string })
-  .utf8Slice
 const fromCharCode = String.fromCharCode
 
 /** A string of `n` bytes: short ASCII in JavaScript, the rest by Bun's UTF-8 decoder (invalid bytes as U+FFFD). */
@@ -186,12 +186,12 @@ function str(n: number): string {
     let s = ''
     for (let i = p; i < p + n; i++) {
       const c = src[i]!
-      if (c > 0x7f) return utf8Slice.call(src, p, p + n)
+      if (c > 0x7f) return utf8Slice(src, p, p + n)
       s += fromCharCode(c)
     }
     return s
   }
-  return utf8Slice.call(src, p, p + n)
+  return utf8Slice(src, p, p + n)
 }
 
 function array(n: number, depth: number): unknown[] {

@@ -2,6 +2,7 @@ import { Packr } from 'msgpackr'
 import { parseSerial } from '../../core/model/serial'
 import type { Message, MessageDraft } from '../../core/types'
 import { NotPlainMsgpack, plainMsgpack } from '../../lib/plain-msgpack'
+import { latin1Slice } from '../../lib/encoding'
 
 /** How messages are encoded in Redis (msgpack) and how stream ids map to serials. */
 const packr = new Packr({ useRecords: false })
@@ -49,12 +50,12 @@ export function parseNotification(buf: Buffer, after?: string): { prev: string; 
   const n = buf.length
   // tokens read in place: the ids as latin1 text (what they are), lengths as digits (no string made)
   let end = tokenEnd(buf, 0)
-  const prev = serialFromId(latin1Slice.call(buf, 0, end))
+  const prev = serialFromId(latin1Slice(buf, 0, end))
   let pos = end + 1
   const messages: Message[] = []
   while (pos < n) {
     end = tokenEnd(buf, pos)
-    const id = latin1Slice.call(buf, pos, end)
+    const id = latin1Slice(buf, pos, end)
     pos = end + 1
     let len = 0
     for (let c = buf[pos]; pos < n && c !== 0x20; c = buf[++pos]) len = len * 10 + c! - 0x30
@@ -72,9 +73,6 @@ function tokenEnd(buf: Uint8Array, from: number): number {
   while (i < buf.length && buf[i] !== 0x20) i++
   return i
 }
-const latin1Slice = (
-  Buffer.prototype as unknown as { latin1Slice(this: Uint8Array, start: number, end: number): string }
-).latin1Slice
 
 /**
  * Whether the notification `buf` (as `parseNotification` reads it) is well formed and its last
