@@ -22,3 +22,18 @@ export const utf8Slice = (b: Uint8Array, start: number, end: number): string => 
 /** Bytes `start` to `end` of `b` as latin1 text (one character per byte). */
 export const latin1Slice = (b: Uint8Array, start: number, end: number): string =>
   sliceOf.latin1Slice.call(b, start, end)
+
+/**
+ * Writes `s` into `t` from `at`, one byte per UTF-16 unit, when every unit is ASCII: true then.
+ * False, with some bytes written, when one is not (the caller encodes it another way). For short
+ * strings a loop costs less than a native encoder call.
+ */
+export function writeAscii(t: Uint8Array, at: number, s: string): boolean {
+  const n = s.length
+  for (let i = 0; i < n; i++) {
+    const c = s.charCodeAt(i)
+    if (c > 0x7f) return false
+    t[at + i] = c
+  }
+  return true
+}

@@ -1,7 +1,7 @@
 import { Packr } from 'msgpackr'
 import type { RingCodec } from './ring'
 import type { Message } from '../../core/types'
-import { utf8Decode } from '../../lib/encoding'
+import { utf8Decode, writeAscii } from '../../lib/encoding'
 
 /** Extras are msgpack (they may hold binary); binary is copied out on decode, since the ring reuses its buffer. */
 const packr = new Packr({ useRecords: false, copyBuffers: true })
@@ -29,13 +29,7 @@ type Utf8Writer = Buffer & { utf8Write(s: string, offset: number): number }
  * more than its few bytes.
  */
 function writeString(t: Buffer, o: number, s: string): number {
-  const n = s.length
-  if (n <= SHORT) {
-    const at = o + 4
-    let i = 0
-    for (let c = 0; i < n && (c = s.charCodeAt(i)) < 0x80; i++) t[at + i] = c
-    if (i === n) return writeLength(t, o, n)
-  }
+  if (s.length <= SHORT && writeAscii(t, o + 4, s)) return writeLength(t, o, s.length)
   return writeLength(t, o, (t as Utf8Writer).utf8Write(s, o + 4))
 }
 const SHORT = 32
