@@ -81,14 +81,15 @@ function tokenEnd(buf: Uint8Array, from: number): number {
  */
 export function endsWithId(buf: Uint8Array, id: string): boolean {
   const n = buf.length
-  let pos = buf.indexOf(0x20) + 1
-  if (pos === 0) return false
+  const first = tokenEnd(buf, 0)
+  if (first === n) return false
+  let pos = first + 1
   let from = -1
   let to = -1
   while (pos < n) {
     from = pos
-    while (pos < n && buf[pos] !== 0x20) pos++
-    to = pos++
+    to = tokenEnd(buf, pos)
+    pos = to + 1
     let len = 0
     let digits = 0
     for (let c = buf[pos]; pos < n && c !== 0x20; c = buf[++pos]) {
