@@ -8,8 +8,8 @@ import { Transform } from 'node:stream'
  */
 export class TcpProxy {
   private readonly sockets = new Set<Socket>()
-  /** Of each connection open, whether what its upstream sends is dropped. */
-  private readonly replies = new Set<{ dropped: boolean }>()
+  /** Of each connection open, whether what its upstream sends is dropped, or held back (while `held` is set). */
+  private readonly replies = new Set<Replies>()
 
   private constructor(
     private readonly server: Server,
@@ -37,18 +37,27 @@ export class TcpProxy {
       s.on('error', () => s.destroy())
       s.on('close', () => this.sockets.delete(s))
     }
-    const replies = { dropped: false }
+    const replies: Replies = { dropped: false }
     this.replies.add(replies)
     client.on('close', () => upstream.destroy())
     upstream.on('close', () => {
       this.replies.delete(replies)
-      client.destroy()
+      // held back: the client sees the upstream's end after what it sent first
+      if (replies.held) replies.endOnRelease = true
+      else client.destroy()
     })
     client.pipe(upstream)
     const filter = new Transform({
-      transform: (chunk, _enc, done) => done(null, replies.dropped ? undefined : chunk),
+      transform: (chunk: Buffer, _enc, done) => {
+        if (replies.held) {
+          replies.held.push(chunk)
+          return done()
+        }
+        done(null, replies.dropped ? undefined : chunk)
+      },
     })
-    upstream.pipe(filter).pipe(client)
+    replies.out = filter
+    upstream.pipe(filter, { end: false }).pipe(client)
   }
 
   /**
@@ -57,6 +66,26 @@ export class TcpProxy {
    */
   dropReplies(): void {
     for (const r of this.replies) r.dropped = true
+  }
+
+  /**
+   * From now on, what the upstreams of the connections open now send is held back, their end
+   * too, until `release` hands it on (in order); `bytes` is how much is held.
+   */
+  holdReplies(): { bytes: () => number; release: () => void } {
+    const open = [...this.replies]
+    for (const r of open) r.held ??= []
+    return {
+      bytes: () => open.reduce((n, r) => n + (r.held?.reduce((m, c) => m + c.length, 0) ?? 0), 0),
+      release: () => {
+        for (const r of open) {
+          const held = r.held ?? []
+          r.held = undefined
+          for (const c of held) r.out?.push(c)
+          if (r.endOnRelease) r.out?.end()
+        }
+      },
+    }
   }
 
   /** Closes every connection open now, both ways (as a server that went away would). */
@@ -69,3 +98,5 @@ export class TcpProxy {
     await new Promise<void>((resolve) => this.server.close(() => resolve()))
   }
 }
+
+type Replies = { dropped: boolean; held?: Buffer[]; endOnRelease?: boolean; out?: Transform }

@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import type { ChannelModel, ConsumeMessage } from 'amqplib'
 import { join } from 'node:path'
+import { closeQuietly } from '../../src/backend/amqp/connection'
 import { waitFor } from '../helpers/wait'
 import { consume } from './consumer'
 import { ACCESS_TOKEN, createTestGateway, type TestGateway } from '../helpers/gateway'
@@ -38,7 +39,7 @@ describe.skipIf(!HAVE)('RabbitMQ stopped and started again', () => {
   }, SLOW)
 
   afterAll(async () => {
-    for (const c of consumers) await c.close().catch(() => {})
+    for (const c of consumers) await closeQuietly(c)
     await gw?.close()
     await node?.destroy()
   }, SLOW)

@@ -4,6 +4,7 @@ import { mkdtempSync, rmSync } from 'node:fs'
 import { createServer } from 'node:net'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
+import { closeQuietly } from '../../src/backend/amqp/connection'
 import { hmacSha256 } from '../../src/lib/crypto'
 import { metrics } from '../../src/lib/metrics'
 import { waitFor } from '../helpers/wait'
@@ -101,7 +102,7 @@ async function readyCount(queueName: string): Promise<number | undefined> {
     if ((e as { code?: number }).code === 404) return undefined
     throw e
   } finally {
-    await ch.close().catch(() => {})
+    await closeQuietly(ch)
   }
 }
 
@@ -144,10 +145,13 @@ describe.skipIf(!HAVE)('queues on RabbitMQ (AMQP_URL)', () => {
     closeClients()
     await stale?.gw.close()
     await stale?.proxy.stop()
-    for (const c of consumers) await c.close().catch(() => {})
+    for (const c of consumers) await closeQuietly(c)
     await gw?.close()
     await proxy?.stop()
-    for (const c of adminOf.values()) await (await c.catch(() => undefined))?.close().catch(() => {})
+    for (const c of adminOf.values()) {
+      const m = await c.catch(() => undefined)
+      if (m) await closeQuietly(m)
+    }
     // what a failed test left behind: the apps' vhosts (with their queues), consumer users, and
     // queues in the shared vhost (an earlier layout's)
     const shared = (await (await rabbit('/queues/%2F?columns=name')).json()) as Array<{ name: string }>
@@ -164,7 +168,7 @@ describe.skipIf(!HAVE)('queues on RabbitMQ (AMQP_URL)', () => {
           headers: { authorization: MANAGEMENT_AUTH },
         })
     }
-    await admin?.close().catch(() => {})
+    if (admin) await closeQuietly(admin)
   })
 
   let ttlQueue: { name: string; publishedAt: number } | undefined
@@ -565,8 +569,8 @@ describe.skipIf(!HAVE)('queues on RabbitMQ (AMQP_URL)', () => {
     } finally {
       await gw2.close()
       await setup.deleteQueue(foreign).catch(() => {})
-      await setup.close().catch(() => {})
-      await earlier.close().catch(() => {})
+      await closeQuietly(setup)
+      await closeQuietly(earlier)
       rmSync(dir, { recursive: true, force: true })
     }
   })

@@ -1,7 +1,7 @@
 import type { ConfirmChannel, Options } from 'amqplib'
 import type { BrokerQueue } from '../../core/ports'
 import type { AccountShare, BufferBudget, Evictable } from './buffer-budget'
-import type { AmqpConnection } from './connection'
+import { closeQuietly, type AmqpConnection } from './connection'
 
 /** Messages published and not yet confirmed, at most (per app). */
 const WINDOW = 1000
@@ -249,7 +249,7 @@ export class AppLane implements Evictable {
     try {
       await ch.assertQueue(q.name, queueOptions(q))
     } finally {
-      await ch.close().catch(() => {})
+      await closeQuietly(ch)
     }
     this.deleted.delete(q.name)
     if (this.declaredOn === this.conn.generation) this.declared.add(q.name)
@@ -269,7 +269,7 @@ export class AppLane implements Evictable {
       // older brokers answer 404 for a queue that is gone already
       if ((e as { code?: unknown })?.code !== 404) throw e
     } finally {
-      await ch.close().catch(() => {})
+      await closeQuietly(ch)
     }
   }
 

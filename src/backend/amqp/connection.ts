@@ -1,4 +1,4 @@
-import { connect, type ChannelModel, type ConfirmChannel } from 'amqplib'
+import { connect, type Channel, type ChannelModel, type ConfirmChannel } from 'amqplib'
 import { sleep } from '../../lib/sleep'
 
 const FIRST_BACKOFF_MS = 100
@@ -60,9 +60,9 @@ export class AmqpConnection {
         const confirm = await model.createConfirmChannel()
         confirm.on('error', this.onError)
         // a channel closed by the broker (it should not be): start over with a new connection
-        confirm.on('close', () => void model!.close().catch(() => {}))
+        confirm.on('close', () => void closeQuietly(model!))
         if (this.stopped) {
-          await model.close().catch(() => {})
+          await closeQuietly(model)
           return
         }
         this.model = model
@@ -73,7 +73,7 @@ export class AmqpConnection {
         return
       } catch (e) {
         this.onError(e)
-        await model?.close().catch(() => {})
+        if (model) await closeQuietly(model)
         await sleep(backoff)
         backoff = Math.min(MAX_BACKOFF_MS, backoff * 2)
       }
@@ -93,6 +93,18 @@ export class AmqpConnection {
     this.model = undefined
     this.confirm = undefined
     for (const w of this.waiters) w()
-    await model?.close().catch(() => {})
+    if (model) await closeQuietly(model)
   }
+}
+
+/**
+ * Closes an amqplib connection or channel, settling also when it closes otherwise meanwhile:
+ * amqplib's own `close()` waits for the broker's close-ok, and never settles when the connection
+ * goes first (the broker closed it, or the socket ended).
+ */
+export function closeQuietly(x: ChannelModel | Channel): Promise<void> {
+  return new Promise<void>((resolve) => {
+    x.once('close', () => resolve())
+    x.close().then(resolve, () => resolve())
+  })
 }

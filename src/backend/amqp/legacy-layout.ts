@@ -1,6 +1,7 @@
 import { connect, type ChannelModel, type GetMessage, type Options } from 'amqplib'
 import type { BrokerQueue } from '../../core/ports'
 import type { AppLane } from './app-lane'
+import { closeQuietly } from './connection'
 import type { RabbitManagement } from './management'
 import { consumerPermissions, consumerUser } from './naming'
 
@@ -75,7 +76,7 @@ export async function moveLegacyQueues(d: LegacyDeps): Promise<{ apps: number; q
       }
     }
   } finally {
-    await base?.close().catch(() => {})
+    if (base) await closeQuietly(base)
   }
   return moved
 }
@@ -110,7 +111,7 @@ async function moveQueue(base: ChannelModel, lane: AppLane, name: string): Promi
           n += batch.length
         }
       } finally {
-        await dst.close().catch(() => {})
+        await closeQuietly(dst)
       }
       await src.deleteQueue(name, { ifEmpty: true })
       return n
@@ -118,7 +119,7 @@ async function moveQueue(base: ChannelModel, lane: AppLane, name: string): Promi
       // not empty: a message arrived meanwhile (a node of the earlier version): move it too
       if ((e as { code?: unknown })?.code !== 406 || round === ROUNDS - 1) throw e
     } finally {
-      await src.close().catch(() => {})
+      await closeQuietly(src)
     }
   }
   return n

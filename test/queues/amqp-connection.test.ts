@@ -1,0 +1,85 @@
+import { afterAll, describe, expect, test } from 'bun:test'
+import { AmqpConnection, closeQuietly } from '../../src/backend/amqp/connection'
+import { requireSystem } from '../helpers/system'
+import { TcpProxy } from '../helpers/tcp-proxy'
+import { waitFor } from '../helpers/wait'
+
+/**
+ * The gateway's AMQP connection against the local RabbitMQ, through a TCP proxy of the test's own
+ * that can hold the broker's frames back: closes that cross the broker's own close still end.
+ */
+const HAVE = requireSystem('/usr/sbin/rabbitmq-server', 'rabbitmq-server')
+const MANAGEMENT = 'http://127.0.0.1:15672/api'
+const AUTH = 'Basic ' + Buffer.from('guest:guest').toString('base64')
+const vhosts: string[] = []
+
+const management = (method: string, path: string) =>
+  fetch(`${MANAGEMENT}${path}`, {
+    method,
+    headers: { authorization: AUTH, 'content-type': 'application/json' },
+    body: method === 'PUT' ? '{}' : undefined,
+  })
+
+/** Resolves with 'settled' once `p` settles, or with 'hung' after `ms` (a bound only a hang crosses). */
+const within = (p: Promise<unknown>, ms: number) =>
+  Promise.race([p.then(() => 'settled' as const), Bun.sleep(ms).then(() => 'hung' as const)])
+
+describe.skipIf(!HAVE)('AMQP connection on RabbitMQ', () => {
+  afterAll(async () => {
+    for (const v of vhosts) await management('DELETE', `/vhosts/${encodeURIComponent(v)}`).catch(() => {})
+  })
+
+  test("closing while the broker closes the connection (its vhost deleted) ends, when the broker's close-ok never comes", async () => {
+    const vhost = `gw-close-${crypto.randomUUID()}`
+    vhosts.push(vhost)
+    expect((await management('PUT', `/vhosts/${encodeURIComponent(vhost)}`)).status).toBeLessThan(300)
+    const proxy = await TcpProxy.start(5672)
+    const errors: unknown[] = []
+    const conn = new AmqpConnection(
+      `amqp://guest:guest@127.0.0.1:${proxy.port}/${encodeURIComponent(vhost)}`,
+      () => {},
+      (e) => errors.push(e),
+    )
+    try {
+      await conn.connected(10_000)
+      // the broker's close is held at the proxy, so the gateway's own close crosses it
+      const hold = proxy.holdReplies()
+      const deleting = management('DELETE', `/vhosts/${encodeURIComponent(vhost)}`)
+      await waitFor(hold.bytes, (n) => n > 0)
+      const closing = conn.close()
+      await Bun.sleep(200)
+      hold.release()
+      expect(await within(closing, 15_000)).toBe('settled')
+      expect((await deleting).status).toBeLessThan(300)
+    } finally {
+      await proxy.stop()
+    }
+  }, 30_000)
+
+  test("a channel's close ends when the connection goes meanwhile (amqplib's own close would wait forever)", async () => {
+    const vhost = `gw-close-${crypto.randomUUID()}`
+    vhosts.push(vhost)
+    expect((await management('PUT', `/vhosts/${encodeURIComponent(vhost)}`)).status).toBeLessThan(300)
+    const proxy = await TcpProxy.start(5672)
+    const conn = new AmqpConnection(
+      `amqp://guest:guest@127.0.0.1:${proxy.port}/${encodeURIComponent(vhost)}`,
+      () => {},
+      () => {},
+    )
+    try {
+      const ch = await (await conn.connected(10_000)).createChannel()
+      ch.on('error', () => {})
+      const hold = proxy.holdReplies()
+      const deleting = management('DELETE', `/vhosts/${encodeURIComponent(vhost)}`)
+      await waitFor(hold.bytes, (n) => n > 0)
+      const closing = closeQuietly(ch)
+      await Bun.sleep(200)
+      hold.release()
+      expect(await within(closing, 15_000)).toBe('settled')
+      expect((await deleting).status).toBeLessThan(300)
+    } finally {
+      await conn.close()
+      await proxy.stop()
+    }
+  }, 30_000)
+})
