@@ -1,7 +1,7 @@
 import { Packr } from 'msgpackr'
 import type { RingCodec } from './ring'
 import type { Message } from '../../core/types'
-import { utf8Decode, writeAscii } from '../../lib/encoding'
+import { utf8Text, writeAscii } from '../../lib/encoding'
 
 /** Extras are msgpack (they may hold binary); binary is copied out on decode, since the ring reuses its buffer. */
 const packr = new Packr({ useRecords: false, copyBuffers: true })
@@ -122,29 +122,42 @@ export const ringCodec: RingCodec = {
 
   decode(b, serial, timestamp) {
     const flags = b[0]! | (b[1]! << 8)
-    let o = 2
-    const field = () => {
-      const n = readU32(b, o)
-      const bytes = b.subarray(o + 4, o + 4 + n)
-      o += 4 + n
-      return bytes
-    }
-    const m = { id: utf8Decode(field()) } as Message
-    if (flags & NAME) m.name = utf8Decode(field())
-    if (flags & ENCODING) m.encoding = utf8Decode(field())
-    if (flags & TEXT) m.data = utf8Decode(field())
+    at = 2
+    const m = { id: text(b) } as Message
+    if (flags & NAME) m.name = text(b)
+    if (flags & ENCODING) m.encoding = text(b)
+    if (flags & TEXT) m.data = text(b)
     // a copy of its own (a Buffer's slice() would be a view of the ring's bytes, written over later)
-    else if (flags & BINARY) m.data = new Uint8Array(field())
-    if (flags & EXTRAS) m.extras = packr.unpack(field()) as Message['extras']
-    if (flags & CLIENT_ID) m.clientId = utf8Decode(field())
-    if (flags & CONNECTION_ID) m.connectionId = utf8Decode(field())
+    else if (flags & BINARY) m.data = new Uint8Array(field(b))
+    if (flags & EXTRAS) m.extras = packr.unpack(field(b)) as Message['extras']
+    if (flags & CLIENT_ID) m.clientId = text(b)
+    if (flags & CONNECTION_ID) m.connectionId = text(b)
     if (flags & ACTION) {
-      m.action = readU32(b, o)
-      o += 4
+      m.action = readU32(b, at)
+      at += 4
     }
-    if (flags & MUTATION) m.mutation = packr.unpack(field()) as Message['mutation']
+    if (flags & MUTATION) m.mutation = packr.unpack(field(b)) as Message['mutation']
     m.serial = serial
     m.timestamp = timestamp
     return m
   },
+}
+
+/** Where `decode` reads next (one decode at a time: nothing it calls decodes a ring entry). */
+let at = 0
+
+/** The next length-prefixed field of `b` as text, read in place. */
+function text(b: Uint8Array): string {
+  const n = readU32(b, at)
+  const start = at + 4
+  at = start + n
+  return utf8Text(b, start, at)
+}
+
+/** The next length-prefixed field of `b`, a view of its bytes. */
+function field(b: Uint8Array): Uint8Array {
+  const n = readU32(b, at)
+  const start = at + 4
+  at = start + n
+  return b.subarray(start, at)
 }
