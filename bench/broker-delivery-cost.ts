@@ -11,6 +11,7 @@
  * (the next once the last is answered AND delivered), so batches stay as small as through HTTP.
  * Prints per tree the median and spread of this process's CPU µs per publish, and each block's
  * ratio to the first tree's. Asserts nothing beyond every publish delivered once.
+ * Runs with the gateway's allocator settings (begun again for them: lib/gateway-allocator.ts).
  */
 import { mkdtempSync } from 'node:fs'
 import { tmpdir } from 'node:os'
@@ -21,6 +22,9 @@ import { redisBenchSettings } from './lib/redis-backend-of'
 import { startRedis } from './lib/redis-server'
 import { startRedisCluster } from './lib/redis-cluster-server'
 import type { Backend } from '../src/backend/backend'
+import { beginWithGatewayAllocator } from './lib/gateway-allocator'
+
+beginWithGatewayAllocator()
 
 const f = parseFlags(process.argv.slice(2), {
   cluster: 'boolean',

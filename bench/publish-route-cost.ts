@@ -10,6 +10,7 @@
  * node (its own modules, loaded from its own path); the requests, the same for both, are made
  * outside the measured blocks, 50 in flight as the server sees them. Figures: process CPU
  * (user + system) per publish, median of the blocks, and the median of the paired ratios.
+ * Runs with the gateway's allocator settings (begun again for them: lib/gateway-allocator.ts).
  */
 import { mkdtempSync } from 'node:fs'
 import { tmpdir } from 'node:os'
@@ -20,6 +21,9 @@ import { startRedisCluster } from './lib/redis-cluster-server'
 import { pairedBlocks } from './lib/alternation'
 import { benchSides, removeNodeDirs } from './lib/in-process-node'
 import { publishAll, publishRequest, restRoute, type Route } from './lib/in-process-rest'
+import { beginWithGatewayAllocator } from './lib/gateway-allocator'
+
+beginWithGatewayAllocator()
 
 const f = parseFlags(process.argv.slice(2), {
   blocks: 'number',

@@ -38,11 +38,9 @@ import { queryOfUrl } from '../src/api/http/query'
 import { checkQueryEncoding, pathParam } from '../src/api/http/params'
 import { credentialsOf } from '../src/api/http/credentials'
 import { decodeReceived, mediaType, receiveBody, structured } from '../src/api/http/body'
-import { allocatorRestartEnv } from '../src/config/allocator'
+import { beginWithGatewayAllocator } from './lib/gateway-allocator'
 
-const restart = allocatorRestartEnv()
-if (restart && process.execve)
-  process.execve(process.execPath, [process.execPath, ...process.execArgv, ...process.argv.slice(1)], restart)
+beginWithGatewayAllocator()
 
 const f = parseFlags(process.argv.slice(2), { seconds: 'number', rounds: 'number', connections: 'number' })
 const STAGES = ['text', 'read', 'body', 'prepare', 'publish', 'gateway', 'node'] as const

@@ -12,11 +12,15 @@
  * packed outside the measured blocks. Figures: process CPU (user + system) per message, median
  * of the blocks, and the median of the paired ratios. No socket's system calls are in it: what it
  * shows is the gateway's own JavaScript.
+ * Runs with the gateway's allocator settings (begun again for them: lib/gateway-allocator.ts).
  */
 import { parseFlags } from './lib/args'
 import { pairedBlocks } from './lib/alternation'
 import { benchSides, removeNodeDirs } from './lib/in-process-node'
 import { messageFrame, realtimeNode, turn, type FakeSocket, type Handlers } from './lib/in-process-realtime'
+import { beginWithGatewayAllocator } from './lib/gateway-allocator'
+
+beginWithGatewayAllocator()
 
 const f = parseFlags(process.argv.slice(2), {
   blocks: 'number',
