@@ -19,6 +19,7 @@ const sliceOf = Buffer.prototype as unknown as {
 }
 /** Bytes `start` to `end` of `b` as UTF-8 text (invalid bytes as U+FFFD): Bun's decoder, cheaper than a TextDecoder call. */
 export const utf8Slice = (b: Uint8Array, start: number, end: number): string => sliceOf.utf8Slice.call(b, start, end)
+
 const fromCharCode = String.fromCharCode
 
 /**

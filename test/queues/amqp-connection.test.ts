@@ -24,62 +24,55 @@ const management = (method: string, path: string) =>
 const within = (p: Promise<unknown>, ms: number) =>
   Promise.race([p.then(() => 'settled' as const), Bun.sleep(ms).then(() => 'hung' as const)])
 
+/**
+ * A connection of the gateway's on a vhost of its own, through the proxy: `open` opens what is to
+ * be closed and gives its close, which is started while the broker's own close (the vhost
+ * deleted) is held at the proxy, so that the two cross; then the broker's frames and end are let
+ * through. Answers whether that close settled within 15 s.
+ */
+async function closeCrossingTheBrokers(open: (conn: AmqpConnection) => Promise<() => Promise<void>>) {
+  const vhost = `gw-close-${crypto.randomUUID()}`
+  vhosts.push(vhost)
+  expect((await management('PUT', `/vhosts/${encodeURIComponent(vhost)}`)).status).toBeLessThan(300)
+  const proxy = await TcpProxy.start(5672)
+  const conn = new AmqpConnection(
+    `amqp://guest:guest@127.0.0.1:${proxy.port}/${encodeURIComponent(vhost)}`,
+    () => {},
+    () => {},
+  )
+  try {
+    await conn.connected(10_000)
+    const close = await open(conn)
+    const hold = proxy.holdReplies()
+    const deleting = management('DELETE', `/vhosts/${encodeURIComponent(vhost)}`)
+    await waitFor(hold.bytes, (n) => n > 0)
+    const closing = close()
+    await Bun.sleep(200)
+    hold.release()
+    const outcome = await within(closing, 15_000)
+    expect((await deleting).status).toBeLessThan(300)
+    return outcome
+  } finally {
+    await conn.close()
+    await proxy.stop()
+  }
+}
+
 describe.skipIf(!HAVE)('AMQP connection on RabbitMQ', () => {
   afterAll(async () => {
     for (const v of vhosts) await management('DELETE', `/vhosts/${encodeURIComponent(v)}`).catch(() => {})
   })
 
   test("closing while the broker closes the connection (its vhost deleted) ends, when the broker's close-ok never comes", async () => {
-    const vhost = `gw-close-${crypto.randomUUID()}`
-    vhosts.push(vhost)
-    expect((await management('PUT', `/vhosts/${encodeURIComponent(vhost)}`)).status).toBeLessThan(300)
-    const proxy = await TcpProxy.start(5672)
-    const errors: unknown[] = []
-    const conn = new AmqpConnection(
-      `amqp://guest:guest@127.0.0.1:${proxy.port}/${encodeURIComponent(vhost)}`,
-      () => {},
-      (e) => errors.push(e),
-    )
-    try {
-      await conn.connected(10_000)
-      // the broker's close is held at the proxy, so the gateway's own close crosses it
-      const hold = proxy.holdReplies()
-      const deleting = management('DELETE', `/vhosts/${encodeURIComponent(vhost)}`)
-      await waitFor(hold.bytes, (n) => n > 0)
-      const closing = conn.close()
-      await Bun.sleep(200)
-      hold.release()
-      expect(await within(closing, 15_000)).toBe('settled')
-      expect((await deleting).status).toBeLessThan(300)
-    } finally {
-      await proxy.stop()
-    }
+    expect(await closeCrossingTheBrokers(async (conn) => () => conn.close())).toBe('settled')
   }, 30_000)
 
   test("a channel's close ends when the connection goes meanwhile (amqplib's own close would wait forever)", async () => {
-    const vhost = `gw-close-${crypto.randomUUID()}`
-    vhosts.push(vhost)
-    expect((await management('PUT', `/vhosts/${encodeURIComponent(vhost)}`)).status).toBeLessThan(300)
-    const proxy = await TcpProxy.start(5672)
-    const conn = new AmqpConnection(
-      `amqp://guest:guest@127.0.0.1:${proxy.port}/${encodeURIComponent(vhost)}`,
-      () => {},
-      () => {},
-    )
-    try {
-      const ch = await (await conn.connected(10_000)).createChannel()
+    const outcome = await closeCrossingTheBrokers(async (conn) => {
+      const ch = await (await conn.connected(1000)).createChannel()
       ch.on('error', () => {})
-      const hold = proxy.holdReplies()
-      const deleting = management('DELETE', `/vhosts/${encodeURIComponent(vhost)}`)
-      await waitFor(hold.bytes, (n) => n > 0)
-      const closing = closeQuietly(ch)
-      await Bun.sleep(200)
-      hold.release()
-      expect(await within(closing, 15_000)).toBe('settled')
-      expect((await deleting).status).toBeLessThan(300)
-    } finally {
-      await conn.close()
-      await proxy.stop()
-    }
+      return () => closeQuietly(ch)
+    })
+    expect(outcome).toBe('settled')
   }, 30_000)
 })
