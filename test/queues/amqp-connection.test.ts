@@ -75,4 +75,30 @@ describe.skipIf(!HAVE)('AMQP connection on RabbitMQ', () => {
     })
     expect(outcome).toBe('settled')
   }, 30_000)
+
+  test('closing on a broker that stopped answering (its frames lost, the socket open) ends, the socket let go', async () => {
+    const vhost = `gw-close-${crypto.randomUUID()}`
+    vhosts.push(vhost)
+    expect((await management('PUT', `/vhosts/${encodeURIComponent(vhost)}`)).status).toBeLessThan(300)
+    const proxy = await TcpProxy.start(5672)
+    const conn = new AmqpConnection(
+      `amqp://guest:guest@127.0.0.1:${proxy.port}/${encodeURIComponent(vhost)}`,
+      () => {},
+      () => {},
+    )
+    try {
+      const model = await conn.connected(10_000)
+      let closed = false
+      model.on('close', () => (closed = true))
+      proxy.dropReplies()
+      // the heartbeat would find it out after a minute or two; the close lets go after its grace
+      expect(await within(conn.close(), 15_000)).toBe('settled')
+      await waitFor(
+        () => closed,
+        (c) => c,
+      )
+    } finally {
+      await proxy.stop()
+    }
+  }, 30_000)
 })

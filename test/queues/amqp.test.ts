@@ -666,6 +666,35 @@ describe.skipIf(!HAVE)('queues on RabbitMQ (AMQP_URL)', () => {
     expect(seen).toEqual(['before', 'down1', 'down2', 'down3', 'down4', 'down5', 'after'])
   })
 
+  test('a queue deleted while the broker stopped answering answers 503 (not a wait for the heartbeat), and stays listed', async () => {
+    const silent = await TcpProxy.start(5672)
+    const gw2 = await createTestGateway({
+      amqpUrl: `amqp://guest:guest@127.0.0.1:${silent.port}`,
+      amqpManagementUrl: 'http://guest:guest@127.0.0.1:15672',
+      amqpPublicUrl: 'amqp://127.0.0.1:5672',
+    })
+    try {
+      const v2 = (path: string, method = 'GET', json?: unknown) =>
+        gw2.request(`/v1${path}`, { method, json, key: null, headers: { authorization: `Bearer ${ACCESS_TOKEN}` } })
+      const accountId = (await body(await v2('/me'))).account.id
+      const app = await body(await v2(`/accounts/${accountId}/apps`, 'POST', { name: `amqp-silent-${Date.now()}` }))
+      apps.push(app.id)
+      const created = await v2(`/apps/${app.id}/queues`, 'POST', { name: 'silent', ttl: 1, maxLength: 10 })
+      expect(created.status).toBe(201)
+      const q = await body(created)
+      // the app's connection to the broker stays open, and nothing the broker sends on it arrives
+      silent.dropReplies()
+      const deleted = await v2(`/apps/${app.id}/queues/${q.id}`, 'DELETE')
+      expect(deleted.status).toBe(503)
+      expect((await body(deleted)).error.code).toBe(50003)
+      const listed = (await body(await v2(`/apps/${app.id}/queues`))) as Array<{ id: string }>
+      expect(listed.map((x) => x.id)).toContain(q.id)
+    } finally {
+      await gw2.close()
+      await silent.stop()
+    }
+  }, 30_000)
+
   test("one account flooding the buffer during an outage loses its own oldest messages, never another account's", async () => {
     // the issue's reproduction, scaled down: a node holding 1,000, RabbitMQ away, account A routes
     // 3,000 messages into its queue, then account B publishes 100

@@ -1,7 +1,17 @@
 import type { ConfirmChannel, Options } from 'amqplib'
 import type { BrokerQueue } from '../../core/ports'
+import { settleWithin } from '../../lib/sleep'
 import type { AccountShare, BufferBudget, Evictable } from './buffer-budget'
 import { closeQuietly, type AmqpConnection } from './connection'
+
+/**
+ * How long a management step on the lane's connection (a channel opened, a queue declared or
+ * deleted) waits for the broker's answer: one that stopped answering without closing is found out
+ * by the heartbeat only after a minute or two, and the API call waiting on it answers 503 sooner.
+ */
+export const BROKER_ANSWER_MS = 10_000
+const notAnswered = (ms: number) => new Error(`the AMQP broker did not answer within ${ms} ms`)
+const answered = <T>(p: Promise<T>): Promise<T> => settleWithin(p, BROKER_ANSWER_MS, notAnswered)
 
 /** Messages published and not yet confirmed, at most (per app). */
 const WINDOW = 1000
@@ -241,13 +251,16 @@ export class AppLane implements Evictable {
     return true
   }
 
-  /** Declares the queue (durable, with its bounds) in the app's vhost; rejects when not connected within 5 s. */
+  /**
+   * Declares the queue (durable, with its bounds) in the app's vhost; rejects when not connected
+   * within 5 s, or when the broker does not answer a step within BROKER_ANSWER_MS.
+   */
   async declareQueue(q: BrokerQueue): Promise<void> {
     const model = await this.conn.connected(5000)
-    const ch = await model.createChannel()
+    const ch = await answered(model.createChannel())
     ch.on('error', () => {})
     try {
-      await ch.assertQueue(q.name, queueOptions(q))
+      await answered(ch.assertQueue(q.name, queueOptions(q)))
     } finally {
       await closeQuietly(ch)
     }
@@ -255,16 +268,19 @@ export class AppLane implements Evictable {
     if (this.declaredOn === this.conn.generation) this.declared.add(q.name)
   }
 
-  /** Deletes the queue with its messages; what the lane holds for it is dropped as the pump reaches it. */
+  /**
+   * Deletes the queue with its messages; what the lane holds for it is dropped as the pump reaches
+   * it. Rejects as `declareQueue` does.
+   */
   async removeQueue(q: BrokerQueue): Promise<void> {
     const model = await this.conn.connected(5000)
     this.deleted.add(q.name)
     if (this.deleted.size > MAX_DELETED) this.deleted.delete(this.deleted.values().next().value!)
     this.declared.delete(q.name)
-    const ch = await model.createChannel()
+    const ch = await answered(model.createChannel())
     ch.on('error', () => {})
     try {
-      await ch.deleteQueue(q.name)
+      await answered(ch.deleteQueue(q.name))
     } catch (e) {
       // older brokers answer 404 for a queue that is gone already
       if ((e as { code?: unknown })?.code !== 404) throw e

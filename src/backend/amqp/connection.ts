@@ -97,14 +97,31 @@ export class AmqpConnection {
   }
 }
 
+/** How long a close waits for the broker's close-ok before it lets go (a broker that stopped answering). */
+const CLOSE_GRACE_MS = 2000
+
 /**
- * Closes an amqplib connection or channel, settling also when it closes otherwise meanwhile:
- * amqplib's own `close()` waits for the broker's close-ok, and never settles when the connection
- * goes first (the broker closed it, or the socket ended).
+ * Closes an amqplib connection or channel, settling also when it closes otherwise meanwhile, and
+ * at the latest after `graceMs`: amqplib's own `close()` waits for the broker's close-ok, and never
+ * settles when the connection goes first (the broker closed it, or the socket ended), nor while a
+ * broker that stopped answering is not yet found out by the heartbeat (a minute or two). A
+ * connection still open then has its socket destroyed; a channel is left to its connection.
  */
-export function closeQuietly(x: ChannelModel | Channel): Promise<void> {
+export function closeQuietly(x: ChannelModel | Channel, graceMs = CLOSE_GRACE_MS): Promise<void> {
   return new Promise<void>((resolve) => {
-    x.once('close', () => resolve())
-    x.close().then(resolve, () => resolve())
+    const timer = setTimeout(() => {
+      if (isConnection(x)) x.connection.stream.destroy()
+      resolve()
+    }, graceMs)
+    const done = () => {
+      clearTimeout(timer)
+      resolve()
+    }
+    x.once('close', done)
+    x.close().then(done, done)
   })
 }
+
+/** A connection (amqplib's model of one), not a channel: only it makes channels. */
+const isConnection = (x: ChannelModel | Channel): x is ChannelModel & { connection: { stream: { destroy(): void } } } =>
+  typeof (x as ChannelModel).createChannel === 'function'
