@@ -56,6 +56,35 @@ export const systemTimers: Timers = {
     return () => clearInterval(t)
   },
   soon(fn) {
-    setImmediate(fn)
+    soonQueue.push(fn)
+    if (!soonScheduled) {
+      soonScheduled = true
+      setImmediate(runSoon)
+    }
   },
+}
+
+/**
+ * What `soon` was handed this turn, run by one `setImmediate` (in order): each connection with an
+ * answer to send hands its flush every turn, and one runtime immediate per callback cost ~170 ns
+ * against ~65 for a queue drained by one (in a loop, 50 callbacks a turn). What is handed while
+ * they run waits for the next turn, as with `setImmediate`. One that throws is uncaught, as it
+ * would have been; those after it run on the next turn, before anything handed later.
+ */
+let soonQueue: Array<() => void> = []
+let soonScheduled = false
+function runSoon() {
+  soonScheduled = false
+  const run = soonQueue
+  soonQueue = []
+  let i = 0
+  try {
+    for (; i < run.length; i++) run[i]!()
+  } finally {
+    if (i < run.length - 1) {
+      soonQueue = run.slice(i + 1).concat(soonQueue)
+      soonScheduled = true
+      setImmediate(runSoon)
+    }
+  }
 }
