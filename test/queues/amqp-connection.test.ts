@@ -24,13 +24,8 @@ const management = (method: string, path: string) =>
 const within = (p: Promise<unknown>, ms: number) =>
   Promise.race([p.then(() => 'settled' as const), Bun.sleep(ms).then(() => 'hung' as const)])
 
-/**
- * A connection of the gateway's on a vhost of its own, through the proxy: `open` opens what is to
- * be closed and gives its close, which is started while the broker's own close (the vhost
- * deleted) is held at the proxy, so that the two cross; then the broker's frames and end are let
- * through. Answers whether that close settled within 15 s.
- */
-async function closeCrossingTheBrokers(open: (conn: AmqpConnection) => Promise<() => Promise<void>>) {
+/** A connection of the gateway's, connected, on a vhost of its own, through a proxy of the test's. */
+async function ownConnection() {
   const vhost = `gw-close-${crypto.randomUUID()}`
   vhosts.push(vhost)
   expect((await management('PUT', `/vhosts/${encodeURIComponent(vhost)}`)).status).toBeLessThan(300)
@@ -40,8 +35,19 @@ async function closeCrossingTheBrokers(open: (conn: AmqpConnection) => Promise<(
     () => {},
     () => {},
   )
+  const model = await conn.connected(10_000)
+  return { vhost, proxy, conn, model }
+}
+
+/**
+ * On a connection of its own, `open` opens what is to be closed and gives its close, which is
+ * started while the broker's own close (the vhost deleted) is held at the proxy, so that the two
+ * cross; then the broker's frames and end are let through. Answers whether that close settled
+ * within 15 s.
+ */
+async function closeCrossingTheBrokers(open: (conn: AmqpConnection) => Promise<() => Promise<void>>) {
+  const { vhost, proxy, conn } = await ownConnection()
   try {
-    await conn.connected(10_000)
     const close = await open(conn)
     const hold = proxy.holdReplies()
     const deleting = management('DELETE', `/vhosts/${encodeURIComponent(vhost)}`)
@@ -77,17 +83,8 @@ describe.skipIf(!HAVE)('AMQP connection on RabbitMQ', () => {
   }, 30_000)
 
   test('closing on a broker that stopped answering (its frames lost, the socket open) ends, the socket let go', async () => {
-    const vhost = `gw-close-${crypto.randomUUID()}`
-    vhosts.push(vhost)
-    expect((await management('PUT', `/vhosts/${encodeURIComponent(vhost)}`)).status).toBeLessThan(300)
-    const proxy = await TcpProxy.start(5672)
-    const conn = new AmqpConnection(
-      `amqp://guest:guest@127.0.0.1:${proxy.port}/${encodeURIComponent(vhost)}`,
-      () => {},
-      () => {},
-    )
+    const { proxy, conn, model } = await ownConnection()
     try {
-      const model = await conn.connected(10_000)
       let closed = false
       model.on('close', () => (closed = true))
       proxy.dropReplies()
