@@ -15,9 +15,9 @@
  * CPU and the recording more (a paced realtime run measured while recorded: 22.9 against 17.7 us
  * per message, 2026-11-30): read the shares, not the rates of such a run. `--top N` rows per table (default 30).
  */
-import { readdirSync, readFileSync, statSync } from 'node:fs'
+import { readdirSync, readFileSync, readlinkSync, statSync } from 'node:fs'
 import { tmpdir } from 'node:os'
-import { join } from 'node:path'
+import { basename, join } from 'node:path'
 import { parseFlags } from './lib/args'
 import { breakdown, codeLoads, JitNames, parseSamples } from './lib/perf-jit'
 
@@ -37,7 +37,11 @@ if ((f.pid === undefined) === (f.match === undefined) || !dir) {
   process.exit(2)
 }
 
-/** The newest process (highest pid) other than this one whose command line holds `s`. */
+/**
+ * The newest Bun process (highest pid) other than this one whose command line holds `s`: the
+ * `npx` and `sh` wrappers of a bench hold it too, and exit when it does (the process of a bench
+ * begun again for the allocator keeps its pid).
+ */
 function newestMatching(s: string): number | undefined {
   let found: number | undefined
   for (const entry of readdirSync('/proc')) {
@@ -45,7 +49,8 @@ function newestMatching(s: string): number | undefined {
     if (!Number.isInteger(pid) || pid === process.pid) continue
     try {
       const cmd = readFileSync(`/proc/${pid}/cmdline`, 'latin1').replaceAll('\0', ' ')
-      if (cmd.includes(s) && !cmd.includes('perf-jit.ts') && (found === undefined || pid > found)) found = pid
+      const bun = /^bun(\.exe)?$/.test(basename(readlinkSync(`/proc/${pid}/exe`)))
+      if (bun && cmd.includes(s) && !cmd.includes('perf-jit.ts') && (found === undefined || pid > found)) found = pid
     } catch {
       /* gone */
     }
