@@ -32,15 +32,19 @@ const apps: string[] = []
 const consumers: ChannelModel[] = []
 
 const body = async (r: Response) => (await r.json()) as any
-const v1 = (path: string, method = 'GET', json?: unknown) =>
-  gw.request(`/v1${path}`, { method, json, key: null, headers: { authorization: `Bearer ${ACCESS_TOKEN}` } })
+/** The management API (`/v1`) of a gateway, as the operator. */
+const managementOf =
+  (g: TestGateway) =>
+  (path: string, method = 'GET', json?: unknown) =>
+    g.request(`/v1${path}`, { method, json, key: null, headers: { authorization: `Bearer ${ACCESS_TOKEN}` } })
+const v1 = (path: string, method = 'GET', json?: unknown) => managementOf(gw)(path, method, json)
 
-/** A new app with a key that may publish anywhere. */
-async function newApp(): Promise<{ appId: string; key: string }> {
-  const accountId = (await body(await v1('/me'))).account.id
-  const app = await body(await v1(`/accounts/${accountId}/apps`, 'POST', { name: `amqp-${Date.now()}` }))
+/** A new app (on `gw`, or through another gateway's management API) with a key that may publish anywhere. */
+async function newApp(on = v1): Promise<{ appId: string; key: string }> {
+  const accountId = (await body(await on('/me'))).account.id
+  const app = await body(await on(`/accounts/${accountId}/apps`, 'POST', { name: `amqp-${Date.now()}` }))
   apps.push(app.id)
-  const key = await body(await v1(`/apps/${app.id}/keys`, 'POST', { name: 'pub', capability: { '*': ['*'] } }))
+  const key = await body(await on(`/apps/${app.id}/keys`, 'POST', { name: 'pub', capability: { '*': ['*'] } }))
   return { appId: app.id, key: key.key }
 }
 
@@ -674,20 +678,17 @@ describe.skipIf(!HAVE)('queues on RabbitMQ (AMQP_URL)', () => {
       amqpPublicUrl: 'amqp://127.0.0.1:5672',
     })
     try {
-      const v2 = (path: string, method = 'GET', json?: unknown) =>
-        gw2.request(`/v1${path}`, { method, json, key: null, headers: { authorization: `Bearer ${ACCESS_TOKEN}` } })
-      const accountId = (await body(await v2('/me'))).account.id
-      const app = await body(await v2(`/accounts/${accountId}/apps`, 'POST', { name: `amqp-silent-${Date.now()}` }))
-      apps.push(app.id)
-      const created = await v2(`/apps/${app.id}/queues`, 'POST', { name: 'silent', ttl: 1, maxLength: 10 })
+      const v2 = managementOf(gw2)
+      const { appId } = await newApp(v2)
+      const created = await v2(`/apps/${appId}/queues`, 'POST', { name: 'silent', ttl: 1, maxLength: 10 })
       expect(created.status).toBe(201)
       const q = await body(created)
       // the app's connection to the broker stays open, and nothing the broker sends on it arrives
       silent.dropReplies()
-      const deleted = await v2(`/apps/${app.id}/queues/${q.id}`, 'DELETE')
+      const deleted = await v2(`/apps/${appId}/queues/${q.id}`, 'DELETE')
       expect(deleted.status).toBe(503)
       expect((await body(deleted)).error.code).toBe(50003)
-      const listed = (await body(await v2(`/apps/${app.id}/queues`))) as Array<{ id: string }>
+      const listed = (await body(await v2(`/apps/${appId}/queues`))) as Array<{ id: string }>
       expect(listed.map((x) => x.id)).toContain(q.id)
     } finally {
       await gw2.close()
@@ -798,8 +799,7 @@ describe.skipIf(!HAVE)('queues on RabbitMQ (AMQP_URL)', () => {
       amqpIdleConnectionMs: 6000,
     })
     try {
-      const v2 = (path: string, method = 'GET', json?: unknown) =>
-        gw2.request(`/v1${path}`, { method, json, key: null, headers: { authorization: `Bearer ${ACCESS_TOKEN}` } })
+      const v2 = managementOf(gw2)
       const accountId = (await body(await v2('/me'))).account.id
       const app = await body(await v2(`/accounts/${accountId}/apps`, 'POST', { name: 'idle' }))
       apps.push(app.id)
@@ -884,8 +884,7 @@ describe.skipIf(!HAVE)('queues on RabbitMQ (AMQP_URL)', () => {
   test('broker away: deleting an app with queues answers 503 and keeps it; an app without queues is deleted', async () => {
     const gw2 = await createTestGateway({ amqpUrl: `amqp://guest:guest@127.0.0.1:${await deadPort()}` })
     try {
-      const v2 = (path: string, method = 'GET', json?: unknown) =>
-        gw2.request(`/v1${path}`, { method, json, key: null, headers: { authorization: `Bearer ${ACCESS_TOKEN}` } })
+      const v2 = managementOf(gw2)
       const now = Date.now()
       await gw2.backend.control.putQueue({
         id: `${APP_ID}:local:kept`,

@@ -9,7 +9,7 @@ import { closeQuietly, type AmqpConnection } from './connection'
  * deleted) waits for the broker's answer: one that stopped answering without closing is found out
  * by the heartbeat only after a minute or two, and the API call waiting on it answers 503 sooner.
  */
-export const BROKER_ANSWER_MS = 10_000
+const BROKER_ANSWER_MS = 10_000
 const notAnswered = (ms: number) => new Error(`the AMQP broker did not answer within ${ms} ms`)
 const answered = <T>(p: Promise<T>): Promise<T> => settleWithin(p, BROKER_ANSWER_MS, notAnswered)
 

@@ -146,18 +146,15 @@ export const ringCodec: RingCodec = {
 /** Where `decode` reads next (one decode at a time: nothing it calls decodes a ring entry). */
 let at = 0
 
-/** The next length-prefixed field of `b` as text, read in place. */
-function text(b: Uint8Array): string {
-  const n = readU32(b, at)
+/** Steps over the next length-prefixed field of `b`: returns where its bytes start (`at`: where they end). */
+function next(b: Uint8Array): number {
   const start = at + 4
-  at = start + n
-  return utf8Text(b, start, at)
+  at = start + readU32(b, at)
+  return start
 }
 
-/** The next length-prefixed field of `b`, a view of its bytes. */
-function field(b: Uint8Array): Uint8Array {
-  const n = readU32(b, at)
-  const start = at + 4
-  at = start + n
-  return b.subarray(start, at)
-}
+/** The next field as text, read in place. */
+const text = (b: Uint8Array): string => utf8Text(b, next(b), at)
+
+/** The next field, a view of its bytes. */
+const field = (b: Uint8Array): Uint8Array => b.subarray(next(b), at)
