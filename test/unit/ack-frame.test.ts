@@ -65,6 +65,24 @@ describe('the hand-written msgpack ACK', () => {
     for (const [a, bytes] of frames) expect(readBoth(bytes)).toEqual(JSON.parse(JSON.stringify(a)))
   })
 
+  test('ACKs of many entries read back wherever in the shared chunk they fall (none cut at its end)', () => {
+    // an ACK that answers a run of presence re-entries: hundreds of entries, most with no serial
+    // (the frame that was cut when its bound counted 8 bytes an entry for 11 or more)
+    const frames: Array<[AckMessage, Uint8Array]> = []
+    for (let k = 0; k < 400; k++) {
+      const n = 1 + ((k * 37) % 700)
+      const entries = Array.from({ length: n }, (_, i) =>
+        i % 50 === 0 ? [`0179608412064${k % 10}-00000${i % 10}`] : [null],
+      )
+      if (k % 7 === 0) entries.push(Array.from({ length: 20 }, () => null))
+      const a = ack(k, entries.length, entries)
+      const bytes = packAck(a)
+      if (bytes) frames.push([a, bytes])
+    }
+    expect(frames.length).toBeGreaterThan(300)
+    for (const [a, bytes] of frames) expect(readBoth(bytes)).toEqual(JSON.parse(JSON.stringify(a)))
+  })
+
   test('an ACK of another shape, or too large for a chunk, is left to msgpackr', () => {
     expect(packAck({ action: 1, msgSerial: 0, count: 1, res: [{}] })).toBeUndefined()
     const huge = ack(0, 1, [Array.from({ length: 2000 }, () => 'y'.repeat(20))])

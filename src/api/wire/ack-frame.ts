@@ -20,6 +20,13 @@ export interface AckMessage {
 const CHUNK = 16 * 1024
 /** Worst case bytes of a string of `n` UTF-16 units in UTF-8, with its header. */
 const strBound = (n: number) => 5 + 3 * n
+/**
+ * Most bytes of the fixed part: the map's header, the four keys (27), three numbers of at most 9
+ * and the array header of `res` (at most 5).
+ */
+const HEAD_BOUND = 1 + 27 + 3 * 9 + 5
+/** Bytes of one entry of `res` before its serials: its map's header, the `serials` key (8), and its array header (1, 3 or 5). */
+const entryHead = (n: number) => 9 + (n < 16 ? 1 : n < 0x10000 ? 3 : 5)
 
 let chunk = new Uint8Array(CHUNK)
 let view = new DataView(chunk.buffer)
@@ -29,11 +36,13 @@ const encoder = new TextEncoder()
 /** The ACK's msgpack bytes; undefined when its shape is not the plain one (then msgpackr packs it). */
 export function packAck(ack: AckMessage): Uint8Array | undefined {
   const { res } = ack
-  // bytes it can take at most: the fixed part, then each entry's serials
-  let bound = 48 + res.length * 8
+  // bytes it can take at most (every write below must fit: one past the chunk's end is lost
+  // without a word, and the frame with it): the fixed part, then each entry with its serials
+  let bound = HEAD_BOUND
   for (const r of res) {
     const s = r.serials
     if (!s) return undefined
+    bound += entryHead(s.length)
     for (const x of s) bound += x === null ? 1 : strBound(x.length)
   }
   if (bound > CHUNK) return undefined
