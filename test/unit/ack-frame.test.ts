@@ -67,7 +67,7 @@ describe('the hand-written msgpack ACK', () => {
 
   test('ACKs of many entries read back wherever in the shared chunk they fall (none cut at its end)', () => {
     // an ACK that answers a run of presence re-entries: hundreds of entries, most with no serial
-    // (the frame that was cut when its bound counted 8 bytes an entry for 11 or more)
+    // (the frame that was cut when its bound counted 8 bytes an entry for 10 or more)
     const frames: Array<[AckMessage, Uint8Array]> = []
     for (let k = 0; k < 400; k++) {
       const n = 1 + ((k * 37) % 700)
