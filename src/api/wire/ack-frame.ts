@@ -155,7 +155,10 @@ function str(p: number, s: string): number {
     return p + 1 + n
   }
   // room for the longest header; the bytes moved back when a shorter one serves
-  const { written } = encoder.encodeInto(s, chunk.subarray(p + 5))
+  const { read, written } = encoder.encodeInto(s, chunk.subarray(p + 5))
+  // cut at the chunk's end: a whole but shorter string would read back as another serial, so the
+  // frame is marked as past the end (packAck leaves it to msgpackr)
+  if (read < n) return CHUNK + 1
   let h: number
   if (written < 32) {
     chunk[p] = 0xa0 | written
