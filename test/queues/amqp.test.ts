@@ -800,18 +800,15 @@ describe.skipIf(!HAVE)('queues on RabbitMQ (AMQP_URL)', () => {
     })
     try {
       const v2 = managementOf(gw2)
-      const accountId = (await body(await v2('/me'))).account.id
-      const app = await body(await v2(`/accounts/${accountId}/apps`, 'POST', { name: 'idle' }))
-      apps.push(app.id)
-      const key = (await body(await v2(`/apps/${app.id}/keys`, 'POST', { name: 'k', capability: { '*': ['*'] } }))).key
-      const q = await body(await v2(`/apps/${app.id}/queues`, 'POST', { name: 'q', ttl: 1, maxLength: 10 }))
+      const { appId, key } = await newApp(v2)
+      const q = await body(await v2(`/apps/${appId}/queues`, 'POST', { name: 'q', ttl: 1, maxLength: 10 }))
       const rule = { ruleType: 'amqp', source: { channelFilter: '^idle$' }, target: { queueId: q.id } }
-      expect((await v2(`/apps/${app.id}/rules`, 'POST', rule)).status).toBe(201)
+      expect((await v2(`/apps/${appId}/rules`, 'POST', rule)).status).toBe(201)
       const { ch, got } = await consume(q.amqp.uri, q.amqp.queueName, consumers)
       /** The gateway's connections (guest's) to the app's vhost, as the management API lists them. */
       const gatewayConnections = async () =>
         (
-          (await (await rabbit(`/vhosts/${encodeURIComponent(`app.${app.id}`)}/connections`)).json()) as Array<{
+          (await (await rabbit(`/vhosts/${encodeURIComponent(`app.${appId}`)}/connections`)).json()) as Array<{
             user: string
           }>
         ).filter((c) => c.user === 'guest').length
