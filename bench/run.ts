@@ -22,7 +22,8 @@
  *                     channels: subscribers per channel (default 2); realtime-fanout: subscribers of each kind
  *                     (default 1000); conflation: realtime subscribers (default 1000); realtime-connections:
  *                     connections of each kind (default 10,000); scale:
- *                     event streams held on the 100 channels during each gateway and nchan run (default 100)
+ *                     event streams held on the 100 channels during each gateway and nchan run (default 100; 0: none,
+ *                     and no `bare text() + delivery` run: what a publish costs before any delivery)
  *   --publishers L    fanout / realtime-fanout: publishing connections, one run per comma-separated entry
  *                     (default 1,20 / 20)
  *   --rate N          latency: publishes per second (default 2000); accounts / realtime-latency: messages/s per
@@ -176,7 +177,9 @@ async function main(): Promise<number> {
     pipeline: Math.max(1, Math.floor(f.pipeline ?? (redis ? 1 : 4))),
     short,
     outDir,
-    subscribers: f.subscribers === undefined ? undefined : Math.max(1, Math.floor(f.subscribers)),
+    // scale may hold none (the publishes' cost before any delivery); elsewhere at least one
+    subscribers:
+      f.subscribers === undefined ? undefined : Math.max(name === 'scale' ? 0 : 1, Math.floor(f.subscribers)),
     publishers: f.publishers === undefined ? undefined : positiveList('--publishers', f.publishers),
     rate: f.rate,
     sseBufferBytes: f['sse-buffer'],
