@@ -49,12 +49,15 @@ function slotOfBytes(bytes: Uint8Array): number {
   return crc & 16383
 }
 
-/** The key a command is routed by on a cluster: the first key of a script, else the first argument. */
+/** The key a command is routed by on a cluster: the first key of a script, else the first argument (PUBLISH's channel). */
 export function firstKey(args: Array<string | Buffer>): string | Buffer | undefined {
   const name = String(args[0]).toUpperCase()
   if (name === 'EVAL' || name === 'EVALSHA' || name === 'EVAL_RO' || name === 'EVALSHA_RO')
     return Number(args[2]) > 0 ? args[3] : undefined
-  if (name === 'PING' || name === 'TIME' || name === 'PUBLISH' || name === 'INFO') return undefined
+  if (name === 'PING' || name === 'TIME' || name === 'INFO') return undefined
+  // PUBLISH (any node takes it) by its channel: the cluster bus keeps the order of what one master
+  // broadcasts, not across masters, so every publish of one channel leaves from the same master
+  // and its subscribers hear them in the order they were sent
   // a subcommand before the key
   if (name === 'XINFO' || name === 'OBJECT' || name === 'MEMORY') return args[2]
   return args[1]
@@ -86,7 +89,10 @@ export async function connectCluster(s: RedisSettings, onError: (e: Error) => vo
   await withTimeout(cluster.connect(), s.redisTimeoutMs * 2)
   const seedHost = new URL(rootNodes[0]!.url).hostname
   const send = (args: Array<string | Buffer>, options?: CommandOptions) =>
-    cluster.sendCommand(firstKey(args), false, args, options as never)
+    String(args[0]).toUpperCase() === 'PUBLISH'
+      ? // node-redis sends a command without keys to a random node: PUBLISH goes to its channel's master
+        cluster.getNodeClientForKey(String(args[1]), false).then((c) => c.sendCommand(args, options as never))
+      : cluster.sendCommand(firstKey(args), false, args, options as never)
   const fast = s.redisWaitReplicas
     ? { send: (args: Array<string | Buffer>) => send(args), close() {} }
     : fastClusterSender(cluster, rootNodes[0]!.url, send, s)

@@ -14,6 +14,8 @@ import { ScriptRunner } from './script-runner'
  */
 export class RedisControlStore extends CachedControlStore {
   private readonly bootstrapScript: ScriptRunner
+  /** The last announced change applied (refresh): each waits for the one before. */
+  private applied: Promise<void> = Promise.resolve()
 
   private constructor(
     private readonly cmd: RedisCommander,
@@ -32,7 +34,7 @@ export class RedisControlStore extends CachedControlStore {
   ): Promise<RedisControlStore> {
     const store = new RedisControlStore(cmd, keys, timeoutMs)
     await store.refuseEarlierLayout()
-    await sub.subscribe(keys.controlEvents(), (msg: string) => void store.refresh(msg))
+    await sub.subscribe(keys.controlEvents(), (msg: string) => store.refresh(msg))
     await store.loadAll()
     return store
   }
@@ -118,14 +120,31 @@ export class RedisControlStore extends CachedControlStore {
     )
   }
 
-  /** Another node (or this one) changed a record: load it again. */
-  private async refresh(msg: string) {
+  /**
+   * Another node (or this one) changed a record: load it again. The reads start at once, but each
+   * change is applied (and heard by listeners) in the order it was announced: on a cluster the
+   * records of each kind live on their own shard, and a read from a slower shard must not let a
+   * later change be heard before an earlier one (a listener that waits for its own change's echo
+   * may then trust that every change announced before it has been applied).
+   */
+  private refresh(msg: string) {
+    const read = this.read(msg)
+    this.applied = this.applied
+      .then(async () => {
+        const change = await read
+        if (change) this.apply(change.kind, change.id, change.value, change.e)
+      })
+      .catch(() => {}) // as a missed read: a listener's failure must not stop the changes after it
+  }
+
+  private async read(msg: string) {
     try {
       const { kind, id, e } = JSON.parse(msg) as { kind: ControlKind; id: string; e: ControlEvent }
       const raw = await this.cmd.sendCommand<string | null>(['HGET', this.keys.control(kind), id])
-      this.apply(kind, id, raw ? JSON.parse(raw) : undefined, e)
+      return { kind, id, e, value: raw ? (JSON.parse(raw) as object) : undefined }
     } catch {
       // a missed refresh is repaired by the next change; reads keep the last known value
+      return undefined
     }
   }
 
