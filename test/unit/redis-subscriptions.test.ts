@@ -22,12 +22,21 @@ const body = (d: MessageDraft) => pack(d)
 /** Bytes that are no msgpack message: decoding them throws. */
 const UNDECODABLE = Uint8Array.from([0xc1, 0xc1, 0xc1])
 
-async function setup(stream: Message[] = []) {
+async function setup(stream: Message[] = [], whileSubscribing?: () => void) {
   const listeners = new Map<string, (b: Buffer, channel: string) => void>()
+  // what reached Redis, in order: the subscriptions and the set's changes
+  const log: string[] = []
   const sub: RedisSubscriber = {
     subscribe: async () => {},
-    sSubscribe: async (c, l) => void listeners.set(c, l),
-    sUnsubscribe: async (c) => void listeners.delete(c),
+    sSubscribe: async (c, l) => {
+      log.push(`ssubscribe ${c}`)
+      whileSubscribing?.()
+      listeners.set(c, l)
+    },
+    sUnsubscribe: async (c) => {
+      log.push(`sunsubscribe ${c}`)
+      listeners.delete(c)
+    },
     onReady: () => {},
     onShardsReady: () => {},
   }
@@ -38,23 +47,38 @@ async function setup(stream: Message[] = []) {
       if (cmd === 'XREVRANGE') return stream.slice(-1)
       const lo = a.startsWith('(') ? a.slice(1) : a
       const hi = b.startsWith('(') ? b.slice(1) : b
-      return stream.filter((m) => m.serial > serialFromId(lo) && (hi === '+' || m.serial < serialFromId(hi)))
+      const before = (m: Message) =>
+        hi === '+' || (b.startsWith('(') ? m.serial < serialFromId(hi) : m.serial <= serialFromId(hi))
+      return stream.filter((m) => m.serial > serialFromId(lo) && before(m))
     },
     now: async () => formatSerial(1, 0),
   }
   const errors: unknown[] = []
+  // the channel's set of subscribed nodes, as Redis would hold it (this node's place in it)
+  const membership = { joined: 0, left: 0, failing: 0 }
   const subs = new ChannelSubscriptions(
     sub,
     new RedisKeys('t:'),
     fake,
-    { ringSize: 100, ringMaxBytes: 1 << 20, redisTimeoutMs: 2000 },
+    { ringSize: 100, ringMaxBytes: 1 << 20, redisTimeoutMs: 20 },
     (e) => errors.push(e),
+    {
+      join: async (_app, channel) => {
+        if (membership.failing > 0 && membership.failing--) throw new Error('ZADD failed')
+        membership.joined++
+        log.push(`join ${channel}`)
+      },
+      leave: async (_app, channel) => {
+        membership.left++
+        log.push(`leave ${channel}`)
+      },
+    },
   )
   const got: Message[] = []
   subs.subscribe('app', 'ch', (_a, _c, ms) => got.push(...ms))
   await subs.get('app', 'ch')!.subscribed
   const notify = (buf: Buffer) => listeners.get(new RedisKeys('t:').notify('app', 'ch'))!(buf, '')
-  return { subs, got, notify, reads, errors, s: subs.get('app', 'ch')! }
+  return { subs, got, notify, reads, errors, membership, log, s: subs.get('app', 'ch')! }
 }
 
 const draft = (id: string): MessageDraft => ({ id, name: 'n', data: id })
@@ -185,4 +209,87 @@ test("the notification of a node's own publish is passed over; after another del
   notify(notification('11-0', [['12-0', UNDECODABLE]]))
   expect(got.map((m) => m.id)).toEqual(['b', 'c'])
   expect(errors).toEqual([])
+})
+
+test("a node alone in the channel's set is not notified of its own publishes: one that does not follow the last delivered is read from the stream, in turn", async () => {
+  const stream = [stored('a', '10-0')]
+  const { subs, got, reads, errors, membership, s } = await setup(stream)
+  expect(membership.joined).toBe(1)
+  // another node's entry 11-0 came first (its notification still on its way), then this node's 12-0
+  stream.push(stored('other', '11-0'), stored('mine', '12-0'))
+  subs.published(s, serialFromId('11-0'), [draft('mine')], [serialFromId('12-0')], ['12-0'], true)
+  await Bun.sleep(10)
+  expect(got.map((m) => m.id)).toEqual(['other', 'mine'])
+  expect(reads.at(-1)).toEqual(['XRANGE', '(10-0', '12-0'])
+  // the next quiet publish follows: delivered at once from what the node holds, nothing read
+  const before = reads.length
+  subs.published(s, serialFromId('12-0'), [draft('next')], [serialFromId('13-0')], ['13-0'], true)
+  expect(got.map((m) => m.id)).toEqual(['other', 'mine', 'next'])
+  expect(reads.length).toBe(before)
+  expect(errors).toEqual([])
+})
+
+test('a quiet publish to a channel whose stream was empty when subscribed is read from where the subscription started', async () => {
+  const stream: Message[] = []
+  const { subs, got, reads, s } = await setup(stream)
+  stream.push(stored('first', '5-0'))
+  subs.published(s, serialFromId('0-0'), [draft('first')], [serialFromId('5-0')], ['5-0'], true)
+  await Bun.sleep(10)
+  expect(got.map((m) => m.id)).toEqual(['first'])
+  expect(reads.at(-1)).toEqual(['XRANGE', '(1-0', '5-0'])
+})
+
+test('a publish of unknown outcome: the stream is read once, however many fail meanwhile', async () => {
+  const stream = [stored('a', '10-0')]
+  const { subs, got, reads } = await setup(stream)
+  stream.push(stored('stored-anyway', '11-0'))
+  const before = reads.length
+  for (let i = 0; i < 5; i++) subs.unsure('app', 'ch')
+  await Bun.sleep(10)
+  expect(got.map((m) => m.id)).toEqual(['stored-anyway'])
+  expect(reads.length - before).toBe(1)
+})
+
+test("the node joins a channel's set once its SSUBSCRIBE stands, and leaves it before it unsubscribes", async () => {
+  const { subs, log } = await setup()
+  const n = (c: string) => new RedisKeys('t:').notify('app', c)
+  const off = subs.subscribe('app', 'ch2', () => {})
+  await subs.get('app', 'ch2')!.subscribed
+  off()
+  await Bun.sleep(5)
+  expect(log).toEqual([
+    `ssubscribe ${n('ch')}`,
+    'join ch',
+    `ssubscribe ${n('ch2')}`,
+    'join ch2',
+    'leave ch2',
+    `sunsubscribe ${n('ch2')}`,
+  ])
+  // unsubscribed before its SSUBSCRIBE stood: it never joins
+  log.length = 0
+  subs.subscribe('app', 'ch3', () => {})()
+  await Bun.sleep(5)
+  expect(log.filter((l) => l.startsWith('join'))).toEqual([])
+  // closed: every channel still subscribed leaves
+  log.length = 0
+  await subs.close()
+  expect(log).toEqual(['leave ch'])
+})
+
+test('a join that fails is tried again while the subscription lasts', async () => {
+  const { subs, errors, membership } = await setup()
+  membership.failing = 2
+  subs.subscribe('app', 'ch4', () => {})
+  await subs.get('app', 'ch4')!.subscribed
+  for (let i = 0; i < 100 && membership.joined < 2; i++) await Bun.sleep(5)
+  expect(membership.joined).toBe(2)
+  expect(errors.length).toBe(2)
+})
+
+test('what is appended after a subscription began and before its SSUBSCRIBE stood is delivered (its notification went to no one)', async () => {
+  const stream = [stored('a', '10-0')]
+  const { got } = await setup(stream, () => {
+    stream.push(stored('meanwhile', '11-0'))
+  })
+  expect(got.map((m) => m.id)).toEqual(['meanwhile'])
 })

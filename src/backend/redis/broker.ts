@@ -17,7 +17,7 @@ import type { RedisKeys } from './keys'
 import { ScriptRunner } from './script-runner'
 import { EPHEMERAL_PUBLISH_SCRIPT } from './lua/ephemeral-publish'
 import { PublishBatcher, type BatchAnswer } from './publish-batcher'
-import { ChannelSubscriptions } from './subscriptions'
+import { ChannelSubscriptions, NODE_COUNTS_MS } from './subscriptions'
 import { keySlot } from './cluster'
 import { ChannelMarks, INDEX_REFRESH_MS, markDue, type Marks, type PublishKeys } from './channel-marks'
 
@@ -90,6 +90,8 @@ export class RedisBroker implements Broker {
     private readonly shardOf: ((key: string, slot?: number) => string) | undefined,
     /** Takes a publish's charge where its publish step cannot (on a cluster, a bucket on another master than the channel; ephemeral publishes). */
     private readonly limits: RateLimitStore,
+    /** This node's id among the nodes subscribed to a channel (keys.ts `nodes`). */
+    node: string,
   ) {
     this.send = fast ?? ((args) => cmd.sendCommand(args))
     const wait = s.redisWaitReplicas ?? 0
@@ -99,6 +101,7 @@ export class RedisBroker implements Broker {
       cluster: !!s.redisCluster,
       shardOf,
       afterWrite: wait > 0 ? (stream) => this.waitReplicas(stream, wait) : undefined,
+      nodeId: node,
     })
     this.ephemeralScript = new ScriptRunner(this.send, EPHEMERAL_PUBLISH_SCRIPT)
     this.subs = new ChannelSubscriptions(
@@ -107,6 +110,27 @@ export class RedisBroker implements Broker {
       { range: (c, key, a, b, n) => this.range(c, key, a, b, n), now: (stream) => this.redisNow(stream) },
       s,
       onError,
+      // on the command connection (one per master, in order), not the publish path's
+      {
+        join: (app, channel) => this.join(keys.nodes(app, channel), node),
+        leave: (app, channel) => this.t(cmd.sendCommand(['ZREM', keys.nodes(app, channel), node])),
+      },
+    )
+  }
+
+  /**
+   * This node into a channel's set until NODE_COUNTS_MS from now (by its clock: a skew of seconds
+   * is nothing beside it), the ids whose time ran out dropped, the set kept as long: three
+   * commands sent together, on the command connection (one per master, in order).
+   */
+  private join(set: string, node: string) {
+    const now = Date.now()
+    return this.t(
+      Promise.all([
+        this.cmd.sendCommand(['ZREMRANGEBYSCORE', set, '-inf', `(${now}`]),
+        this.cmd.sendCommand(['ZADD', set, String(now + NODE_COUNTS_MS), node]),
+        this.cmd.sendCommand(['PEXPIRE', set, String(NODE_COUNTS_MS)]),
+      ]),
     )
   }
 
@@ -198,6 +222,8 @@ export class RedisBroker implements Broker {
       })
     } catch (e) {
       giveMarksBack(m, due, expireNow)
+      // stored or not: when stored and not notified (no other node in the channel's set), read
+      this.subs.unsure(app, channel)
       throw e
     }
     const reply = answer.reply
@@ -223,7 +249,7 @@ export class RedisBroker implements Broker {
     for (let i = 1; i < reply.length; i++) serials.push(serialFromId(String(reply[i])))
     // this node subscribes to the channel: it holds what it appended, delivered without its notification's decoding
     const sub = fresh > 0 && answer.prev !== undefined ? this.subs.get(app, channel) : undefined
-    if (sub) this.subs.published(sub, serialFromId(answer.prev!), drafts, serials, reply.slice(1))
+    if (sub) this.subs.published(sub, serialFromId(answer.prev!), drafts, serials, reply.slice(1), answer.quiet)
     const failed = index && (await this.t(index))
     if (failed) throw commandFailed(failed)
     return { serials, appended: fresh, charged }
@@ -429,7 +455,7 @@ export class RedisBroker implements Broker {
   }
 
   async close() {
-    this.subs.close()
+    await this.subs.close()
   }
 }
 

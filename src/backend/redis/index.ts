@@ -35,7 +35,9 @@ export async function createRedisBackend(s: RedisBackendSettings, onError: (e: u
   const { cmd, sub, fast } = redis
   const keys = new RedisKeys(s.redisPrefix)
   const limits = new RedisRateLimitStore(fast.send, keys, s.redisTimeoutMs)
-  const broker = new RedisBroker(cmd, sub, keys, s, report, fast.send, redis.sendTo, redis.shardOf, limits)
+  // this node among the others (channels' subscribed nodes, occupancy reports, presence leases)
+  const node = randomId(12)
+  const broker = new RedisBroker(cmd, sub, keys, s, report, fast.send, redis.sendTo, redis.shardOf, limits, node)
   let control: RedisControlStore
   let revocations: RedisRevocationStore
   try {
@@ -47,8 +49,6 @@ export async function createRedisBackend(s: RedisBackendSettings, onError: (e: u
     await redis.quit()
     throw e
   }
-  // this node among the others (occupancy reports, presence leases)
-  const node = randomId(12)
   const occupancy = new RedisOccupancyStore(cmd, node, keys, s.redisTimeoutMs, report)
   const presence = new RedisPresenceStore(cmd, keys, node, s, report)
   return {

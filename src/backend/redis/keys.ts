@@ -5,10 +5,11 @@
  *
  * Cluster-shaped: every key carries a hash tag (`{...}`: Redis Cluster hashes only what is
  * between the first `{` and the next `}`), so that each Lua script touches one slot:
- * - every key of one channel (stream, idempotency markers, notification channel, presence,
- *   occupancy, message versions) is tagged `{<app>:<channel>}`. A channel name may hold `}`: the
- *   tag then ends at its first `}`, the same place in every key of that channel (they all start
- *   `{<app>:<channel>` after the prefix and kind), so they still share a slot;
+ * - every key of one channel (stream, idempotency markers, notification channel and the nodes
+ *   subscribed to it, presence, occupancy, message versions) is tagged `{<app>:<channel>}`. A
+ *   channel name may hold `}`: the tag then ends at its first `}`, the same place in every key of
+ *   that channel (they all start `{<app>:<channel>` after the prefix and kind), so they still
+ *   share a slot;
  * - per-app state (channel index, LiveObjects, push, chat rooms) is tagged `{<app>}`;
  * - control state (control hashes, epoch, data-lost mark, secret, revocation index) is in `{ctl}`;
  * - presence bookkeeping by connection (member lists, holders, a node's connections) is in one
@@ -37,6 +38,9 @@ export function presenceBucket(connectionId: string): number {
   return (h >>> 0) % PRESENCE_BUCKETS
 }
 
+/** What a channel's notification channel name is followed by in the key of its subscribed nodes (`RedisKeys.nodes`). */
+export const NODES_SUFFIX = ':nodes'
+
 export class RedisKeys {
   constructor(readonly prefix: string) {}
 
@@ -57,6 +61,13 @@ export class RedisKeys {
   channels = (app: string) => `${this.prefix}c:{${app}}`
   /** Pub/sub channel notifying nodes of new messages of a channel. */
   notify = (app: string, channel: string) => `${this.prefix}n:${this.ch(app, channel)}`
+  /**
+   * Sorted set of the ids of the nodes subscribed to a channel's notifications, each scored with
+   * the time (ms) until which it counts (`notify` and NODES_SUFFIX: the publish script names it
+   * from the notification channel): a node's own publishes are not notified when it is the only
+   * subscriber (subscriptions.ts `Membership`).
+   */
+  nodes = (app: string, channel: string) => `${this.notify(app, channel)}${NODES_SUFFIX}`
   /** Hash of control records of one kind: id -> JSON. */
   control = (kind: string) => `${this.prefix}ctl:{ctl}:${kind}`
   /** String naming this generation of the data (written by bootstrap); gone means Redis lost its data. */

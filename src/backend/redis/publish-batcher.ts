@@ -58,7 +58,11 @@ export interface BatchAnswer {
   prev?: string
   /** Answered its id alone (`reply` is `[1, id]`): a charge it carried was taken, what its bucket holds not told. */
   plain?: true
+  /** Its channel was not notified (no other node subscribes to it): this node delivers what it appended. */
+  quiet?: true
 }
+
+const BANG = '!'.charCodeAt(0)
 
 /** One message, no client id: the plain form, when it carries no charge or one of 1 on its bucket's terms. */
 const single = (p: BatchedPublish): boolean => p.messages.length === 1 && p.messages[0]![0] === ''
@@ -141,6 +145,12 @@ export class PublishBatcher {
       shardOf?: (key: string, slot?: number) => string
       /** Runs after each batch's write, given its first stream (WAIT for replicas); a rejection fails the batch's writes. */
       afterWrite?: (stream: string) => Promise<void>
+      /**
+       * This node's id among the nodes subscribed to channels (keys.ts `nodes`): a channel whose
+       * subscribed nodes are this one or none is not notified (`BatchAnswer.quiet`). Absent: every
+       * channel is.
+       */
+      nodeId?: string
     },
   ) {
     this.script = new ScriptRunner(send, o.cluster ? CLUSTER_BATCH_PUBLISH_SCRIPT : BATCH_PUBLISH_SCRIPT)
@@ -263,6 +273,7 @@ export class PublishBatcher {
       String(this.o.idempotencyWindowMs),
       String(channels.size),
       String(items.length),
+      this.o.nodeId ?? '',
     ]
     for (const { p } of channels.values()) {
       keys.push(p.stream, p.lastId)
@@ -310,8 +321,15 @@ export class PublishBatcher {
       : await this.script.run<Array<BatchReply | string>>(keys, args)
     // after the publishes' answers, per channel its entry before the call's appends: each
     // publish's previous entry follows, its channel's last appended id moving on past it
+    // (after a `!` when the channel was not notified: no other node subscribes to it)
     const last: Array<string | undefined> = []
-    for (let c = 0; c < channels.size; c++) last.push((replies[items.length + c] as string | undefined) || undefined)
+    const quiet: boolean[] = []
+    for (let c = 0; c < channels.size; c++) {
+      const prev = (replies[items.length + c] as string | undefined) || undefined
+      const q = prev !== undefined && prev.charCodeAt(0) === BANG
+      quiet.push(q)
+      last.push(q ? prev!.slice(1) : prev)
+    }
     return items.map((_, i) => {
       const r = replies[i]!
       const c = Number(described[i]!.n) - 1
@@ -319,10 +337,10 @@ export class PublishBatcher {
       // a plain publish appended is answered its id alone
       if (typeof r === 'string') {
         last[c] = r
-        return { reply: [1, r], prev, plain: true }
+        return quiet[c] ? { reply: [1, r], prev, plain: true, quiet: true } : { reply: [1, r], prev, plain: true }
       }
       if (Number(r[0]) > 0) last[c] = lastAppended(r, prev)
-      return { reply: r, prev }
+      return quiet[c] ? { reply: r, prev, quiet: true } : { reply: r, prev }
     })
   }
 }

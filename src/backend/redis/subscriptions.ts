@@ -5,6 +5,8 @@ import { ringCodec } from '../shared/ring-codec'
 import type { RedisSubscriber } from './clients'
 import { endsWithId, idFromSerial, parseNotification } from './codec'
 import type { RedisKeys } from './keys'
+import { systemTimers } from '../../lib/clock'
+import { sleep } from '../../lib/sleep'
 
 /** What the subscriptions read of a channel's stream (the broker's reads). */
 export interface StreamReads {
@@ -14,12 +16,41 @@ export interface StreamReads {
   now(stream: string): Promise<string>
 }
 
+/**
+ * This node in the set of nodes subscribed to a channel (keys.ts `nodes`), each until a time: a
+ * node is in it only while its SSUBSCRIBE stands, added once Redis confirmed it (and after a
+ * reconnect, and again every quarter of NODE_COUNTS_MS), removed before it unsubscribes. With
+ * the channel's count of subscribers, that tells the publish script that the one subscriber is
+ * the publishing node, which then delivers its publishes itself (`published`, lua/log.ts): a
+ * node missing from the set only costs a notification; one in it whose subscription is gone
+ * (its connection lost, until it reconnects; a removal that failed, until its time runs out)
+ * could make a notification skip a subscriber that is not in the set, which only a second
+ * fault makes (its addition failed, or a node of an earlier version).
+ */
+export interface Membership {
+  join(app: string, channel: string): Promise<unknown>
+  leave(app: string, channel: string): Promise<unknown>
+}
+
+/**
+ * How long a node counts in a channel's set after it last joined: a node that stopped without
+ * leaving (a crash) costs notifications for at most this long; a live one joins again four times
+ * as often (a few commands per subscribed channel).
+ */
+export const NODE_COUNTS_MS = 30 * 60_000
+
 export interface Subscription {
   app: string
   channel: string
   listeners: Set<BrokerListener>
-  /** Resolves once Redis has confirmed the SSUBSCRIBE. */
+  /** Resolves once Redis has confirmed the SSUBSCRIBE and what was appended before it stood was read. */
   subscribed: Promise<void>
+  /** The serial it delivers after (the stream's last entry, or Redis's "now"), once subscribed. */
+  start?: string
+  /** A read of the stream after a publish of unknown outcome is queued (`unsure`). */
+  unsure?: boolean
+  /** Where the queued read of this node's own unnotified publishes ends (`published`). */
+  readTo?: string
   /** Serial of the last message handed to listeners (gap detection). */
   last?: string
   /**
@@ -76,12 +107,54 @@ export class ChannelSubscriptions {
     private readonly reads: StreamReads,
     private readonly s: { ringSize: number; ringMaxBytes: number; redisTimeoutMs: number },
     private readonly onError: (e: unknown) => void,
+    private readonly members: Membership,
   ) {
-    // after a reconnect, notifications may have been missed: catch up from the streams
+    // after a reconnect, notifications may have been missed: catch up from the streams; the
+    // channels are subscribed again, so this node takes its place in their sets again (Redis may
+    // have lost it: a failover, a restart)
     sub.onShardsReady(() => {
       for (const byChannel of this.subs.values())
-        for (const s of byChannel.values()) this.enqueue(s, () => this.catchUp(s))
+        for (const s of byChannel.values()) {
+          this.enqueue(s, () => this.catchUp(s))
+          void this.join(s)
+        }
     })
+    this.stopRejoin = systemTimers.every(NODE_COUNTS_MS / 4, () => void this.rejoin())
+  }
+
+  private readonly stopRejoin: () => void
+  private rejoining = false
+
+  /** Every subscription that stands joins its channel's set again, one after the other (failures retried apart). */
+  private async rejoin() {
+    if (this.rejoining) return
+    this.rejoining = true
+    try {
+      for (const byChannel of [...this.subs.values()])
+        for (const s of [...byChannel.values()]) if (s.start !== undefined) await this.join(s)
+    } finally {
+      this.rejoining = false
+    }
+  }
+
+  /** Adds this node to the channel's set (its SSUBSCRIBE stands); a failure is retried apart while the subscription lasts. */
+  private join(s: Subscription): Promise<void> {
+    if (this.get(s.app, s.channel) !== s) return Promise.resolve()
+    return this.members.join(s.app, s.channel).then(
+      () => {},
+      (e) => {
+        this.onError(e)
+        setTimeout(() => void this.join(s), Math.min(this.s.redisTimeoutMs, 1000))
+      },
+    )
+  }
+
+  /** The serial a subscription starts after: the stream's newest entry, or Redis's "now" when it has none. */
+  private async begin(app: string, channel: string): Promise<{ base: string; stored: boolean }> {
+    const stream = this.keys.stream(app, channel)
+    const last = await this.reads.range('XREVRANGE', stream, '+', '-', 1)
+    // an empty stream: the ring starts at Redis's "now" (anything before it is gone, or never was)
+    return last.length ? { base: last[0]!.serial, stored: true } : { base: await this.reads.now(stream), stored: false }
   }
 
   /** The channel's subscription on this node, if it has one. */
@@ -103,24 +176,33 @@ export class ChannelSubscriptions {
         busy: 0,
         onMessage: (buf: Buffer) => this.onMessage(entry, buf),
       }
-      entry.subscribed = this.sub
-        .sSubscribe(this.keys.notify(app, channel), entry.onMessage)
-        .then(async () => {
-          // a base for gap detection and reconnect catch-up, even before the first notification
-          const last = await this.reads.range('XREVRANGE', this.keys.stream(app, channel), '+', '-', 1)
-          // an empty stream: the ring starts at Redis's "now" (anything before it is gone, or never was)
-          const base = last.length ? last[0]!.serial : await this.reads.now(this.keys.stream(app, channel))
-          if (entry.last === undefined && last.length) entry.last = base
-          // what the stream held before is never handed out by this subscription
-          if (entry.waiters) this.release(entry, entry.last ?? base)
-          // the ring is complete from here on; anything delivered before is left to the stream
-          entry.ring = new Ring(
-            { minCount: this.s.ringSize, windowMs: 0, maxBytes: this.s.ringMaxBytes },
-            entry.last !== undefined && entry.last > base ? entry.last : base,
-            ringCodec,
-          )
-        })
-        .catch((e) => this.onError(e))
+      // where it starts: the stream's newest entry (or Redis's "now" for an empty stream) read as
+      // it begins, so no later than the position a subscriber asks for after registering
+      // (Broker.position); what is appended from there until its SSUBSCRIBE stands is read from the
+      // stream then (notified to no one on this node). The setup is the queue's first work: a
+      // notification that comes meanwhile waits for it.
+      const begun = this.begin(app, channel)
+      begun.catch(() => {})
+      this.enqueue(entry, async () => {
+        await this.sub.sSubscribe(this.keys.notify(app, channel), entry.onMessage)
+        // in the channel's set once the SSUBSCRIBE stands (not if unsubscribed meanwhile)
+        void this.join(entry)
+        const { base, stored } = await begun
+        entry.start = base
+        // a base for gap detection and reconnect catch-up, even before the first notification
+        if (entry.last === undefined && stored) entry.last = base
+        // what the stream held before is never handed out by this subscription
+        if (entry.waiters) this.release(entry, entry.last ?? base)
+        // the ring is complete from here on; anything delivered before is left to the stream
+        entry.ring = new Ring(
+          { minCount: this.s.ringSize, windowMs: 0, maxBytes: this.s.ringMaxBytes },
+          entry.last !== undefined && entry.last > base ? entry.last : base,
+          ringCodec,
+        )
+        await this.catchUp(entry)
+      })
+      // settled (its errors reported) once that work is done and off the queue
+      entry.subscribed = entry.queue
       s = entry
       byChannel.set(channel, s)
     }
@@ -133,8 +215,14 @@ export class ChannelSubscriptions {
         apps.delete(channel)
         if (apps.size === 0) this.subs.delete(app)
         if (sub.waiters) this.release(sub)
-        // only this subscription's listener: a newer subscription to the same channel keeps its own
-        this.sub.sUnsubscribe(this.keys.notify(app, channel), sub.onMessage).catch((e) => this.onError(e))
+        // out of the channel's set first, then only this subscription's listener: a newer
+        // subscription to the same channel keeps its own, and joins once its SSUBSCRIBE stands
+        // (the set's commands go on one connection, in order: its addition comes after)
+        this.members
+          .leave(app, channel)
+          .catch((e) => this.onError(e))
+          .then(() => this.sub.sUnsubscribe(this.keys.notify(app, channel), sub.onMessage))
+          .catch((e) => this.onError(e))
       }
     }
   }
@@ -198,7 +286,9 @@ export class ChannelSubscriptions {
    * script answered (a duplicate's is an older entry's), `prev` the serial of the entry before
    * the first it appended, `ids` the stream ids those serials were made from. Delivered now when
    * that is the last one delivered and nothing is queued (as messages, their serials and
-   * timestamps set, as the embedded broker does); else left to their notification.
+   * timestamps set, as the embedded broker does); else left to their notification, or when the
+   * channel was not notified (`quiet`: no other node in its set) read from the stream, in
+   * turn, up to the last of them.
    */
   published(
     s: Subscription,
@@ -206,8 +296,13 @@ export class ChannelSubscriptions {
     drafts: MessageDraft[],
     serials: string[],
     ids: ReadonlyArray<string | number>,
+    quiet = false,
   ) {
-    if (s.busy > 0 || s.last === undefined || s.last !== prev || s.listeners.size === 0) return
+    if (s.listeners.size === 0) return
+    if (s.busy > 0 || s.last === undefined || s.last !== prev) {
+      if (quiet) this.enqueueRead(s, serials)
+      return
+    }
     const out: Message[] = []
     let last = prev
     let lastId: string | undefined
@@ -224,11 +319,59 @@ export class ChannelSubscriptions {
     if (out.length && s.last === last) s.lastId = lastId
   }
 
+  /**
+   * The entries after the last delivered up to the newest of `serials`, read in turn (see
+   * `published`); one read waiting at a time, its end moved on by the publishes meanwhile.
+   */
+  private enqueueRead(s: Subscription, serials: string[]) {
+    let upTo = serials[0]!
+    for (const serial of serials) if (serial > upTo) upTo = serial
+    if (s.readTo !== undefined) {
+      if (upTo > s.readTo) s.readTo = upTo
+      return
+    }
+    s.readTo = upTo
+    this.enqueue(s, async () => {
+      await s.subscribed
+      const to = s.readTo!
+      s.readTo = undefined
+      const from = s.last ?? s.start
+      if (from === undefined || from >= to) return
+      this.emit(
+        s,
+        await this.reads.range(
+          'XRANGE',
+          this.keys.stream(s.app, s.channel),
+          `(${idFromSerial(from)}`,
+          idFromSerial(to),
+          100_000,
+        ),
+      )
+    })
+  }
+
+  /**
+   * A publish to the channel failed with its outcome unknown (a timeout, a lost reply, replicas
+   * that did not confirm): it may have been stored, and not notified if no other node was in
+   * the channel's set; what the stream holds is read, in turn.
+   */
+  unsure(app: string, channel: string) {
+    const s = this.get(app, channel)
+    // one read waiting at a time (a Redis that fails every publish must not queue one per publish)
+    if (!s || s.unsure) return
+    s.unsure = true
+    this.enqueue(s, () => {
+      s.unsure = false
+      return this.catchUp(s)
+    })
+  }
+
   private async catchUp(s: Subscription) {
-    if (s.last === undefined) return
+    const from = s.last ?? s.start
+    if (from === undefined) return
     this.emit(
       s,
-      await this.reads.range('XRANGE', this.keys.stream(s.app, s.channel), `(${idFromSerial(s.last)}`, '+', 100_000),
+      await this.reads.range('XRANGE', this.keys.stream(s.app, s.channel), `(${idFromSerial(from)}`, '+', 100_000),
     )
   }
 
@@ -293,13 +436,18 @@ export class ChannelSubscriptions {
     if (left.length) s.expiry = setTimeout(() => this.expire(s), Math.max(1, left[0]!.until - now))
   }
 
-  close() {
+  /** Ends every subscription; this node leaves the channels' sets (for at most REDIS_TIMEOUT_MS: else their time runs out). */
+  async close() {
+    this.stopRejoin()
+    const leaving: Promise<unknown>[] = []
     for (const byChannel of this.subs.values())
       for (const s of byChannel.values()) {
         s.listeners.clear()
         if (s.waiters) this.release(s)
+        leaving.push(this.members.leave(s.app, s.channel))
       }
     this.subs.clear()
+    await Promise.race([Promise.allSettled(leaving), sleep(this.s.redisTimeoutMs)])
   }
 }
 

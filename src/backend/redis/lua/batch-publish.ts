@@ -24,8 +24,9 @@ import { BUCKETS_LUA } from './rate-limit'
  *
  * Keys K (KEYS; on a cluster at the end of ARGV): per channel (S of them) its stream and its
  *   last id key (K[2s-1], K[2s]), then the batch's rate buckets and channel indexes.
- * ARGV[1] idempotency window ms, ARGV[2] channel count S, ARGV[3] publish count P,
- *   ARGV[3+s] channel s's notification channel, then four lists, each its length first:
+ * ARGV[1] idempotency window ms, ARGV[2] channel count S, ARGV[3] publish count P, ARGV[4] the
+ *   publishing node's id ('': none, every notification sent), ARGV[4+s] channel s's
+ *   notification channel, then four lists, each its length first:
  *   the channels due for a trim and expiry (channel number, retention ms, expiry ms), the
  *   channels whose index entry to write (channel number, index key index, score, channel name),
  *   the channels with client ids (channel number, idempotency key prefix), the buckets that
@@ -39,17 +40,19 @@ import { BUCKETS_LUA } from './rate-limit'
  * charge was refused (nothing appended), { -3 } when its charge's bucket is not on this master (a
  * cluster whose slots moved: nothing appended, the node charges it apart), or { -2, error text }
  * when it failed; then per channel the id of its entry before the call's first append ('' when nothing
- * was appended to it): with the answer's ids, the previous-id chain of what the call appended,
- * so that the node that published can deliver its messages itself, in the chain's order
- * (subscriptions.ts).
+ * was appended to it; after a `!` when no notification was sent: the nodes subscribed to the
+ * channel are the publishing node or none): with the answer's ids, the previous-id chain of what
+ * the call appended, so that the node that published can deliver its messages itself, in the
+ * chain's order (subscriptions.ts).
  *
  * On Redis Cluster the keys of one batch are in several slots of one master: the call declares
  * only the first stream and passes the keys in ARGV (CLUSTER_BATCH_PUBLISH_SCRIPT); a batch that
  * the cluster refuses (a slot moved meanwhile) is sent again one publish per call.
  */
 const BODY = `
-local window, nchan, count = ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[3])
-local pos = 4 + nchan
+local window, nchan, count, me = ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[3]), ARGV[4]
+if me == '' then me = nil end
+local pos = 5 + nchan
 
 -- the channels due for a trim and an expiry: their trim's MINID (at their first append: lua/log.ts)
 -- and their expiry (ms)
@@ -202,7 +205,8 @@ for s = 1, nchan do
     if ix then redis.call('ZADD', K[tonumber(ARGV[ix])], ARGV[ix + 1], ARGV[ix + 2]) end
     if exp then redis.call('PEXPIRE', key, exp) end
   end
-  out[count + s] = log_notify(s, ARGV[3 + s], key, K[2 * s], exp) or ''
+  local prev, quiet = log_notify(s, ARGV[4 + s], key, K[2 * s], exp, nil, me)
+  out[count + s] = quiet and ('!' .. prev) or prev or ''
 end
 save_buckets()
 return out

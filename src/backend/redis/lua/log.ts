@@ -1,3 +1,5 @@
+import { NODES_SUFFIX } from '../keys'
+
 /**
  * The channel log's append-and-notify in Lua: the one fragment every script that appends to a
  * channel's stream (or hands entries to its subscribers) is composed with, so the entry field, the
@@ -12,12 +14,15 @@
  *   script: one trim per call is all there is); the id, or redis.pcall's error (a table) for the
  *   caller to answer;
  * - `log_note(s, id, body)`: adds an entry to channel s's notification, in order;
- * - `log_notify(s, channel, stream, lastkey, exp[, prev])`: when entries were noted, moves the
- *   channel's last id key to the last of them (PX `exp`, or its expiry kept), which gives the
+ * - `log_notify(s, channel, stream, lastkey, exp[, prev[, me]])`: when entries were noted, moves
+ *   the channel's last id key to the last of them (PX `exp`, or its expiry kept), which gives the
  *   previous id (read from the stream when the key is gone), and publishes the notification to
  *   `channel` (SPUBLISH: the nodes subscribed); with `prev` (entries handed out but not stored:
- *   ephemeral messages) that is the previous id and the key stays; returns the previous id (nil
- *   when nothing was noted);
+ *   ephemeral messages) that is the previous id and the key stays; with `me` (the publishing
+ *   node's id) nothing is published when no node but that one hears the channel (no subscriber,
+ *   or one and the channel's set of nodes, keys.ts `nodes`, is that node alone); returns the
+ *   previous id (nil when nothing was noted), and true when the notification was left to the
+ *   publishing node;
  * - `log_before(stream, id)`: the id of the newest stored entry before `id` (nil: newest of all),
  *   or '0-0'.
  * Every script that appends keeps the last id key, so a notification's previous id is one SET.
@@ -64,13 +69,37 @@ local function log_note(s, id, body)
   log_last[s] = id
 end
 
+-- Redis's clock (ms), read once per call
+local log_now
+local function log_time()
+  if not log_now then
+    local t = redis.call('TIME')
+    log_now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+  end
+  return log_now
+end
+
+-- whether no node but the publishing one (me) hears the channel: no subscriber on this master,
+-- or one, and the channel's set of nodes (whose time has not run out) is me alone; a node is
+-- in that set only while its SSUBSCRIBE stands (subscriptions.ts), so the one subscriber is it
+-- (a read that fails, e.g. of a slot moved away, is no answer: the notification is sent)
+local function log_quiet(channel, me)
+  local n = redis.pcall('PUBSUB', 'SHARDNUMSUB', channel)
+  if type(n) ~= 'table' then return false end
+  local count = tonumber(n[2])
+  if count == 0 then return true end
+  if count ~= 1 then return false end
+  local nodes = redis.pcall('ZRANGEBYSCORE', channel .. '${NODES_SUFFIX}', log_time(), '+inf', 'LIMIT', 0, 2)
+  return type(nodes) == 'table' and #nodes == 1 and nodes[1] == me
+end
+
 local function log_before(stream, id)
   local e = redis.call('XREVRANGE', stream, id and ('(' .. id) or '+', '-', 'COUNT', 1)
   if #e > 0 then return e[1][1] end
   return '0-0'
 end
 
-local function log_notify(s, channel, stream, lastkey, exp, prev)
+local function log_notify(s, channel, stream, lastkey, exp, prev, me)
   local id = log_last[s]
   if not id then return end
   if not prev then
@@ -89,6 +118,7 @@ local function log_notify(s, channel, stream, lastkey, exp, prev)
     end
     if type(prev) ~= 'string' then prev = log_before(stream, log_first[s]) end
   end
+  if me and log_quiet(channel, me) then return prev, true end
   local p = log_parts[s]
   if p then
     p[1] = prev
