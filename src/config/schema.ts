@@ -172,6 +172,12 @@ export const SETTINGS = {
     "A publish is ACKed only once this many replicas of the channel's Redis (master) have it (WAIT, up to REDIS_TIMEOUT_MS; fewer fails the publish with 503, outcome unknown). 0: ACK after the master alone (replication is asynchronous; a failover can lose the last writes).",
     int(0, 16),
   ),
+  redisSkipOwnNotifications: setting(
+    'REDIS_SKIP_OWN_NOTIFICATIONS',
+    'false',
+    "A publish to a channel whose one subscriber is the publishing node (or that has none) is not notified over Redis: that node delivers it itself. Less CPU for a node that both publishes and subscribes to its channels alone; more for nodes and Redis where the same channels' publishes also come through other nodes (docs/performance.md).",
+    bool,
+  ),
   redisPrefix: setting(
     'REDIS_PREFIX',
     'gw:',

@@ -1,5 +1,6 @@
 /**
- * A node hears no notification of its own publishes when no other node listens to the channel:
+ * With REDIS_SKIP_OWN_NOTIFICATIONS, a node hears no notification of its own publishes when no
+ * other node listens to the channel:
  * the publish script sends one only when another node subscribes (the channel's subscriber
  * count and its set of nodes, subscriptions.ts), and the publishing node delivers what it
  * appended itself. Every message still reaches every subscriber on every node, in order, as
@@ -32,7 +33,7 @@ describe.skipIf(!available).each(['redis-server', 'cluster'])('on %s', (kind) =>
       kind === 'cluster'
         ? { redisUrl: (await sharedRedisCluster()).url, redisCluster: true }
         : { redisUrl: redis!.url, redisCluster: false }
-    const config = { ...settings, redisPrefix: `own-${Date.now()}:` }
+    const config = { ...settings, redisPrefix: `own-${Date.now()}:`, redisSkipOwnNotifications: true }
     a = await createTestGateway(config)
     b = await createTestGateway(config)
     raw = await rawRedis(config)

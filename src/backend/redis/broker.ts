@@ -17,7 +17,7 @@ import type { RedisKeys } from './keys'
 import { ScriptRunner } from './script-runner'
 import { EPHEMERAL_PUBLISH_SCRIPT } from './lua/ephemeral-publish'
 import { PublishBatcher, type BatchAnswer } from './publish-batcher'
-import { ChannelSubscriptions, NODE_COUNTS_MS } from './subscriptions'
+import { ChannelSubscriptions, NODE_COUNTS_MS, type Membership } from './subscriptions'
 import { keySlot } from './cluster'
 import { ChannelMarks, INDEX_REFRESH_MS, markDue, type Marks, type PublishKeys } from './channel-marks'
 
@@ -37,6 +37,8 @@ export interface RedisBrokerSettings {
   redisWaitReplicas?: number
   /** Redis Cluster: every script keeps to one slot (a charged publish takes two steps). */
   redisCluster?: boolean
+  /** No notification where the publishing node is the channel's one subscriber, or none is (subscriptions.ts `Membership`). */
+  redisSkipOwnNotifications?: boolean
 }
 
 type Entry = [Buffer, [Buffer, Buffer]]
@@ -53,6 +55,9 @@ const LOOKUP_PAGE = 1000
  * form: what the bucket holds is not told, and only a refusal's answer reads it).
  */
 const TAKEN: ChargeResult = Object.freeze({ ok: true, remaining: NaN, retryAfterMs: 0 })
+
+/** Channels' sets of nodes not kept (REDIS_SKIP_OWN_NOTIFICATIONS off). */
+const NO_MEMBERSHIP: Membership = { join: () => Promise.resolve(), leave: () => Promise.resolve() }
 
 /** A step that did nothing leaves the index entry and the expiry due, for the next publish. */
 function giveMarksBack(m: Marks, due: number | undefined, expireNow: boolean): void {
@@ -101,7 +106,7 @@ export class RedisBroker implements Broker {
       cluster: !!s.redisCluster,
       shardOf,
       afterWrite: wait > 0 ? (stream) => this.waitReplicas(stream, wait) : undefined,
-      nodeId: node,
+      nodeId: s.redisSkipOwnNotifications ? node : undefined,
     })
     this.ephemeralScript = new ScriptRunner(this.send, EPHEMERAL_PUBLISH_SCRIPT)
     this.subs = new ChannelSubscriptions(
@@ -110,11 +115,14 @@ export class RedisBroker implements Broker {
       { range: (c, key, a, b, n) => this.range(c, key, a, b, n), now: (stream) => this.redisNow(stream) },
       s,
       onError,
-      // on the command connection (one per master, in order), not the publish path's
-      {
-        join: (app, channel) => this.join(keys.nodes(app, channel), node),
-        leave: (app, channel) => this.t(cmd.sendCommand(['ZREM', keys.nodes(app, channel), node])),
-      },
+      // on the command connection (one per master, in order), not the publish path's; none
+      // without REDIS_SKIP_OWN_NOTIFICATIONS (every publish is notified: no set is read)
+      s.redisSkipOwnNotifications
+        ? {
+            join: (app, channel) => this.join(keys.nodes(app, channel), node),
+            leave: (app, channel) => this.t(cmd.sendCommand(['ZREM', keys.nodes(app, channel), node])),
+          }
+        : NO_MEMBERSHIP,
     )
   }
 
