@@ -17,7 +17,7 @@ import type { RedisKeys } from './keys'
 import { ScriptRunner } from './script-runner'
 import { EPHEMERAL_PUBLISH_SCRIPT } from './lua/ephemeral-publish'
 import { PublishBatcher, type BatchAnswer } from './publish-batcher'
-import { ChannelSubscriptions, NODE_COUNTS_MS, type Membership } from './subscriptions'
+import { ChannelSubscriptions, NODE_COUNTS_MS } from './subscriptions'
 import { keySlot } from './cluster'
 import { ChannelMarks, INDEX_REFRESH_MS, markDue, type Marks, type PublishKeys } from './channel-marks'
 
@@ -55,9 +55,6 @@ const LOOKUP_PAGE = 1000
  * form: what the bucket holds is not told, and only a refusal's answer reads it).
  */
 const TAKEN: ChargeResult = Object.freeze({ ok: true, remaining: NaN, retryAfterMs: 0 })
-
-/** Channels' sets of nodes not kept (REDIS_SKIP_OWN_NOTIFICATIONS off). */
-const NO_MEMBERSHIP: Membership = { join: () => Promise.resolve(), leave: () => Promise.resolve() }
 
 /** A step that did nothing leaves the index entry and the expiry due, for the next publish. */
 function giveMarksBack(m: Marks, due: number | undefined, expireNow: boolean): void {
@@ -122,7 +119,7 @@ export class RedisBroker implements Broker {
             join: (app, channel) => this.join(keys.nodes(app, channel), node),
             leave: (app, channel) => this.t(cmd.sendCommand(['ZREM', keys.nodes(app, channel), node])),
           }
-        : NO_MEMBERSHIP,
+        : undefined,
     )
   }
 
@@ -231,7 +228,7 @@ export class RedisBroker implements Broker {
     } catch (e) {
       giveMarksBack(m, due, expireNow)
       // stored or not: when stored and not notified (no other node in the channel's set), read
-      this.subs.unsure(app, channel)
+      if (this.s.redisSkipOwnNotifications) this.subs.unsure(app, channel)
       throw e
     }
     const reply = answer.reply

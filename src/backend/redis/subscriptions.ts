@@ -107,7 +107,8 @@ export class ChannelSubscriptions {
     private readonly reads: StreamReads,
     private readonly s: { ringSize: number; ringMaxBytes: number; redisTimeoutMs: number },
     private readonly onError: (e: unknown) => void,
-    private readonly members: Membership,
+    /** Absent: no set is kept (REDIS_SKIP_OWN_NOTIFICATIONS off). */
+    private readonly members?: Membership,
   ) {
     // after a reconnect, notifications may have been missed: catch up from the streams; the
     // channels are subscribed again, so this node takes its place in their sets again (Redis may
@@ -119,7 +120,7 @@ export class ChannelSubscriptions {
           void this.join(s)
         }
     })
-    this.stopRejoin = systemTimers.every(NODE_COUNTS_MS / 4, () => void this.rejoin())
+    this.stopRejoin = members ? systemTimers.every(NODE_COUNTS_MS / 4, () => void this.rejoin()) : () => {}
   }
 
   private readonly stopRejoin: () => void
@@ -139,7 +140,7 @@ export class ChannelSubscriptions {
 
   /** Adds this node to the channel's set (its SSUBSCRIBE stands); a failure is retried apart while the subscription lasts. */
   private join(s: Subscription): Promise<void> {
-    if (this.get(s.app, s.channel) !== s) return Promise.resolve()
+    if (!this.members || this.get(s.app, s.channel) !== s) return Promise.resolve()
     return this.members.join(s.app, s.channel).then(
       () => {},
       (e) => {
@@ -188,15 +189,16 @@ export class ChannelSubscriptions {
         // in the channel's set once the SSUBSCRIBE stands (not if unsubscribed meanwhile)
         void this.join(entry)
         const { base, stored } = await begun
+        // nothing was delivered before (every other work waits for this one)
         entry.start = base
         // a base for gap detection and reconnect catch-up, even before the first notification
-        if (entry.last === undefined && stored) entry.last = base
+        if (stored) entry.last = base
         // what the stream held before is never handed out by this subscription
-        if (entry.waiters) this.release(entry, entry.last ?? base)
-        // the ring is complete from here on; anything delivered before is left to the stream
+        if (entry.waiters) this.release(entry, base)
+        // the ring is complete from here on
         entry.ring = new Ring(
           { minCount: this.s.ringSize, windowMs: 0, maxBytes: this.s.ringMaxBytes },
-          entry.last !== undefined && entry.last > base ? entry.last : base,
+          base,
           ringCodec,
         )
         await this.catchUp(entry)
@@ -218,11 +220,14 @@ export class ChannelSubscriptions {
         // out of the channel's set first, then only this subscription's listener: a newer
         // subscription to the same channel keeps its own, and joins once its SSUBSCRIBE stands
         // (the set's commands go on one connection, in order: its addition comes after)
-        this.members
-          .leave(app, channel)
-          .catch((e) => this.onError(e))
-          .then(() => this.sub.sUnsubscribe(this.keys.notify(app, channel), sub.onMessage))
-          .catch((e) => this.onError(e))
+        const unsubscribe = () =>
+          this.sub.sUnsubscribe(this.keys.notify(app, channel), sub.onMessage).catch((e) => this.onError(e))
+        if (this.members)
+          void this.members
+            .leave(app, channel)
+            .catch((e) => this.onError(e))
+            .then(unsubscribe)
+        else void unsubscribe()
       }
     }
   }
@@ -331,22 +336,11 @@ export class ChannelSubscriptions {
       return
     }
     s.readTo = upTo
-    this.enqueue(s, async () => {
-      await s.subscribed
+    // after the setup, the queue's first work (the start is known by then)
+    this.enqueue(s, () => {
       const to = s.readTo!
       s.readTo = undefined
-      const from = s.last ?? s.start
-      if (from === undefined || from >= to) return
-      this.emit(
-        s,
-        await this.reads.range(
-          'XRANGE',
-          this.keys.stream(s.app, s.channel),
-          `(${idFromSerial(from)}`,
-          idFromSerial(to),
-          100_000,
-        ),
-      )
+      return this.catchUp(s, to)
     })
   }
 
@@ -366,12 +360,14 @@ export class ChannelSubscriptions {
     })
   }
 
-  private async catchUp(s: Subscription) {
+  /** What the stream holds after the last delivered (or the start), up to `upTo` (a serial) or its end. */
+  private async catchUp(s: Subscription, upTo?: string) {
     const from = s.last ?? s.start
-    if (from === undefined) return
+    if (from === undefined || (upTo !== undefined && from >= upTo)) return
+    const end = upTo === undefined ? '+' : idFromSerial(upTo)
     this.emit(
       s,
-      await this.reads.range('XRANGE', this.keys.stream(s.app, s.channel), `(${idFromSerial(from)}`, '+', 100_000),
+      await this.reads.range('XRANGE', this.keys.stream(s.app, s.channel), `(${idFromSerial(from)}`, end, 100_000),
     )
   }
 
@@ -444,7 +440,7 @@ export class ChannelSubscriptions {
       for (const s of byChannel.values()) {
         s.listeners.clear()
         if (s.waiters) this.release(s)
-        leaving.push(this.members.leave(s.app, s.channel))
+        if (this.members) leaving.push(this.members.leave(s.app, s.channel))
       }
     this.subs.clear()
     await Promise.race([Promise.allSettled(leaving), sleep(this.s.redisTimeoutMs)])

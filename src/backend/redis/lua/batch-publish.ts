@@ -60,8 +60,7 @@ local expire = {}
 local nd = tonumber(ARGV[pos])
 pos = pos + 1
 if nd > 0 then
-  local t = redis.call('TIME')
-  local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+  local now = log_time()
   for _ = 1, nd do
     local s = tonumber(ARGV[pos])
     log_minid[s], expire[s] = tostring(now - tonumber(ARGV[pos + 1])), ARGV[pos + 2]

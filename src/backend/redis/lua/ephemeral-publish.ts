@@ -18,8 +18,7 @@ import { LOG_LUA } from './log'
  */
 export const EPHEMERAL_PUBLISH_SCRIPT = `${LOG_LUA}
 local n = tonumber(ARGV[3])
-local t = redis.call('TIME')
-local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+local now = log_time()
 local ms, seq = 0, 0
 local created = redis.call('EXISTS', KEYS[1]) == 0
 if created then

@@ -38,8 +38,7 @@ if ARGV[4] ~= '' then
     return out
   end
 end
-local t = redis.call('TIME')
-local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+local now = log_time()
 local maxObjects, maxKeys, maxBytes = tonumber(ARGV[5]), tonumber(ARGV[6]), tonumber(ARGV[7])
 local eprefix = ARGV[8]
 local count = redis.call('HLEN', KEYS[2]) - redis.call('HEXISTS', KEYS[2], 'root')

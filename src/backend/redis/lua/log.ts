@@ -24,7 +24,8 @@ import { NODES_SUFFIX } from '../keys'
  *   previous id (nil when nothing was noted), and true when the notification was left to the
  *   publishing node;
  * - `log_before(stream, id)`: the id of the newest stored entry before `id` (nil: newest of all),
- *   or '0-0'.
+ *   or '0-0';
+ * - `log_time()`: Redis's clock in ms (one TIME per call).
  * Every script that appends keeps the last id key, so a notification's previous id is one SET.
  */
 export const LOG_LUA = `
@@ -69,7 +70,7 @@ local function log_note(s, id, body)
   log_last[s] = id
 end
 
--- Redis's clock (ms), read once per call
+-- Redis's clock (ms), read once per call (the clock stands still in a script)
 local log_now
 local function log_time()
   if not log_now then
