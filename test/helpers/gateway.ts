@@ -97,8 +97,9 @@ export async function createTestGateway(
           ? { redisUrl: (await sharedRedisCluster()).url, redisCluster: true, redisPrefix: `t:${basename(dataDir)}:` }
           : {}
   // rate limits are off unless a test turns them on (test/limits)
+  // REDIS_SKIP_OWN_NOTIFICATIONS=true in the tests' environment runs them with that setting on
   const config = loadConfig(
-    {},
+    { REDIS_SKIP_OWN_NOTIFICATIONS: process.env.REDIS_SKIP_OWN_NOTIFICATIONS },
     {
       bootstrapKey: ROOT_KEY,
       bootstrapAccessToken: ACCESS_TOKEN,

@@ -51,6 +51,13 @@ export interface Subscription {
   unsure?: boolean
   /** Where the queued read of this node's own unnotified publishes ends (`published`). */
   readTo?: string
+  /**
+   * This node's unnotified publishes that do not follow what was delivered yet, oldest first:
+   * each is delivered once the entry before it is (`published`).
+   */
+  held?: Held[]
+  /** Reads the held publishes from the stream when the entries before them do not come in time. */
+  heldTimer?: ReturnType<typeof setTimeout>
   /** Serial of the last message handed to listeners (gap detection). */
   last?: string
   /**
@@ -73,6 +80,21 @@ export interface Subscription {
   /** Resolves the waiters past their time (set while there are waiters). */
   expiry?: ReturnType<typeof setTimeout>
 }
+
+/** A publish of this node held until the entry before it is delivered (`published`'s arguments). */
+interface Held {
+  prev: string
+  drafts: MessageDraft[]
+  serials: string[]
+  ids: ReadonlyArray<string | number>
+}
+
+/**
+ * How long a held publish waits for the entry before it (another node's, whose notification is
+ * on its way) before it is read from the stream: a notification lost with the subscriber's
+ * connection is read again after its reconnect anyway, so this only bounds the wait.
+ */
+export const HOLD_MS = 100
 
 interface Waiter {
   serial: string
@@ -217,6 +239,8 @@ export class ChannelSubscriptions {
         apps.delete(channel)
         if (apps.size === 0) this.subs.delete(app)
         if (sub.waiters) this.release(sub)
+        if (sub.heldTimer) clearTimeout(sub.heldTimer)
+        sub.held = undefined
         // out of the channel's set first, then only this subscription's listener: a newer
         // subscription to the same channel keeps its own, and joins once its SSUBSCRIBE stands
         // (the set's commands go on one connection, in order: its addition comes after)
@@ -239,6 +263,8 @@ export class ChannelSubscriptions {
       .catch((e) => this.onError(e))
       .finally(() => {
         s.busy--
+        // the setup fixes the start without delivering: a publish held until then follows it
+        if (s.held) this.releaseHeld(s)
       })
   }
 
@@ -291,9 +317,10 @@ export class ChannelSubscriptions {
    * script answered (a duplicate's is an older entry's), `prev` the serial of the entry before
    * the first it appended, `ids` the stream ids those serials were made from. Delivered now when
    * that is the last one delivered and nothing is queued (as messages, their serials and
-   * timestamps set, as the embedded broker does); else left to their notification, or when the
-   * channel was not notified (`quiet`: no other node in its set) read from the stream, in
-   * turn, up to the last of them.
+   * timestamps set, as the embedded broker does); else left to their notification. When the
+   * channel was not notified (`quiet`: no other node in its set), it is delivered once the entry
+   * before it is: at once when it was, else held until then (that entry another node's, whose
+   * notification is on its way), and read from the stream only when it does not come in time.
    */
   published(
     s: Subscription,
@@ -304,12 +331,22 @@ export class ChannelSubscriptions {
     quiet = false,
   ) {
     if (s.listeners.size === 0) return
-    if (s.busy > 0 || s.last === undefined || s.last !== prev) {
-      if (quiet) this.enqueueRead(s, serials)
-      return
-    }
+    if (s.busy === 0 && s.last !== undefined && s.last === prev) return this.deliverOwn(s, drafts, serials, ids)
+    if (!quiet) return
+    ;(s.held ??= []).push({ prev, drafts, serials, ids })
+    this.releaseHeld(s)
+    if (s.held && !s.heldTimer)
+      s.heldTimer = setTimeout(() => this.heldTooLong(s), Math.min(HOLD_MS, this.s.redisTimeoutMs))
+  }
+
+  /**
+   * This node's messages whose previous entry was delivered (or is the start): those not
+   * delivered yet, from the drafts, in order. Nothing lies between the previous entry and them,
+   * so nothing delivered after it can come between either.
+   */
+  private deliverOwn(s: Subscription, drafts: MessageDraft[], serials: string[], ids: ReadonlyArray<string | number>) {
     const out: Message[] = []
-    let last = prev
+    let last = (s.last ?? s.start)!
     let lastId: string | undefined
     for (let i = 0; i < drafts.length; i++) {
       const serial = serials[i]
@@ -322,6 +359,38 @@ export class ChannelSubscriptions {
     }
     this.emit(s, out)
     if (out.length && s.last === last) s.lastId = lastId
+  }
+
+  /** Delivers the held publishes whose previous entry was delivered (or is the start), in order. */
+  private releaseHeld(s: Subscription) {
+    const held = s.held!
+    // taken out while they are delivered: the deliveries' own calls here find none
+    s.held = undefined
+    let i = 0
+    for (; i < held.length; i++) {
+      const h = held[i]!
+      const last = s.last ?? s.start
+      if (last === undefined || h.prev > last) break
+      this.deliverOwn(s, h.drafts, h.serials, h.ids)
+    }
+    if (i < held.length) s.held = i ? held.slice(i) : held
+    else if (s.heldTimer) {
+      clearTimeout(s.heldTimer)
+      s.heldTimer = undefined
+    }
+  }
+
+  /** The held publishes' previous entries did not come in time: the stream is read up to the last of them, in turn. */
+  private heldTooLong(s: Subscription) {
+    s.heldTimer = undefined
+    const held = s.held
+    if (!held) return
+    s.held = undefined
+    if (s.listeners.size)
+      this.enqueueRead(
+        s,
+        held.flatMap((h) => h.serials),
+      )
   }
 
   /**
@@ -385,6 +454,7 @@ export class ChannelSubscriptions {
     if (s.ring) for (const m of fresh) if (!isEphemeral(m)) s.ring.push(m)
     for (const l of s.listeners) l(s.app, s.channel, fresh)
     if (s.waiters) this.release(s, s.last)
+    if (s.held) this.releaseHeld(s)
   }
 
   /**
@@ -440,6 +510,8 @@ export class ChannelSubscriptions {
       for (const s of byChannel.values()) {
         s.listeners.clear()
         if (s.waiters) this.release(s)
+        if (s.heldTimer) clearTimeout(s.heldTimer)
+        s.held = undefined
         if (this.members) leaving.push(this.members.leave(s.app, s.channel))
       }
     this.subs.clear()
