@@ -43,7 +43,7 @@ const BLOCKS = f.blocks ?? 20
 const PER_BLOCK = f['per-block'] ?? 4000
 const named: string[] = f._.length ? f._ : [resolve(import.meta.dir, '..')]
 const SKIP = '@skip'
-const trees0 = named.map((n) => ({
+const namedTrees = named.map((n) => ({
   name: n,
   dir: resolve(n.endsWith(SKIP) ? n.slice(0, -SKIP.length) : n),
   skip: n.endsWith(SKIP),
@@ -70,7 +70,7 @@ interface Tree {
   waiting: Map<string, () => void>
 }
 const trees: Tree[] = []
-for (const [i, { name, dir, skip }] of trees0.entries()) {
+for (const [i, { name, dir, skip }] of namedTrees.entries()) {
   const { createRedisBackend } = await import(`${dir}/src/backend/redis/index.ts`)
   const settings = {
     ...redisBenchSettings(server.url, `dc${i}:`),
