@@ -17,15 +17,17 @@ export interface StreamReads {
 }
 
 /**
- * This node in the set of nodes subscribed to a channel (keys.ts `nodes`), each until a time: a
+ * This node in the set of nodes subscribed to a channel (keys.ts `nodes`), each with a time: a
  * node is in it only while its SSUBSCRIBE stands, added once Redis confirmed it (and after a
- * reconnect, and again every quarter of NODE_COUNTS_MS), removed before it unsubscribes. With
- * the channel's count of subscribers, that tells the publish script that the one subscriber is
- * the publishing node, which then delivers its publishes itself (`published`, lua/log.ts): a
- * node missing from the set only costs a notification; one in it whose subscription is gone
- * (its connection lost, until it reconnects; a removal that failed, until its time runs out)
- * could make a notification skip a subscriber that is not in the set, which only a second
- * fault makes (its addition failed, or a node of an earlier version).
+ * reconnect, and again every quarter of NODE_COUNTS_MS), removed before it unsubscribes; a join
+ * drops the entries whose time ran out (a node that stopped without leaving). With the
+ * channel's count of subscribers, the set being this node alone tells the publish script that
+ * the one subscriber is the publishing node, which then delivers its publishes itself
+ * (`published`, lua/log.ts): a node missing from the set, or one left in it, only costs
+ * notifications; one in it whose subscription is gone (its connection lost, until it
+ * reconnects; a removal that failed, until a join drops it) could make a notification skip a
+ * subscriber that is not in the set, which only a second fault makes (its addition failed, or
+ * a node of an earlier version).
  */
 export interface Membership {
   join(app: string, channel: string): Promise<unknown>
@@ -33,9 +35,10 @@ export interface Membership {
 }
 
 /**
- * How long a node counts in a channel's set after it last joined: a node that stopped without
- * leaving (a crash) costs notifications for at most this long; a live one joins again four times
- * as often (a few commands per subscribed channel).
+ * How long a node's entry in a channel's set stands after it last joined: a node that stopped
+ * without leaving (a crash) costs notifications until a join after that drops it (live nodes
+ * join four times as often: a few commands per subscribed channel), or the set, kept as long
+ * after its last join, expires.
  */
 export const NODE_COUNTS_MS = 30 * 60_000
 
