@@ -175,7 +175,7 @@ export const SETTINGS = {
   redisSkipOwnNotifications: setting(
     'REDIS_SKIP_OWN_NOTIFICATIONS',
     'false',
-    'A publish to a channel whose one subscriber is the publishing node (or that has none) is not notified over Redis: that node delivers it itself. Saves the notifications, but the checks cost Redis more than they save: in most runs measured, node and Redis CPU per publish were higher with it on, on one node and on several (docs/performance.md).',
+    'A publish to a channel whose one subscriber is the publishing node (or that has none) is not notified over Redis: that node delivers it itself. Saves the notifications for about what the checks cost Redis; measured worse where several nodes publish the same channels (docs/performance.md).',
     bool,
   ),
   redisPrefix: setting(
