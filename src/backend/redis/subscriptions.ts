@@ -241,9 +241,7 @@ export class ChannelSubscriptions {
       if (sub.listeners.size === 0 && apps?.get(channel) === sub) {
         apps.delete(channel)
         if (apps.size === 0) this.subs.delete(app)
-        if (sub.waiters) this.release(sub)
-        if (sub.heldTimer) clearTimeout(sub.heldTimer)
-        sub.held = undefined
+        this.ended(sub)
         // out of the channel's set first, then only this subscription's listener: a newer
         // subscription to the same channel keeps its own, and joins once its SSUBSCRIBE stands
         // (the set's commands go on one connection, in order: its addition comes after)
@@ -383,17 +381,26 @@ export class ChannelSubscriptions {
     }
   }
 
-  /** The held publishes' previous entries did not come in time: the stream is read up to the last of them, in turn. */
+  /**
+   * The held publishes' previous entries did not come in time: the stream is read up to the last
+   * of them, in turn (the timer is cleared when the subscription ends).
+   */
   private heldTooLong(s: Subscription) {
     s.heldTimer = undefined
     const held = s.held
     if (!held) return
     s.held = undefined
-    if (s.listeners.size)
-      this.enqueueRead(
-        s,
-        held.flatMap((h) => h.serials),
-      )
+    this.enqueueRead(
+      s,
+      held.flatMap((h) => h.serials),
+    )
+  }
+
+  /** A subscription ended (no listener left, or the node closing): its waiters are released, its held publishes dropped. */
+  private ended(s: Subscription) {
+    if (s.waiters) this.release(s)
+    if (s.heldTimer) clearTimeout(s.heldTimer)
+    s.held = s.heldTimer = undefined
   }
 
   /**
@@ -512,9 +519,7 @@ export class ChannelSubscriptions {
     for (const byChannel of this.subs.values())
       for (const s of byChannel.values()) {
         s.listeners.clear()
-        if (s.waiters) this.release(s)
-        if (s.heldTimer) clearTimeout(s.heldTimer)
-        s.held = undefined
+        this.ended(s)
         if (this.members) leaving.push(this.members.leave(s.app, s.channel))
       }
     this.subs.clear()
