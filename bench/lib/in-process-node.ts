@@ -36,11 +36,25 @@ export async function inProcessNode(
     RATE_LIMITS: 'off',
     ...(rateLimits ? RATE_LIMITS_UNREFUSED : {}),
     PORT: '0',
+    ...benchSettings(),
     ...env,
   })
   const node = await createNode(config)
   await node.bootstrap()
   return { config, node }
+}
+
+/**
+ * Settings every in-process node of a bench takes (`BENCH_SETTINGS="RESUME_WINDOW_MS=0,RING_SIZE=50"`),
+ * e.g. to measure a node whose rings hold their steady size from the start.
+ */
+function benchSettings(): Record<string, string> {
+  const out: Record<string, string> = {}
+  for (const pair of (process.env.BENCH_SETTINGS ?? '').split(',')) {
+    const eq = pair.indexOf('=')
+    if (eq > 0) out[pair.slice(0, eq).trim()] = pair.slice(eq + 1).trim()
+  }
+  return out
 }
 
 /** Removes the nodes' data dirs (at the end of the bench). */

@@ -1,6 +1,7 @@
 import { describe, expect, test } from 'bun:test'
 import { ringCodec } from '../../src/backend/shared/ring-codec'
 import { Ring as CoreRing } from '../../src/backend/shared/ring'
+import { BLOCK, blockStats } from '../../src/backend/shared/ring-blocks'
 import { advanceSerial, formatSerial, parseSerial } from '../../src/core/model/serial'
 import type { Message } from '../../src/core/types'
 
@@ -161,7 +162,7 @@ describe('Ring storage', () => {
     expect(r.query({ limit: 10, direction: 'forwards', entries: 'all' }, 0)).toHaveLength(3)
   })
 
-  test('thousands of pushes of varied sizes wrap, grow and compact the buffer without corrupting a message', () => {
+  test('thousands of pushes of varied sizes fill, take and give back blocks without corrupting a message', () => {
     const r = new Ring(50, '0')
     const expected: Message[] = []
     let seed = 7
@@ -209,37 +210,48 @@ describe('Ring storage', () => {
     expect(resized).toBeGreaterThan(4)
   })
 
-  test('entries are written around the buffer once: none moves while the ring keeps its size', () => {
+  test('entries are written once and never move; a ring that keeps its size takes its blocks from the pool', () => {
     const r = new Ring(200, '0')
-    const inside = r as unknown as { bytes: Uint8Array; u: Uint32Array; head: number; slots: number }
-    // where the k-th entry lies in the buffer (its slot's offset, in the index's 32-byte record)
-    const offsetOf = (k: number) => inside.u[((inside.head + k) % inside.slots) * 8 + 5]!
+    const inside = r as unknown as { blocks: Uint8Array[]; u: Uint32Array; head: number; slots: number }
+    // where the k-th entry lies: its block (the one holding its bytes) and its offset there
+    const whereOf = (k: number) => {
+      const s = ((inside.head + k) % inside.slots) * 8
+      return { block: inside.u[s + 7]! >>> 3, offset: inside.u[s + 5]! }
+    }
     const m = (i: number) => ({
       id: `m${i}`,
       serial: formatSerial(1 + i, 0),
       timestamp: 1 + i,
-      data: 'x'.repeat(100 + (i % 50)),
+      data: 'x'.repeat(1000 + (i % 50)),
     })
-    for (let i = 0; i < 1000; i++) r.push(m(i)) // grown to its size
-    const buffer = inside.bytes
-    // where each held entry lies, by id: unchanged while it stays, for thousands of pushes that wrap
-    const where = new Map<string, number>()
-    let wrapped = 0
+    for (let i = 0; i < 1000; i++) r.push(m(i)) // grown to its size: ~200 kB, in full blocks
+    const allocated = blockStats().allocated
+    const seen = new Map<string, { block: number; offset: number }>()
+    const blocks = new Set<Uint8Array>()
     for (let i = 1000; i < 6000; i++) {
-      const before = offsetOf(r.size - 1)
       r.push(m(i))
-      const newest = offsetOf(r.size - 1)
-      if (newest < before) wrapped++
-      where.set(`m${i}`, newest)
+      seen.set(`m${i}`, whereOf(r.size - 1))
+      for (const b of inside.blocks) blocks.add(b)
       if (i % 37 === 0)
         for (let k = 0; k < r.size; k++) {
-          const at = where.get(r.at(k).id)
-          if (at !== undefined) expect(offsetOf(k)).toBe(at)
+          const at = seen.get(r.at(k).id)
+          if (at !== undefined) expect(whereOf(k)).toEqual(at)
         }
     }
-    expect(inside.bytes).toBe(buffer)
-    expect(wrapped).toBeGreaterThan(10)
+    // 5,000 pushes of ~1 kB wrote ~80 blocks' worth: the same few blocks, given back and taken again
+    expect(blocks.size).toBeLessThan(10)
+    expect(blockStats().allocated).toBe(allocated)
     expect(r.after('0').map((e) => e.id)).toEqual(Array.from({ length: 200 }, (_, k) => `m${5800 + k}`))
+  })
+
+  test('an entry larger than a block is held in a block of its size', () => {
+    const r = new Ring(4, '0')
+    const big = 'é'.repeat(BLOCK) // two bytes a unit: its encoding may take three
+    r.push({ id: 'big', serial: formatSerial(1, 0), timestamp: 1, data: big })
+    expect(r.blockBytes).toBeLessThan(2 * BLOCK + 100) // not the 3 * BLOCK reserved for writing it
+    r.push({ id: 'small', serial: formatSerial(2, 0), timestamp: 2, data: 'tiny' })
+    expect(r.at(0).data).toBe(big)
+    expect(r.at(1).data).toBe('tiny')
   })
 
   test('random sizes, a window, expiry and shedding: every entry reads back in order and byteSize is the bytes held', () => {
@@ -297,10 +309,10 @@ describe('Ring storage', () => {
     expect(r.byteSize).toBeGreaterThan(1_000_000)
     r.expire(1000)
     expect(r.byteSize).toBe(0)
+    expect(r.blockBytes).toBe(0)
     r.push({ id: 'small', serial: formatSerial(2000, 0), timestamp: 2000, data: 'tiny' })
-    const inside = r as unknown as { bytes: Uint8Array; slots: number }
-    expect(inside.bytes.length).toBeLessThan(100_000)
-    expect(inside.slots).toBe(16)
+    expect(r.blockBytes).toBeLessThan(1000)
+    expect((r as unknown as { slots: number }).slots).toBe(16)
     expect(r.at(0).data).toBe('tiny')
   })
 })

@@ -1,5 +1,6 @@
 import type { EntryKind, HistoryQuery, Message } from '../../core/types'
 import { formatSerial } from '../../core/model/serial'
+import { BLOCK, giveBlock, takeBlock } from './ring-blocks'
 
 /** How a ring stores a message's body (everything but serial and timestamp) as bytes, and reads it back. */
 export interface RingCodec {
@@ -11,8 +12,6 @@ export interface RingCodec {
   decode(bytes: Uint8Array, serial: string, timestamp: number): Message
 }
 
-const MIN_BYTES = 512
-const EMPTY = Buffer.alloc(0)
 const MIN_SLOTS = 16
 
 /**
@@ -34,7 +33,8 @@ const KINDS: Array<EntryKind | undefined> = [undefined, 'presence', 'mutation', 
 /**
  * A slot's 32-byte record in the ring's index: `RECORD_F64` float64s or `RECORD_U32` uint32s,
  * its fields at these places within it (as float64s: the serial's ms, the timestamp; as uint32s:
- * the serial's seq, the entry's offset in the ring's bytes, its length, its kind).
+ * the serial's seq, the entry's offset in its block, its length, its kind and block: the kind's
+ * code in the low KIND_BITS, the block's number above them).
  */
 const RECORD_F64 = 4
 const RECORD_U32 = 8
@@ -44,17 +44,23 @@ const SEQ = 4
 const OFF = 5
 const LEN = 6
 const KIND = 7
+const KIND_BITS = 3
+const KIND_MASK = (1 << KIND_BITS) - 1
+/** Block numbers count modulo 2^29 (what the record has room for): a ring never holds that many blocks. */
+const BLOCK_MASK = 2 ** (32 - KIND_BITS) - 1
+/** An entry in a block of its own with this much room unused is copied into one of its size. */
+const OVERSIZED_SLACK = 4096
 
 /**
  * Circular buffer of a channel's recent log entries (messages and other kinds), oldest first,
  * serials increasing, bounded by a retention policy. Used for history of short-lived channels,
  * rewind and resume.
  *
- * Messages are kept encoded, one byte buffer per ring with serials and timestamps in typed
- * arrays, and decoded when read: a full ring is a handful of objects however many messages it
- * holds, so the history every channel keeps costs the garbage collector nothing per message (as
- * JS objects, 2,000 messages per channel made collection pauses the tail of delivery latency).
- * Serials must be in the broker's format (`formatSerial`).
+ * Messages are kept encoded, in byte blocks with serials and timestamps in typed arrays, and
+ * decoded when read: a full ring is a handful of objects however many messages it holds, so the
+ * history every channel keeps costs the garbage collector nothing per message (as JS objects,
+ * 2,000 messages per channel made collection pauses the tail of delivery latency). Serials must
+ * be in the broker's format (`formatSerial`).
  */
 export class Ring {
   /**
@@ -63,22 +69,23 @@ export class Ring {
    * end and one at the oldest (six arrays, one per field, made it ~eleven lines per push, each a
    * miss when many channels are published to in turn). Slot `s`'s fields are at `s * RECORD_F64 +
    * MS | TS` of `f` and `s * RECORD_U32 + SEQ | OFF | LEN | KIND` of `u` (the kind: KIND_CODES, 0
-   * a message, so history skips other kinds without decoding).
+   * a message, so history skips other kinds without decoding; with the entry's block above it).
    */
   private f: Float64Array
   private u: Uint32Array
   /** Slots the index has room for. */
   private slots: number
   /**
-   * The encoded entries, written around the buffer as a circle: each entry in one piece, after
-   * the newest one, or from the buffer's start when the end has no room for it (the bytes before
-   * the oldest entry are free), so a byte is written once and moved only when the buffer is
-   * replaced (see `place`).
+   * The encoded entries, oldest first, in blocks (ring-blocks.ts): each entry in one piece, after
+   * the newest one in the newest block, or at the start of a new block when that one has no room
+   * for it. A byte is written once and never moved; a block whose entries have all been dropped
+   * is given back. `blocks[i]` is block number `firstBlock + i` (modulo BLOCK_MASK + 1).
    */
-  private bytes: Buffer = EMPTY
-  /** Where the newest entry ends. */
+  private blocks: Buffer[] = []
+  private firstBlock = 0
+  /** Where the newest entry ends in the newest block. */
   private end = 0
-  /** Bytes of the entries held (gaps at the buffer's end left by a wrap are not counted). */
+  /** Bytes of the entries held (the room left at a block's end is not counted). */
   private live = 0
   private head = 0
   private count = 0
@@ -129,31 +136,57 @@ export class Ring {
     return this.live
   }
 
+  /** Bytes of the blocks the ring holds (what it held plus the room left in them). */
+  get blockBytes() {
+    let n = 0
+    for (const b of this.blocks) n += b.length
+    return n
+  }
+
   /**
    * Appends `m`, whose serial is `<ms>-<seq>`: pass them as numbers when known (the serial is not
    * parsed back, ~0.2 us a message).
    */
   push(m: Message, ms?: number, seq?: number): void {
     if (this.count === this.slots) this.resize(this.count * 2)
-    const at = this.place(this.codec.maxSize(m))
+    const need = this.codec.maxSize(m)
+    let n = this.blocks.length
+    if (n === 0 || this.end + need > this.blocks[n - 1]!.length) {
+      this.blocks.push(takeBlock(need, this.live))
+      this.end = 0
+      n++
+    }
     const slot = this.slot(this.count)
     if (ms === undefined || seq === undefined) {
       const dash = m.serial.indexOf('-')
       ms = Number(m.serial.slice(0, dash))
       seq = Number(m.serial.slice(dash + 1))
     }
-    const written = this.codec.write(m, this.bytes, at)
+    const at = this.end
+    const written = this.codec.write(m, this.blocks[n - 1]!, at)
+    if (need > BLOCK && this.blocks[n - 1]!.length - written > OVERSIZED_SLACK) this.fit(n - 1, written)
     const { f, u } = this
     f[slot * RECORD_F64 + MS] = ms
     f[slot * RECORD_F64 + TS] = m.timestamp
     u[slot * RECORD_U32 + SEQ] = seq
     u[slot * RECORD_U32 + OFF] = at
     u[slot * RECORD_U32 + LEN] = written - at
-    u[slot * RECORD_U32 + KIND] = m.kind ? KIND_CODES[m.kind]! : 0
+    u[slot * RECORD_U32 + KIND] =
+      (m.kind ? KIND_CODES[m.kind]! : 0) | (((this.firstBlock + n - 1) & BLOCK_MASK) << KIND_BITS)
     this.end = written
     this.live += written - at
     this.count++
     this.trim(m.timestamp)
+  }
+
+  /**
+   * An entry larger than a full block, written alone in a block of what its encoding may need
+   * (three bytes per UTF-16 unit of its strings), moved into a block of its size.
+   */
+  private fit(i: number, written: number) {
+    const exact = Buffer.allocUnsafeSlow(written)
+    exact.set(this.blocks[i]!.subarray(0, written))
+    this.blocks[i] = exact
   }
 
   /** Drops the oldest entries the policy no longer keeps, as of the newest timestamp `now`. */
@@ -170,16 +203,21 @@ export class Ring {
     return (this.head + i) % this.slots
   }
 
+  /** The index in `blocks` of the block of slot `s`'s entry. */
+  private blockOf(s: number): number {
+    return ((this.u[s * RECORD_U32 + KIND]! >>> KIND_BITS) - this.firstBlock) & BLOCK_MASK
+  }
+
   /** i-th message, 0 = oldest. */
   at(i: number): Message {
     const s = this.slot(i)
     const start = this.u[s * RECORD_U32 + OFF]!
     const m = this.codec.decode(
-      this.bytes.subarray(start, start + this.u[s * RECORD_U32 + LEN]!),
+      this.blocks[this.blockOf(s)]!.subarray(start, start + this.u[s * RECORD_U32 + LEN]!),
       formatSerial(this.f[s * RECORD_F64 + MS]!, this.u[s * RECORD_U32 + SEQ]!),
       this.f[s * RECORD_F64 + TS]!,
     )
-    const kind = KINDS[this.u[s * RECORD_U32 + KIND]!]
+    const kind = KINDS[this.u[s * RECORD_U32 + KIND]! & KIND_MASK]
     if (kind) m.kind = kind
     return m
   }
@@ -227,10 +265,12 @@ export class Ring {
   expire(minTimestamp: number): void {
     while (this.count && this.f[this.head * RECORD_F64 + TS]! < minTimestamp) this.dropOldest()
     if (this.count === 0) {
-      // an idle channel holds no large buffers
+      // an idle channel holds no blocks
+      for (const b of this.blocks) giveBlock(b)
+      this.blocks = []
+      this.firstBlock = 0
       this.end = 0
       this.live = 0
-      if (this.bytes.length > MIN_BYTES) this.bytes = EMPTY
       if (this.slots > MIN_SLOTS) this.resize(MIN_SLOTS)
     } else if (this.slots > MIN_SLOTS && this.count * 4 < this.slots) {
       // a burst that has passed gives its slots back
@@ -266,7 +306,7 @@ export class Ring {
 
   /** Whether entry #i is a message (or, with `versions`, a later version of one). */
   private inHistory(i: number, versions: boolean): boolean {
-    const kind = this.u[this.slot(i) * RECORD_U32 + KIND]!
+    const kind = this.u[this.slot(i) * RECORD_U32 + KIND]! & KIND_MASK
     return kind === 0 || (versions && kind === KIND_CODES.mutation)
   }
 
@@ -282,6 +322,13 @@ export class Ring {
     this.live -= this.u[h * RECORD_U32 + LEN]!
     this.head = (h + 1) % this.slots
     this.count--
+    // the blocks before the oldest entry's are free (the newest block stays, for the next entry)
+    const drop = this.count ? this.blockOf(this.head) : this.blocks.length - 1
+    for (let i = 0; i < drop; i++) giveBlock(this.blocks[i]!)
+    if (drop > 0) {
+      this.blocks.splice(0, drop)
+      this.firstBlock = (this.firstBlock + drop) & BLOCK_MASK
+    }
   }
 
   /** Moves the slots, oldest first, into an index of `slots` entries. */
@@ -295,50 +342,5 @@ export class Ring {
     this.u = new Uint32Array(to.buffer)
     this.slots = slots
     this.head = 0
-  }
-
-  /**
-   * Where `size` free bytes in one piece start: after the newest entry, else from the buffer's
-   * start when the entries do not wrap yet and the bytes before the oldest one are enough, else
-   * at the end of the entries moved, oldest first, into a buffer of twice what they and `size`
-   * need (so a byte is moved about once on average, and only while the ring grows). A buffer over
-   * four times that need is replaced too: a burst that has passed gives its memory back.
-   */
-  private place(size: number): number {
-    const length = this.bytes.length
-    if (length > Math.max(MIN_BYTES, (this.live + size) * 4)) return this.relocate(size)
-    if (this.count === 0) return size <= length ? 0 : this.relocate(size)
-    const oldest = this.u[this.head * RECORD_U32 + OFF]!
-    // the entries wrap when the newest lies before the oldest
-    if (this.u[this.slot(this.count - 1) * RECORD_U32 + OFF]! >= oldest) {
-      if (this.end + size <= length) return this.end
-      if (size <= oldest) return 0
-    } else if (this.end + size <= oldest) return this.end
-    return this.relocate(size)
-  }
-
-  /** Moves the entries, oldest first, to the start of a new buffer with room for `extra` more; returns where that room starts. */
-  private relocate(extra: number): number {
-    const target = Buffer.allocUnsafeSlow(Math.max(MIN_BYTES, (this.live + extra) * 2)) // every byte read is written first
-    // the entries lie in at most two runs (before and after a wrap), each copied natively
-    let at = 0
-    let runStart = 0
-    let runEnd = 0
-    for (let i = 0; i < this.count; i++) {
-      const s = this.slot(i)
-      const o = this.u[s * RECORD_U32 + OFF]!
-      const n = this.u[s * RECORD_U32 + LEN]!
-      if (o !== runEnd) {
-        if (runEnd > runStart) target.set(this.bytes.subarray(runStart, runEnd), at - (runEnd - runStart))
-        runStart = runEnd = o
-      }
-      runEnd += n
-      this.u[s * RECORD_U32 + OFF] = at
-      at += n
-    }
-    if (runEnd > runStart) target.set(this.bytes.subarray(runStart, runEnd), at - (runEnd - runStart))
-    this.bytes = target
-    this.end = at
-    return at
   }
 }
