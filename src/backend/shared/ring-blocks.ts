@@ -19,9 +19,9 @@ let allocated = 0
 
 /**
  * A block for `need` bytes of a ring holding `held` bytes: a full one (from the pool when it has
- * one) once the ring holds about a block's worth, else the smallest power of two (at least MIN_BLOCK) that
- * holds what the ring and `need` make (a small ring's blocks stay about its size); an entry
- * larger than a full block gets a block of its own size.
+ * one) once the ring holds about a block's worth, else the smallest power of two, at least
+ * MIN_BLOCK, that holds what the ring and `need` make (a small ring's blocks stay about its
+ * size); an entry larger than a full block gets a block of its own size.
  */
 export function takeBlock(need: number, held: number): Buffer {
   if (need > BLOCK) return fresh(need)
