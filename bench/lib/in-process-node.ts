@@ -46,13 +46,17 @@ export async function inProcessNode(
 
 /**
  * Settings every in-process node of a bench takes (`BENCH_SETTINGS="RESUME_WINDOW_MS=0,RING_SIZE=50"`),
- * e.g. to measure a node whose rings hold their steady size from the start.
+ * e.g. to measure a node whose rings hold their steady size from the start. A part that is not
+ * `NAME=value` is an error, so a typo never silently runs the defaults.
  */
 function benchSettings(): Record<string, string> {
   const out: Record<string, string> = {}
-  for (const pair of (process.env.BENCH_SETTINGS ?? '').split(',')) {
+  const list = process.env.BENCH_SETTINGS?.trim()
+  if (!list) return out
+  for (const pair of list.split(',')) {
     const eq = pair.indexOf('=')
-    if (eq > 0) out[pair.slice(0, eq).trim()] = pair.slice(eq + 1).trim()
+    if (eq <= 0) throw new Error(`BENCH_SETTINGS: "${pair}" is not NAME=value`)
+    out[pair.slice(0, eq).trim()] = pair.slice(eq + 1).trim()
   }
   return out
 }

@@ -1,7 +1,7 @@
 import { describe, expect, test } from 'bun:test'
 import { ringCodec } from '../../src/backend/shared/ring-codec'
 import { Ring as CoreRing } from '../../src/backend/shared/ring'
-import { BLOCK, blockStats } from '../../src/backend/shared/ring-blocks'
+import { allocatedBlocks, BLOCK } from '../../src/backend/shared/ring-blocks'
 import { advanceSerial, formatSerial, parseSerial } from '../../src/core/model/serial'
 import type { Message } from '../../src/core/types'
 
@@ -225,7 +225,7 @@ describe('Ring storage', () => {
       data: 'x'.repeat(1000 + (i % 50)),
     })
     for (let i = 0; i < 1000; i++) r.push(m(i)) // grown to its size: ~200 kB, in full blocks
-    const allocated = blockStats().allocated
+    const allocated = allocatedBlocks()
     const seen = new Map<string, { block: number; offset: number }>()
     const blocks = new Set<Uint8Array>()
     for (let i = 1000; i < 6000; i++) {
@@ -240,7 +240,7 @@ describe('Ring storage', () => {
     }
     // 5,000 pushes of ~1 kB wrote ~80 blocks' worth: the same few blocks, given back and taken again
     expect(blocks.size).toBeLessThan(10)
-    expect(blockStats().allocated).toBe(allocated)
+    expect(allocatedBlocks()).toBe(allocated)
     expect(r.after('0').map((e) => e.id)).toEqual(Array.from({ length: 200 }, (_, k) => `m${5800 + k}`))
   })
 

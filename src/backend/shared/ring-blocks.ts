@@ -10,7 +10,7 @@
 /** Bytes of a full block. */
 export const BLOCK = 64 * 1024
 /** Bytes of a ring's smallest block. */
-export const MIN_BLOCK = 512
+const MIN_BLOCK = 512
 /** Free full blocks the pool keeps at most (64 MiB); blocks given back beyond that are left to the collector. */
 const POOL_MAX = 1024
 
@@ -44,7 +44,5 @@ function fresh(size: number): Buffer {
   return Buffer.allocUnsafeSlow(size) // every byte read is written first
 }
 
-/** Blocks allocated since the process started, and full blocks free in the pool (tests, benches). */
-export function blockStats(): { allocated: number; pooled: number } {
-  return { allocated, pooled: pool.length }
-}
+/** Blocks allocated since the process started (tests). */
+export const allocatedBlocks = (): number => allocated

@@ -52,6 +52,16 @@ const BLOCK_MASK = 2 ** (32 - KIND_BITS) - 1
 const OVERSIZED_SLACK = 4096
 
 /**
+ * An entry larger than a full block, written alone (from offset 0) in a block of what its encoding
+ * may need (three bytes per UTF-16 unit of its strings), moved into a block of its size.
+ */
+function fitted(block: Buffer, written: number): Buffer {
+  const exact = Buffer.allocUnsafeSlow(written)
+  exact.set(block.subarray(0, written))
+  return exact
+}
+
+/**
  * Circular buffer of a channel's recent log entries (messages and other kinds), oldest first,
  * serials increasing, bounded by a retention policy. Used for history of short-lived channels,
  * rewind and resume.
@@ -150,12 +160,12 @@ export class Ring {
   push(m: Message, ms?: number, seq?: number): void {
     if (this.count === this.slots) this.resize(this.count * 2)
     const need = this.codec.maxSize(m)
-    let n = this.blocks.length
-    if (n === 0 || this.end + need > this.blocks[n - 1]!.length) {
-      this.blocks.push(takeBlock(need, this.live))
+    let block = this.blocks[this.blocks.length - 1]
+    if (!block || this.end + need > block.length) {
+      this.blocks.push((block = takeBlock(need, this.live)))
       this.end = 0
-      n++
     }
+    const last = this.blocks.length - 1
     const slot = this.slot(this.count)
     if (ms === undefined || seq === undefined) {
       const dash = m.serial.indexOf('-')
@@ -163,8 +173,8 @@ export class Ring {
       seq = Number(m.serial.slice(dash + 1))
     }
     const at = this.end
-    const written = this.codec.write(m, this.blocks[n - 1]!, at)
-    if (need > BLOCK && this.blocks[n - 1]!.length - written > OVERSIZED_SLACK) this.fit(n - 1, written)
+    const written = this.codec.write(m, block, at)
+    if (need > BLOCK && block.length - written > OVERSIZED_SLACK) this.blocks[last] = fitted(block, written)
     const { f, u } = this
     f[slot * RECORD_F64 + MS] = ms
     f[slot * RECORD_F64 + TS] = m.timestamp
@@ -172,21 +182,11 @@ export class Ring {
     u[slot * RECORD_U32 + OFF] = at
     u[slot * RECORD_U32 + LEN] = written - at
     u[slot * RECORD_U32 + KIND] =
-      (m.kind ? KIND_CODES[m.kind]! : 0) | (((this.firstBlock + n - 1) & BLOCK_MASK) << KIND_BITS)
+      (m.kind ? KIND_CODES[m.kind]! : 0) | (((this.firstBlock + last) & BLOCK_MASK) << KIND_BITS)
     this.end = written
     this.live += written - at
     this.count++
     this.trim(m.timestamp)
-  }
-
-  /**
-   * An entry larger than a full block, written alone in a block of what its encoding may need
-   * (three bytes per UTF-16 unit of its strings), moved into a block of its size.
-   */
-  private fit(i: number, written: number) {
-    const exact = Buffer.allocUnsafeSlow(written)
-    exact.set(this.blocks[i]!.subarray(0, written))
-    this.blocks[i] = exact
   }
 
   /** Drops the oldest entries the policy no longer keeps, as of the newest timestamp `now`. */
