@@ -2,7 +2,7 @@
  * Servers under test, each started as a tracked child process on a free port and stopped by
  * `stop()` (and by the cleanup hooks of processes.ts if the run dies first).
  */
-import { existsSync, mkdtempSync, rmSync } from 'node:fs'
+import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join, resolve } from 'node:path'
 import { allocatorRestartEnv } from '../../src/config/allocator'
@@ -114,7 +114,19 @@ export async function startGateway(o: GatewayOptions): Promise<Target & { key: s
     await waitForOk(`${base}/ready`, proc)
   } catch (e) {
     await stop()
-    throw new Error(`gateway did not start (logs in ${o.logDir}/${name}*.log): ${(e as Error).message}`)
+    const said = logTail(join(o.logDir, `${name}.err.log`)) || logTail(join(o.logDir, `${name}.log`))
+    throw new Error(
+      `gateway did not start (logs in ${o.logDir}/${name}*.log): ${(e as Error).message}${said ? `; it said:\n${said}` : ''}`,
+    )
   }
   return { name: 'gateway', base, pid: proc.pid, key: BENCH_KEY, stop }
+}
+
+/** The last lines of a log that may not exist (a run's logs stay on the machine that ran it: CI's are gone). */
+function logTail(path: string, lines = 20): string {
+  try {
+    return readFileSync(path, 'utf8').trimEnd().split('\n').slice(-lines).join('\n')
+  } catch {
+    return ''
+  }
 }

@@ -36,14 +36,20 @@ export class SqliteControlStore extends CachedControlStore {
 
   async bootstrap(seed: BootstrapSeed): Promise<BootstrapOutcome> {
     const records = this.seedRecords(seed)
-    const outcome = this.db.transaction((): BootstrapOutcome => {
-      const epoch = this.readEpoch()
-      if (epoch !== undefined) return { status: 'existing', epoch }
-      const accounts = this.db.query(`SELECT count(*) AS n FROM records WHERE kind = 'account'`).get() as { n: number }
-      if (accounts.n === 0) for (const r of records) this.upsert.run(r.kind, r.id, r.parent, JSON.stringify(r.value))
-      this.upsert.run('meta', 'epoch', '', JSON.stringify(seed.epoch))
-      return { status: accounts.n === 0 ? 'seeded' : 'existing', epoch: seed.epoch }
-    })()
+    // immediate, as secret(): a read that may be followed by a write takes the write lock first, so
+    // that nodes starting together on one DATA_DIR wait for it instead of failing on the upgrade
+    const outcome = this.db
+      .transaction((): BootstrapOutcome => {
+        const epoch = this.readEpoch()
+        if (epoch !== undefined) return { status: 'existing', epoch }
+        const accounts = this.db.query(`SELECT count(*) AS n FROM records WHERE kind = 'account'`).get() as {
+          n: number
+        }
+        if (accounts.n === 0) for (const r of records) this.upsert.run(r.kind, r.id, r.parent, JSON.stringify(r.value))
+        this.upsert.run('meta', 'epoch', '', JSON.stringify(seed.epoch))
+        return { status: accounts.n === 0 ? 'seeded' : 'existing', epoch: seed.epoch }
+      })
+      .immediate()
     if (outcome.status === 'seeded') for (const r of records) this.apply(r.kind, r.id, r.value, r.event)
     return outcome
   }
@@ -53,15 +59,17 @@ export class SqliteControlStore extends CachedControlStore {
   }
 
   async secret() {
-    return this.db.transaction((): string => {
-      const row = this.db.query(`SELECT body FROM records WHERE kind = 'meta' AND id = 'secret'`).get() as {
-        body: string
-      } | null
-      if (row) return JSON.parse(row.body) as string
-      const made = randomSecret()
-      this.upsert.run('meta', 'secret', '', JSON.stringify(made))
-      return made
-    })()
+    return this.db
+      .transaction((): string => {
+        const row = this.db.query(`SELECT body FROM records WHERE kind = 'meta' AND id = 'secret'`).get() as {
+          body: string
+        } | null
+        if (row) return JSON.parse(row.body) as string
+        const made = randomSecret()
+        this.upsert.run('meta', 'secret', '', JSON.stringify(made))
+        return made
+      })
+      .immediate()
   }
 
   /** A SQLite file does not lose its data under a running node: nothing to record. */

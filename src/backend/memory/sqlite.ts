@@ -13,9 +13,11 @@ export function openDatabase(dataDir: string): Database {
     path = join(dataDir, DB_FILES[0]!)
   }
   const db = new Database(path, { create: true, strict: true })
+  // first: every statement after it, the journal mode's too, waits for a lock another process
+  // holds (one closing the same file, which checkpoints it) instead of failing at once
+  db.exec('PRAGMA busy_timeout = 5000')
   db.exec('PRAGMA journal_mode = WAL')
   db.exec('PRAGMA synchronous = NORMAL')
-  db.exec('PRAGMA busy_timeout = 5000')
   db.exec(`CREATE TABLE IF NOT EXISTS records (
     kind TEXT NOT NULL, id TEXT NOT NULL, parent TEXT NOT NULL, body TEXT NOT NULL,
     PRIMARY KEY (kind, id)) WITHOUT ROWID`)
