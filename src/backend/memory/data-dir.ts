@@ -21,10 +21,22 @@ export function secureDataDir(dataDir: string): void {
       )
     if ((st.mode & 0o777) !== 0o700 && st.uid === process.getuid?.()) chmodSync(dataDir, 0o700)
   } else mkdirSync(dataDir, { recursive: true, mode: 0o700 })
+  // another process on the same dir (a node stopping as this one starts) may delete its WAL and
+  // SHM files at any moment: the last connection to close does, so a file seen a moment ago may
+  // be gone now
   for (const f of DB_FILES) {
     const path = join(dataDir, f)
-    if (existsSync(path)) {
-      if ((statSync(path).mode & 0o777) !== 0o600) chmodSync(path, 0o600)
+    const st = statSync(path, { throwIfNoEntry: false })
+    if (st) {
+      if ((st.mode & 0o777) !== 0o600) chmodUnlessGone(path, 0o600)
     } else if (f === DB_FILES[0]) closeSync(openSync(path, 'a', 0o600))
+  }
+}
+
+function chmodUnlessGone(path: string, mode: number): void {
+  try {
+    chmodSync(path, mode)
+  } catch (e) {
+    if ((e as NodeJS.ErrnoException).code !== 'ENOENT') throw e
   }
 }
