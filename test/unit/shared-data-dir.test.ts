@@ -1,7 +1,9 @@
+import { Database } from 'bun:sqlite'
 import { afterAll, expect, test } from 'bun:test'
 import { mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
+import { SqliteControlStore } from '../../src/backend/memory/control-store'
 import { DB_FILES, secureDataDir } from '../../src/backend/memory/data-dir'
 import { openDatabase } from '../../src/backend/memory/sqlite'
 
@@ -85,4 +87,41 @@ while (Date.now() < end) {
   expect(await proc.exited).toBe(0)
   expect([...failures]).toEqual([])
   expect(checks).toBeGreaterThan(0)
+})
+
+// The node's secret (and the bootstrap) is read, then written when missing, in one transaction.
+// Begun deferred, it would hold only a read snapshot: a write another node committed in between
+// makes its own write fail at once (SQLITE_BUSY_SNAPSHOT, which no busy timeout waits out).
+// Immediate, it holds the write lock from its start: the other node's write waits instead. Here
+// the other node writes from inside the transaction (through the store's upsert), so it cannot
+// wait: it is refused at once, and the store's own write goes through.
+test("the secret's read-then-write transaction holds the write lock from its start", async () => {
+  const own = mkdtempSync(join(tmpdir(), 'gw-shared-secret-'))
+  try {
+    const db = openDatabase(own)
+    const store = new SqliteControlStore(db)
+    const other = new Database(join(own, DB_FILES[0]!))
+    other.exec('PRAGMA busy_timeout = 0')
+    const internals = store as unknown as { upsert: { run(...a: unknown[]): unknown } }
+    const upsert = internals.upsert
+    let otherWrite = 'not tried'
+    internals.upsert = {
+      run: (...a: unknown[]) => {
+        try {
+          other.exec("INSERT INTO records VALUES ('meta', 'other', '', '1')")
+          otherWrite = 'written'
+        } catch (e) {
+          otherWrite = (e as Error).message
+        }
+        return upsert.run(...a)
+      },
+    }
+    const secret = await store.secret()
+    expect(typeof secret).toBe('string')
+    expect(otherWrite).toBe('database is locked')
+    other.close()
+    db.close()
+  } finally {
+    rmSync(own, { recursive: true, force: true })
+  }
 })
