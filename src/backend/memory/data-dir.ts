@@ -1,4 +1,4 @@
-import { chmodSync, closeSync, existsSync, mkdirSync, openSync, statSync } from 'node:fs'
+import { chmodSync, closeSync, mkdirSync, openSync, statSync } from 'node:fs'
 import { join } from 'node:path'
 
 /** The files SQLite keeps in the data dir (the database, its write-ahead log and shared memory). */
@@ -11,8 +11,8 @@ export const DB_FILES = ['gateway.sqlite', 'gateway.sqlite-wal', 'gateway.sqlite
  * can write (group or world write bit) is refused: they could swap the database under us.
  */
 export function secureDataDir(dataDir: string): void {
-  if (existsSync(dataDir)) {
-    const st = statSync(dataDir)
+  const st = statSync(dataDir, { throwIfNoEntry: false })
+  if (st) {
     if (!st.isDirectory()) throw new Error(`DATA_DIR ${dataDir} is not a directory`)
     if (st.mode & 0o022)
       throw new Error(
@@ -26,13 +26,14 @@ export function secureDataDir(dataDir: string): void {
   // be gone now
   for (const f of DB_FILES) {
     const path = join(dataDir, f)
-    const st = statSync(path, { throwIfNoEntry: false })
-    if (st) {
-      if ((st.mode & 0o777) !== 0o600) chmodUnlessGone(path, 0o600)
+    const file = statSync(path, { throwIfNoEntry: false })
+    if (file) {
+      if ((file.mode & 0o777) !== 0o600) chmodUnlessGone(path, 0o600)
     } else if (f === DB_FILES[0]) closeSync(openSync(path, 'a', 0o600))
   }
 }
 
+/** `chmod`, unless the file is gone by now (deleted by another process: nothing left to tighten). */
 function chmodUnlessGone(path: string, mode: number): void {
   try {
     chmodSync(path, mode)
