@@ -12,10 +12,10 @@
  * Why not msgpackr: it needs the bound checked in a pass of its own first, and it reads the
  * strings of any source of 140 bytes or more (a realtime MESSAGE with a 100-byte payload) through
  * its native extractor, one N-API call per decode, which costs Bun more than the strings
- * themselves; here strings are read by Bun's own `utf8Slice`, short ASCII ones and map keys in
- * JavaScript (keys from a small cache, as msgpackr does). A realtime MESSAGE with a 100-byte
- * payload is checked and decoded in about a third of the time it took
- * (`bench/msgpack-decode.ts`). Packing stays msgpackr's.
+ * themselves; here strings are read by Bun's own `utf8Slice`, and short ones (map keys, channel
+ * and message names) come from a small cache of the strings last read, as msgpackr does for
+ * keys. A realtime MESSAGE with a 100-byte payload is checked and decoded in about a third of the
+ * time it took (`bench/msgpack-decode.ts`). Packing stays msgpackr's.
  */
 
 import { utf8Slice } from './encoding'
@@ -168,21 +168,47 @@ function bin(n: number): Uint8Array {
 
 const fromCharCode = String.fromCharCode
 
-/** A string of `n` bytes: short ASCII in JavaScript, the rest by Bun's UTF-8 decoder (invalid bytes as U+FFFD). */
+/**
+ * A string of `n` bytes. Short ones (channel names, message names, client ids, encodings: what
+ * frames repeat) come from a cache of the strings last read under the same hash of their bytes,
+ * so that a repeated one is not made again (a string made by concatenation costs one heap object
+ * per character); the others, and a short one not cached, are read by Bun's UTF-8 decoder
+ * (invalid bytes as U+FFFD), those under 8 bytes that are ASCII in JavaScript.
+ */
 function str(n: number): string {
   if (pos + n > end) throw NOT_PLAIN.malformed
   const p = pos
   pos += n
-  if (n < 8) {
-    let s = ''
-    for (let i = p; i < p + n; i++) {
-      const c = src[i]!
-      if (c > 0x7f) return utf8Slice(src, p, p + n)
-      s += fromCharCode(c)
-    }
-    return s
+  if (n === 0) return ''
+  if (n > MAX_CACHED) return utf8Slice(src, p, p + n)
+  // the slot by the length and the first, middle and last two bytes (names differ most at their
+  // ends: `room-12`; a 1-byte string's "byte before" is its header, the same for all of them)
+  const slot =
+    ((n << 7) ^ (src[p]! << 4) ^ (src[p + (n >> 1)]! << 2) ^ (src[p + n - 2]! * 37) ^ src[p + n - 1]!) & (SLOTS - 1)
+  const cached = cache[slot]
+  if (cached !== undefined && cached.length === n) {
+    let i = 0
+    while (i < n && src[p + i] === cached.charCodeAt(i)) i++
+    if (i === n) return cached
   }
-  return utf8Slice(src, p, p + n)
+  const s = n < 8 ? shortText(p, n) : utf8Slice(src, p, p + n)
+  // only ASCII strings are kept: their bytes are their code units (the comparison above)
+  if (s.length === n) cache[slot] = s
+  return s
+}
+const MAX_CACHED = 24
+const SLOTS = 4096
+const cache: Array<string | undefined> = new Array(SLOTS)
+
+/** `n` (< 8) bytes from `p`: ASCII in JavaScript (a native call costs more), else Bun's decoder. */
+function shortText(p: number, n: number): string {
+  let s = ''
+  for (let i = p; i < p + n; i++) {
+    const c = src[i]!
+    if (c > 0x7f) return utf8Slice(src, p, p + n)
+    s += fromCharCode(c)
+  }
+  return s
 }
 
 function array(n: number, depth: number): unknown[] {
@@ -208,38 +234,13 @@ function map(n: number, depth: number): Record<string, unknown> {
 }
 
 /**
- * A map's key as a string: short ones from a cache of the bytes last seen under the same hash
- * (protocol messages repeat a few dozen keys), others read as any string; a number, boolean or
- * nil key as its text (as msgpackr reads them); any other key is refused.
+ * A map's key as a string (short ones from the strings' cache: protocol messages repeat a few
+ * dozen keys); a number, boolean or nil key as its text (as msgpackr reads them); any other key
+ * is refused.
  */
 function key(depth: number): string {
-  const t = src[pos]
-  if (t !== undefined && t >= 0xa0 && t < 0xc0) {
-    const n = t & 0x1f
-    if (n > 0 && n <= MAX_CACHED_KEY && pos + 1 + n <= end) {
-      const p = pos + 1
-      const slot = ((n << 7) ^ (src[p]! << 3) ^ src[p + n - 1]!) & (KEY_SLOTS - 1)
-      const cached = keyCache[slot]
-      if (cached !== undefined && cached.length === n) {
-        let i = 0
-        while (i < n && src[p + i] === cached.charCodeAt(i)) i++
-        if (i === n) {
-          pos = p + n
-          return cached
-        }
-      }
-      pos = p
-      const s = str(n)
-      // only ASCII keys are cached: their bytes are their code units
-      if (s.length === n) keyCache[slot] = s
-      return s
-    }
-  }
   const k = read(depth + 1)
   if (typeof k === 'string') return k
   if (typeof k === 'number' || typeof k === 'boolean' || k === null || k === undefined) return String(k)
   throw NOT_PLAIN.malformed
 }
-const MAX_CACHED_KEY = 24
-const KEY_SLOTS = 1024
-const keyCache: Array<string | undefined> = new Array(KEY_SLOTS)

@@ -187,6 +187,26 @@ describe('plainMsgpack against msgpackr', () => {
     }
   })
 
+  test('short strings, which come from a cache, are each their own bytes: alike ends, lengths at the bound, non-ASCII, invalid bytes', () => {
+    const strings: Array<string | Uint8Array> = []
+    // names that share their length and ends (the cache's hash), and lengths around its bound (24 bytes)
+    for (let i = 0; i < 2000; i++) strings.push(`room-${i}`, `r${i}m-0`, `${'a'.repeat(i % 30)}${i % 7}`)
+    strings.push('', 'é', 'ab€', 'x'.repeat(24), 'x'.repeat(25), 'é'.repeat(12), '😀a')
+    // bytes that are not UTF-8: each decoded as the reference decodes them, never as a cached string
+    for (const b of [0x80, 0xc3, 0xff]) strings.push(new Uint8Array([0x61, b]), new Uint8Array([b, 0x61, 0x62]))
+    const frameOf = (v: string | Uint8Array) => {
+      if (typeof v === 'string') return pack({ channel: v, [v || 'k']: v })
+      // a str8 value with the raw bytes (msgpackr would write valid UTF-8 only)
+      return new Uint8Array([0x81, 0xa1, 0x6b, 0xd9, v.length, ...v])
+    }
+    // twice over, so that every string is read again after others took its cache slot
+    for (let round = 0; round < 2; round++)
+      for (const v of strings) {
+        const bytes = frameOf(v)
+        expect(plainMsgpack(bytes, 64)).toStrictEqual(reference.unpack(bytes))
+      }
+  })
+
   test('damaged bytes: refused, or the value msgpackr reads from them', () => {
     const r = random(7)
     let compared = 0

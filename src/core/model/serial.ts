@@ -4,12 +4,14 @@
  */
 let lastMs = -1
 let lastMsText = ''
+/** The first sequence numbers as six digits, made once: a serial is then one string, not three. */
+const PADDED = Array.from({ length: 1000 }, (_, i) => String(i).padStart(6, '0'))
 export function formatSerial(ms: number, seq: number): string {
   if (ms !== lastMs) {
     lastMs = ms
     lastMsText = String(ms).padStart(14, '0') + '-'
   }
-  return lastMsText + (seq < 10 ? '00000' + seq : String(seq).padStart(6, '0'))
+  return lastMsText + (seq < PADDED.length ? PADDED[seq]! : String(seq).padStart(6, '0'))
 }
 
 export function parseSerial(s: string): { ms: number; seq: number } | undefined {
