@@ -57,6 +57,11 @@ export interface PublishResult {
   appended: number
   /** The outcome of `opts.charge`, when one was given. */
   charged?: ChargeResult
+  /**
+   * The time of the append (ms), where the broker read the clock for it (the embedded one): the
+   * publish's statistics take their minute from it rather than from a clock read of their own.
+   */
+  at?: number
 }
 
 export type BrokerListener = (appId: string, channel: string, messages: Message[]) => void

@@ -3,11 +3,12 @@ import { capture, made } from './capture'
 /** Resolves after `ms` milliseconds (a timer, so the core needs no runtime global). */
 export const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms))
 
-/** How often pending deadlines are checked: a deadline fires up to this late. */
+/** How often pending deadlines are checked: a deadline fires up to twice this late. */
 const SWEEP_MS = 25
 
 /** A promise under a deadline: the source, and how its wrapper is rejected when the deadline passes first. */
 interface Deadline {
+  /** When it is due: set by the first sweep that finds the promise pending (0 until then). */
   at: number
   source: Promise<unknown>
   reject: (e: unknown) => void
@@ -21,7 +22,8 @@ interface Deadline {
  * (every SWEEP_MS, one unreferenced timer while any are held) drops the settled ones and fires the
  * late ones. Almost every promise has settled by the first sweep after it was made, so a deadline
  * costs an array slot and one status read; what is held is at most one sweep's worth of settled
- * promises.
+ * promises. A deadline is timed from that first sweep, not from when it was made: no clock is read
+ * per promise, and it never fires early (it fires up to two sweeps late).
  */
 let fresh: Deadline[] = []
 const waiting: Deadline[] = []
@@ -33,7 +35,11 @@ function sweep() {
   const now = performance.now()
   const since = fresh
   fresh = []
-  for (const d of since) if (pending(d)) waiting.push(d)
+  for (const d of since)
+    if (pending(d)) {
+      d.at = now + d.ms
+      waiting.push(d)
+    }
   let kept = 0
   for (const d of waiting) {
     if (!pending(d)) continue
@@ -48,14 +54,14 @@ function sweep() {
 }
 
 /**
- * `p`, or a rejection with `timedOut(ms)` once `ms` passed first (up to SWEEP_MS late; `p`'s own
- * errors pass through unchanged). `timedOut` is best a function made once, not per call.
+ * `p`, or a rejection with `timedOut(ms)` once `ms` passed first (up to 2 × SWEEP_MS late; `p`'s
+ * own errors pass through unchanged). `timedOut` is best a function made once, not per call.
  */
 export function settleWithin<T>(p: Promise<T>, ms: number, timedOut: (ms: number) => unknown): Promise<T> {
   const promise = new Promise<T>(capture)
   const { resolve, reject } = made
   p.then(resolve, reject)
-  fresh.push({ at: performance.now() + ms, source: p, reject, timedOut, ms })
+  fresh.push({ at: 0, source: p, reject, timedOut, ms })
   if (!sweeper) {
     sweeper = setInterval(sweep, SWEEP_MS)
     sweeper.unref?.()

@@ -165,7 +165,7 @@ export class MemoryBroker implements Broker, SyncAppend {
     // ephemeral: handed on live, kept nowhere (their serials stay in order with the stored ones)
     if (opts.ephemeral) {
       this.deliver(c, appId, channel, appended)
-      return { serials, appended: appended.length, charged }
+      return { serials, appended: appended.length, charged, at: now }
     }
     // the durable log is message history: other kinds live in the ring (resume) only
     if (opts.persisted) this.log.append(appId, channel, messagesOnly(appended), opts.findable)
@@ -176,7 +176,7 @@ export class MemoryBroker implements Broker, SyncAppend {
     this.ringBytes += c.ring.byteSize - before
     if (this.ringBytes > this.s.ringTotalMaxBytes) this.overBudget(c.ring)
     this.deliver(c, appId, channel, appended)
-    return { serials, appended: appended.length, charged }
+    return { serials, appended: appended.length, charged, at: now }
   }
 
   /** Hands appended messages to the channel's listeners (no iterator made for a channel without any). */

@@ -217,6 +217,7 @@ export class Publisher {
         x.size,
         persisted && !x.ephemeral,
         x.realtime ? 'realtime' : 'rest',
+        res.at,
       )
     }
     return { channel: x.channel, messageId: x.messageId, serials: res.serials }

@@ -59,8 +59,7 @@ export class StatsService {
   }
 
   /** The app's sums of the current minute (the previous minute's are written out first). */
-  private current(appId: string, accountId: string): Pending {
-    const now = this.clock.now()
+  private current(appId: string, accountId: string, now = this.clock.now()): Pending {
     const minute = now - (now % 60_000)
     let p = this.pending.get(appId)
     if (p && p.minute !== minute) {
@@ -100,8 +99,10 @@ export class StatsService {
     bytes: number,
     persisted: boolean,
     transport: 'rest' | 'realtime' = 'rest',
+    /** When they were published (ms), where the caller knows it: no clock read here then. */
+    at?: number,
   ) {
-    const p = this.current(appId, accountId)
+    const p = this.current(appId, accountId, at)
     p.inCount += count
     p.inBytes += bytes
     if (transport === 'realtime') {
