@@ -4,6 +4,7 @@ import { Ring as CoreRing } from '../../src/backend/shared/ring'
 import { allocatedBlocks, BLOCK } from '../../src/backend/shared/ring-blocks'
 import { advanceSerial, formatSerial, parseSerial } from '../../src/core/model/serial'
 import type { Message } from '../../src/core/types'
+import { ID_ON_CONNECTION } from '../../src/core/model/ids'
 
 /** The ring with the backends' codec. */
 class Ring extends CoreRing {
@@ -106,6 +107,46 @@ describe('Ring storage', () => {
     expect(Object.keys(r.at(1)).sort()).toEqual(['id', 'serial', 'timestamp'])
   })
 
+  test('the ids of a realtime publish, carried as numbers, are kept as numbers and read back as the ids', () => {
+    const r = new Ring(8, '0')
+    const kept: number[] = []
+    const cases: Array<[number, number]> = [
+      [0, 0],
+      [7, 3],
+      [2 ** 32 - 1, 2 ** 16 - 1],
+      [123_456_789, 1000],
+    ]
+    for (const [i, [msgSerial, index]] of cases.entries()) {
+      const m = {
+        id: `conn-Ab9:${msgSerial}:${index}`,
+        serial: formatSerial(6000 + i, 0),
+        timestamp: 6000 + i,
+        name: 'n',
+        connectionId: 'conn-Ab9',
+        [ID_ON_CONNECTION]: msgSerial * 2 ** 16 + index,
+      } as Message
+      const before = r.byteSize
+      r.push(m)
+      kept.push(r.byteSize - before)
+      const back = r.at(r.size - 1)
+      expect(back.id).toBe(`conn-Ab9:${msgSerial}:${index}`)
+      expect(Object.keys(back)).toEqual(['id', 'name', 'connectionId', 'serial', 'timestamp'])
+      expect(Object.getOwnPropertySymbols(back)).toEqual([])
+    }
+    // six bytes for the id, not its characters: the same message without the numbers takes more
+    const plain: Message = {
+      id: 'conn-Ab9:7:3',
+      serial: formatSerial(7000, 0),
+      timestamp: 7000,
+      name: 'n',
+      connectionId: 'conn-Ab9',
+    }
+    const before = r.byteSize
+    r.push(plain)
+    expect(r.byteSize - before).toBe(kept[1]! + 'conn-Ab9:7:3'.length + 4 - 6)
+    expect(r.at(r.size - 1)).toEqual(plain)
+  })
+
   test('text beyond ASCII, empty strings, an action above 255 and binary inside extras read back unchanged', () => {
     const r = new Ring(4, '0')
     const m: Message = {
@@ -122,6 +163,9 @@ describe('Ring storage', () => {
     r.push({ id: 'e', serial: formatSerial(5001, 0), timestamp: 5001, data: '' })
     expect(r.at(0)).toEqual(m)
     expect(r.at(1).data).toBe('')
+    // four bytes hold any action up to 2^32 - 1 (2^31 and above read back negative once)
+    r.push({ id: 'a', serial: formatSerial(5002, 0), timestamp: 5002, action: 2 ** 32 - 1 })
+    expect(r.at(2).action).toBe(2 ** 32 - 1)
   })
 
   test('a change entry reads back with its kind, action and mutation; history skips it', () => {

@@ -2,6 +2,7 @@ import { Packr } from 'msgpackr'
 import type { RingCodec } from './ring'
 import type { Message } from '../../core/types'
 import { utf8Text, writeAscii } from '../../lib/encoding'
+import { ID_ON_CONNECTION, type IdOnConnection } from '../../core/model/ids'
 
 /** Extras are msgpack (they may hold binary); binary is copied out on decode, since the ring reuses its buffer. */
 const packr = new Packr({ useRecords: false, copyBuffers: true })
@@ -14,7 +15,8 @@ const NAME = 1,
   CLIENT_ID = 32,
   CONNECTION_ID = 64,
   ACTION = 128,
-  MUTATION = 256
+  MUTATION = 256,
+  ID_ON_CONNECTION_NUMBERS = 512
 
 /** Extras and mutation of the message being pushed, packed by `maxSize` and written by `write` (called back to back). */
 let packedExtras: Uint8Array | undefined
@@ -50,14 +52,17 @@ function writeU32(t: Uint8Array, o: number, n: number): number {
   return o + 4
 }
 
+/** The 4-byte integer at `o` (its top byte added, not or-ed: an or would make 2^31 and above negative). */
 const readU32 = (b: Uint8Array, o: number): number =>
-  b[o]! | (b[o + 1]! << 8) | (b[o + 2]! << 16) | (b[o + 3]! * 2 ** 24)
+  (b[o]! | (b[o + 1]! << 8) | (b[o + 2]! << 16)) + b[o + 3]! * 2 ** 24
 
 /**
  * A ring message: two bytes (little-endian) of which fields are present, then id and each present
  * field (UTF-8 strings and bytes after a 4-byte length, extras and mutation as msgpack, action a
  * 4-byte integer). Written straight into the ring's buffer: pushing a message allocates nothing
- * but what extras and a mutation need.
+ * but what extras and a mutation need. The id of a realtime publish's message, whose drafts carry
+ * it as numbers (model/ids.ts), is those numbers (a 4-byte msgSerial and a 2-byte index), made
+ * again with the connection id when read: its characters are neither read nor written per publish.
  */
 export const ringCodec: RingCodec = {
   maxSize(m) {
@@ -77,7 +82,15 @@ export const ringCodec: RingCodec = {
 
   write(m, t, offset) {
     let flags = 0
-    let o = writeString(t, offset + 2, m.id)
+    let o: number
+    const onConnection = (m as IdOnConnection)[ID_ON_CONNECTION]
+    if (onConnection !== undefined && m.connectionId !== undefined) {
+      flags |= ID_ON_CONNECTION_NUMBERS
+      o = writeU32(t, offset + 2, (onConnection - (onConnection & 0xffff)) / 2 ** 16)
+      t[o] = onConnection & 0xff
+      t[o + 1] = (onConnection >>> 8) & 0xff
+      o += 2
+    } else o = writeString(t, offset + 2, m.id)
     if (m.name !== undefined) {
       flags |= NAME
       o = writeString(t, o, m.name)
@@ -123,7 +136,15 @@ export const ringCodec: RingCodec = {
   decode(b, serial, timestamp) {
     const flags = b[0]! | (b[1]! << 8)
     at = 2
-    const m = { id: text(b) } as Message
+    let msgSerial = -1
+    let index = 0
+    if (flags & ID_ON_CONNECTION_NUMBERS) {
+      msgSerial = readU32(b, 2)
+      index = b[6]! | (b[7]! << 8)
+      at = 8
+    }
+    // the id first whatever its form (every entry read has one shape)
+    const m = { id: msgSerial < 0 ? text(b) : '' } as Message
     if (flags & NAME) m.name = text(b)
     if (flags & ENCODING) m.encoding = text(b)
     if (flags & TEXT) m.data = text(b)
@@ -132,6 +153,7 @@ export const ringCodec: RingCodec = {
     if (flags & EXTRAS) m.extras = packr.unpack(field(b)) as Message['extras']
     if (flags & CLIENT_ID) m.clientId = text(b)
     if (flags & CONNECTION_ID) m.connectionId = text(b)
+    if (msgSerial >= 0) m.id = `${m.connectionId}:${msgSerial}:${index}`
     if (flags & ACTION) {
       m.action = readU32(b, at)
       at += 4

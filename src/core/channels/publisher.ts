@@ -9,7 +9,7 @@ import type { LimitCharge, Limits } from '../limits/limits'
 import type { RulesEngine } from '../rules/rules-engine'
 import type { StatsService } from '../stats/stats-service'
 import type { MessageDraft } from '../types'
-import { IdGenerator } from '../model/ids'
+import { ID_ON_CONNECTION, IdGenerator, idOnConnectionFits, type IdOnConnection } from '../model/ids'
 import { checkClientIds, draftFromWire, messageSize } from '../model/message'
 import { checkChannelName } from '../model/names'
 import { carriesConnectionKey, type OnBehalf } from './on-behalf'
@@ -145,7 +145,12 @@ export class Publisher {
       messageId = i > 0 ? first.slice(0, i) : first
     } else {
       messageId = ctx ? `${ctx.connectionId}:${ctx.msgSerial}` : this.ids.next()
-      for (let i = 0; i < drafts.length; i++) drafts[i]!.id = `${messageId}:${i}`
+      // a realtime publish's ids also as numbers, for the ring (model/ids.ts)
+      const onConnection = ctx !== undefined && idOnConnectionFits(ctx.msgSerial, drafts.length)
+      for (let i = 0; i < drafts.length; i++) {
+        drafts[i]!.id = `${messageId}:${i}`
+        if (onConnection) (drafts[i] as IdOnConnection)[ID_ON_CONNECTION] = ctx.msgSerial * 2 ** 16 + i
+      }
     }
     if (ctx) for (const d of drafts) d.connectionId = ctx.connectionId
     return { channel, drafts, size, messageId, clientIds, realtime: ctx !== undefined, ephemeral }

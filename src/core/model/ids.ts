@@ -12,3 +12,18 @@ export class IdGenerator {
     return this.prefix + this.n++
   }
 }
+
+/**
+ * A realtime publish's message ids are `<connectionId>:<msgSerial>:<index>`. Its drafts also carry
+ * the two numbers under this key (`msgSerial × 2^16 + index`, one number: no object per message),
+ * so a store that keeps the message's connection id keeps the id as numbers: the ring does (a
+ * resume's entries are read back with their id made again), and neither reads nor writes the id's
+ * characters per publish. A symbol, so no encoder of a message (wire, log, snapshot) sees it.
+ */
+export const ID_ON_CONNECTION = Symbol('message id on its connection')
+export interface IdOnConnection {
+  [ID_ON_CONNECTION]?: number
+}
+/** The messages of a protocol message whose ids can be kept as numbers (msgSerial below 2^32). */
+export const idOnConnectionFits = (msgSerial: number, messages: number): boolean =>
+  Number.isInteger(msgSerial) && msgSerial >= 0 && msgSerial < 2 ** 32 && messages <= 2 ** 16
