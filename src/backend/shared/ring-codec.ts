@@ -2,7 +2,7 @@ import { Packr } from 'msgpackr'
 import type { RingCodec } from './ring'
 import type { Message } from '../../core/types'
 import { utf8Text, writeAscii } from '../../lib/encoding'
-import { ID_ON_CONNECTION, type IdOnConnection } from '../../core/model/ids'
+import { ID_ON_CONNECTION, indexOf, msgSerialOf, type IdOnConnection } from '../../core/model/ids'
 
 /** Extras are msgpack (they may hold binary); binary is copied out on decode, since the ring reuses its buffer. */
 const packr = new Packr({ useRecords: false, copyBuffers: true })
@@ -86,9 +86,10 @@ export const ringCodec: RingCodec = {
     const onConnection = (m as IdOnConnection)[ID_ON_CONNECTION]
     if (onConnection !== undefined && m.connectionId !== undefined) {
       flags |= ID_ON_CONNECTION_NUMBERS
-      o = writeU32(t, offset + 2, (onConnection - (onConnection & 0xffff)) / 2 ** 16)
-      t[o] = onConnection & 0xff
-      t[o + 1] = (onConnection >>> 8) & 0xff
+      o = writeU32(t, offset + 2, msgSerialOf(onConnection))
+      const index = indexOf(onConnection)
+      t[o] = index & 0xff
+      t[o + 1] = index >>> 8
       o += 2
     } else o = writeString(t, offset + 2, m.id)
     if (m.name !== undefined) {

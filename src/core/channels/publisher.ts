@@ -9,7 +9,7 @@ import type { LimitCharge, Limits } from '../limits/limits'
 import type { RulesEngine } from '../rules/rules-engine'
 import type { StatsService } from '../stats/stats-service'
 import type { MessageDraft } from '../types'
-import { ID_ON_CONNECTION, IdGenerator, idOnConnectionFits, type IdOnConnection } from '../model/ids'
+import { ID_ON_CONNECTION, IdGenerator, idOnConnection, idOnConnectionFits, type IdOnConnection } from '../model/ids'
 import { checkClientIds, draftFromWire, messageSize } from '../model/message'
 import { checkChannelName } from '../model/names'
 import { carriesConnectionKey, type OnBehalf } from './on-behalf'
@@ -149,7 +149,7 @@ export class Publisher {
       const onConnection = ctx !== undefined && idOnConnectionFits(ctx.msgSerial, drafts.length)
       for (let i = 0; i < drafts.length; i++) {
         drafts[i]!.id = `${messageId}:${i}`
-        if (onConnection) (drafts[i] as IdOnConnection)[ID_ON_CONNECTION] = ctx.msgSerial * 2 ** 16 + i
+        if (onConnection) (drafts[i] as IdOnConnection)[ID_ON_CONNECTION] = idOnConnection(ctx.msgSerial, i)
       }
     }
     if (ctx) for (const d of drafts) d.connectionId = ctx.connectionId

@@ -26,4 +26,11 @@ export interface IdOnConnection {
 }
 /** The messages of a protocol message whose ids can be kept as numbers (msgSerial below 2^32). */
 export const idOnConnectionFits = (msgSerial: number, messages: number): boolean =>
-  Number.isInteger(msgSerial) && msgSerial >= 0 && msgSerial < 2 ** 32 && messages <= 2 ** 16
+  Number.isInteger(msgSerial) && msgSerial >= 0 && msgSerial < 2 ** 32 && messages <= INDEXES
+const INDEXES = 2 ** 16
+/** The number of the id of message `index` of protocol message `msgSerial` (when they fit). */
+export const idOnConnection = (msgSerial: number, index: number): number => msgSerial * INDEXES + index
+/** The msgSerial of such a number. */
+export const msgSerialOf = (id: number): number => Math.floor(id / INDEXES)
+/** The index of such a number. */
+export const indexOf = (id: number): number => id % INDEXES
