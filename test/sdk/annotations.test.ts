@@ -47,7 +47,9 @@ function seen<T>(subscribe: (cb: (x: T) => void) => void) {
       }
       const timer = setTimeout(() => {
         waiters.delete(look)
-        reject(new Error(`nothing matching within ${ms} ms; seen ${JSON.stringify(items).slice(0, 1500)}`))
+        // the check's source says which wait it was (a test may wait on several)
+        const what = String(check).slice(0, 200)
+        reject(new Error(`nothing matching ${what} within ${ms} ms; seen ${JSON.stringify(items).slice(0, 1500)}`))
       }, ms)
       waiters.add(look)
       look()
