@@ -18,7 +18,7 @@
  * follow on a Redis cluster (publishes to node A, history read on node B).
  */
 import { alternate, mean, range } from '../lib/alternation'
-import { cpuSeconds, threadCpuSeconds } from '../lib/cpu'
+import { cpuSeconds, minorFaults, threadCpuSeconds } from '../lib/cpu'
 import { fmt, publishCheck } from '../lib/delivery-checks'
 import { backendsOf, startDeployment, type Backend, type Deployment } from '../lib/deployment'
 import { runLoadgen } from '../lib/loadgen-client'
@@ -61,6 +61,11 @@ interface Run {
   /** Of it, the node's main thread and its other threads (realtime runs). */
   mainUsPerMessage?: number
   otherThreadsUsPerMessage?: number
+  /**
+   * The node's minor page faults per 1,000 messages: a fresh node takes one for each page its
+   * rings take for the first time while they fill (bench/page-cost.ts prices one). Realtime runs.
+   */
+  faultsPerThousand?: number
   redisUsPerMessage?: number
 }
 
@@ -219,6 +224,7 @@ export async function realtimePublishScenario(o: RunOptions): Promise<ScenarioRe
           'generator CPU',
           'node CPU µs per message',
           'of it main thread / other threads',
+          'node page faults per 1,000 messages',
           'redis-server CPU µs per message',
         ],
         rows: runs.map((r) => [
@@ -234,6 +240,7 @@ export async function realtimePublishScenario(o: RunOptions): Promise<ScenarioRe
           r.mainUsPerMessage === undefined
             ? ''
             : `${r.mainUsPerMessage.toFixed(1)} / ${(r.otherThreadsUsPerMessage ?? NaN).toFixed(1)}`,
+          r.faultsPerThousand === undefined ? '' : r.faultsPerThousand.toFixed(0),
           r.redisUsPerMessage === undefined ? '' : r.redisUsPerMessage.toFixed(1),
         ]),
       },
@@ -348,6 +355,7 @@ export async function realtimeRun(
     messages: (await pub.counts()).messages,
     gateway: cpuSeconds(t.pid) ?? 0,
     threads: threadCpuSeconds(t.pid),
+    faults: minorFaults(t.pid),
     redis: redisPid ? (cpuSeconds(redisPid) ?? NaN) : NaN,
     generator: pub.cpuSeconds(),
   })
@@ -369,6 +377,7 @@ export async function realtimeRun(
       nodeUsPerMessage: perMessage(a.gateway, b.gateway),
       mainUsPerMessage: a.threads && b.threads ? perMessage(a.threads.main, b.threads.main) : undefined,
       otherThreadsUsPerMessage: a.threads && b.threads ? perMessage(a.threads.others, b.threads.others) : undefined,
+      faultsPerThousand: ((b.faults - a.faults) / (b.messages - a.messages)) * 1000,
       redisUsPerMessage: redisPid ? perMessage(a.redis, b.redis) : undefined,
     },
     checks: [publishCheck(name, result)],
