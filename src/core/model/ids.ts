@@ -24,10 +24,11 @@ export const ID_ON_CONNECTION = Symbol('message id on its connection')
 export interface IdOnConnection {
   [ID_ON_CONNECTION]?: number
 }
+/** Messages a protocol message may carry for their ids to be kept as numbers (the index's range). */
+const INDEXES = 2 ** 16
 /** The messages of a protocol message whose ids can be kept as numbers (msgSerial below 2^32). */
 export const idOnConnectionFits = (msgSerial: number, messages: number): boolean =>
   Number.isInteger(msgSerial) && msgSerial >= 0 && msgSerial < 2 ** 32 && messages <= INDEXES
-const INDEXES = 2 ** 16
 /** The number of the id of message `index` of protocol message `msgSerial` (when they fit). */
 export const idOnConnection = (msgSerial: number, index: number): number => msgSerial * INDEXES + index
 /** The msgSerial of such a number. */
