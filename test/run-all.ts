@@ -20,7 +20,7 @@ const HALVES = [
 ] as const
 
 type Counts = { pass: number; fail: number; skip: number; todo: number; error: number }
-type Outcome = { name: string; script: string; code: number; seconds: number; counts?: Counts }
+type Outcome = { name: string; script: string; code: number; seconds: number; counts?: Counts; failures?: string[] }
 
 /** Keeps the last `max` characters written: bun's summary is at the end. */
 function tail(max = 256 * 1024) {
@@ -83,7 +83,47 @@ async function runHalf(name: string, script: string): Promise<Outcome> {
     code = 127
   }
   const seconds = (performance.now() - started) / 1000
-  return { name, script, code, seconds, counts: summaryOf(err.text) ?? summaryOf(out.text) }
+  const text = err.text + out.text
+  return { name, script, code, seconds, counts: summaryOf(err.text) ?? summaryOf(out.text), failures: failuresOf(text) }
+}
+
+/** Failing tests a digest names at most (per half), and characters per failure. */
+const DIGEST_MAX = 10
+const DIGEST_CHARS = 600
+
+/**
+ * One line per failing test of bun's output: its name, its error's first lines and where it was
+ * thrown, so the last lines of a long run (all a CI log may keep) say why, not only which. Bun
+ * prints a failure's source excerpt, `error: ...` and its stack, then `(fail) <name> [<ms>]`.
+ */
+export function failuresOf(text: string): string[] {
+  const lines = text.replace(/\x1b\[[0-9;]*m/g, '').split('\n')
+  const out: string[] = []
+  // bun lists the failed tests again at its end, with no error: each is named once
+  const named = new Set<string>()
+  let blockStart = 0
+  for (let i = 0; i < lines.length; i++) {
+    const line = lines[i]!
+    const verdict = /^\((pass|fail|skip|todo)\) (.*?)(?: \[[\d.]+m?s\])?$/.exec(line)
+    if (!verdict) continue
+    if (verdict[1] === 'fail' && out.length < DIGEST_MAX && !named.has(verdict[2]!)) {
+      named.add(verdict[2]!)
+      const block = lines.slice(blockStart, i)
+      const e = block.findIndex((l) => l.startsWith('error'))
+      const at = block.find((l) => /^\s+at /.test(l))?.trim()
+      const message =
+        e < 0
+          ? 'no error printed'
+          : block
+              .slice(e, e + 8)
+              .filter((l) => l.trim() !== '' && !/^\s+at /.test(l))
+              .map((l) => l.trim())
+              .join(' ')
+      out.push(`${verdict[2]}: ${message}${at ? ` (${at})` : ''}`.slice(0, DIGEST_CHARS))
+    }
+    blockStart = i + 1
+  }
+  return out
 }
 
 /** `name: N passed, N failed`, and in parentheses what else a reader must know about the half. */
@@ -105,6 +145,8 @@ if (import.meta.main) {
   for (const { name, script } of HALVES) outcomes.push(await runHalf(name, script))
 
   const total = (k: 'pass' | 'fail') => outcomes.reduce((n, o) => n + (o.counts?.[k] ?? 0), 0)
+  const digest = outcomes.flatMap((o) => (o.failures ?? []).map((f) => `${o.name}: ${f}`))
+  if (digest.length) console.log(`\n=== failures ===\n${digest.join('\n')}`)
   console.log('\n=== summary ===')
   for (const o of outcomes) console.log(describeHalf(o))
   const bad = outcomes.filter(failed)

@@ -372,6 +372,12 @@ describe.each(FORMATS)('pub/sub annotations over %s', (_format, binary) => {
     })
     const annotations = seen<Ably.Annotation>((cb) => void ch.annotations.subscribe(cb))
     const messages = seen<Ably.InboundMessage>((cb) => void ch.subscribe(cb))
+    // a failed wait says what the channel was told meanwhile (an 80020 would say the annotation was held back)
+    const updates: unknown[] = []
+    ch.on('update', (c) => updates.push({ reason: c.reason?.code, message: c.reason?.message }))
+    const told = (e: Error) => {
+      throw new Error(`${e.message}; channel ${ch.state}, updates ${JSON.stringify(updates)}`)
+    }
     await ch.attach()
     // a new entry is refused (realtime and REST), one adding to an entry is taken
     await expect(ch.annotations.publish(serial, { type: 'v:multiple.v1', name: 'over' })).rejects.toMatchObject({
@@ -383,11 +389,13 @@ describe.each(FORMATS)('pub/sub annotations over %s', (_format, binary) => {
     })
     expect(r.status).toBe(400)
     await ch.annotations.publish(serial, { type: 'v:multiple.v1', name: 'n0', count: 2 })
-    await annotations.until((x) => x.name === 'n0')
+    await annotations.until((x) => x.name === 'n0').catch(told)
     // the summary that counts it (one the REST entries made may still be on its way at the attach)
     const namesOf = (m: Ably.InboundMessage) =>
       m.annotations?.summary?.['v:multiple.v1'] as Record<string, { total: number }> | undefined
-    const summary = await messages.until((m) => m.action === 'message.summary' && namesOf(m)?.n0?.total === 3)
+    const summary = await messages
+      .until((m) => m.action === 'message.summary' && namesOf(m)?.n0?.total === 3)
+      .catch(told)
     expect(annotations.items.map((x) => x.name)).toEqual(['n0'])
     const names = namesOf(summary)!
     expect(names.over).toBeUndefined()

@@ -1,7 +1,7 @@
 import { expect, test } from 'bun:test'
 import { readFileSync } from 'node:fs'
 import { join } from 'node:path'
-import { describeHalf, failed, summaryOf } from '../run-all'
+import { describeHalf, failed, failuresOf, summaryOf } from '../run-all'
 
 /** `npm test` (test/run-all.ts): both halves, and one summary of both read from bun's own. */
 const BUN_END = `
@@ -55,4 +55,37 @@ test('npm test is the runner; each half has a script of its own', () => {
   expect(scripts['test:embedded']).toStartWith('bun test ')
   expect(scripts['test:redis']).toStartWith('TEST_BACKEND=redis bun test ')
   expect(readFileSync(join(import.meta.dir, '..', 'run-all.ts'), 'utf8')).toContain("script: 'test:redis'")
+})
+
+test("the failures' digest names each failing test once, with its error and where it was thrown", () => {
+  const output = [
+    '(pass) ok [0.05ms]',
+    "3 | test('bad expect', () => { expect([1,2]).toEqual([1,3]) })",
+    '                                             ^',
+    'error: expect(received).toEqual(expected)',
+    '',
+    '  [',
+    '    1,',
+    '-   3,',
+    '+   2,',
+    '  ]',
+    '      at <anonymous> (/tmp/a.test.ts:3:42)',
+    '(fail) suite > bad expect [4.15ms]',
+    '\x1b[31merror\x1b[0m: nothing matching (x) => x.name === "n0" within 10000 ms; seen []',
+    '      at <anonymous> (/tmp/a.test.ts:4:43)',
+    '(fail) suite > bad throw [10001.18ms]',
+    '(pass) ok2 [0.01ms]',
+    '',
+    '2 tests failed:',
+    '(fail) suite > bad expect [4.15ms]',
+    '(fail) suite > bad throw [10001.18ms]',
+    '',
+    ' 2 pass',
+  ].join('\n')
+  expect(failuresOf(output)).toEqual([
+    'suite > bad expect: error: expect(received).toEqual(expected) [ 1, -   3, +   2, ] (at <anonymous> (/tmp/a.test.ts:3:42))',
+    'suite > bad throw: error: nothing matching (x) => x.name === "n0" within 10000 ms; seen [] (at <anonymous> (/tmp/a.test.ts:4:43))',
+  ])
+  expect(failuresOf('(pass) a [1.00ms]\n(fail) b\n')).toEqual(['b: no error printed'])
+  expect(failuresOf(BUN_END)).toEqual([])
 })
