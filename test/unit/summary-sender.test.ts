@@ -5,7 +5,12 @@
  * an interval, a message's summaries go out at most once per interval (the test clock drives it).
  */
 import { expect, test } from 'bun:test'
-import { SummarySender } from '../../src/core/channels/summary-sender'
+import {
+  SUMMARY_RETRIES,
+  SUMMARY_RETRY_MAX_MS,
+  SUMMARY_RETRY_MS,
+  SummarySender,
+} from '../../src/core/channels/summary-sender'
 import { systemClock, systemTimers } from '../../src/lib/clock'
 import { ClockTimers, TestClock } from '../helpers/gateway'
 
@@ -100,4 +105,52 @@ test('with an interval: one summary at once, then at most one per interval, the 
   await turn()
   await late
   expect(sent[sent.length - 1]).toEqual([clock.now(), 51])
+})
+
+test('a round that failed is tried again after a growing wait, and gives up after SUMMARY_RETRIES', async () => {
+  const clock = new TestClock(1_000_000)
+  const timers = new ClockTimers(clock)
+  const sender = new SummarySender(clock, timers, 100)
+  const turn = () => new Promise((r) => setTimeout(r, 0))
+  // the broker fails twice (an outage), then takes the summary
+  let failing = 2
+  const sent: Array<[number, string]> = []
+  const publish = async (s: string) => {
+    if (failing-- > 0) throw new Error('broker down')
+    sent.push([clock.now(), s])
+  }
+  await sender.send('m', async () => 'state', publish)
+  expect(sent).toEqual([])
+  expect(sender.size).toBe(1)
+  timers.advance(SUMMARY_RETRY_MS - 1)
+  await turn()
+  expect(sent).toEqual([])
+  timers.advance(1)
+  await turn()
+  // second failure: the wait doubles
+  timers.advance(2 * SUMMARY_RETRY_MS)
+  await turn()
+  expect(sent).toEqual([[1_000_000 + 3 * SUMMARY_RETRY_MS, 'state']])
+  // the round then reads what it sent and ends
+  timers.advance(100)
+  await turn()
+  expect(sender.size).toBe(0)
+
+  // a store that stays down: given up after SUMMARY_RETRIES, no timer left
+  let reads = 0
+  const down = sender.send(
+    'n',
+    async () => {
+      reads++
+      throw new Error('store down')
+    },
+    publish,
+  )
+  await down
+  for (let i = 0; i < SUMMARY_RETRIES + 2; i++) {
+    timers.advance(SUMMARY_RETRY_MAX_MS)
+    await turn()
+  }
+  expect(reads).toBe(SUMMARY_RETRIES + 1)
+  expect(sender.size).toBe(0)
 })

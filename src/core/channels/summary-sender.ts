@@ -7,6 +7,11 @@ interface Run {
   settleNext: () => void
 }
 
+/** Times a message's summary round that failed is tried again, and the first wait (ms; doubled each time, up to the most). */
+export const SUMMARY_RETRIES = 8
+export const SUMMARY_RETRY_MS = 250
+export const SUMMARY_RETRY_MAX_MS = 5000
+
 /**
  * Sends the summaries of annotated messages, one message at a time per node, at most one summary
  * of a message per `intervalMs`: a change asks for its message's summary to go out (at once when
@@ -17,6 +22,8 @@ interface Run {
  * tens of kilobytes), and the last summary sent is the current state's, also when a change made on
  * another node went out in between (summaries of two nodes may arrive in either order: the final
  * read settles it). A caller's promise settles once a round that read after its change is done.
+ * A round that failed (reading or sending) is done again later (SUMMARY_RETRIES): a brief outage
+ * of the store or broker does not leave subscribers on an older summary until the next change.
  */
 export class SummarySender {
   private readonly running = new Map<string, Run>()
@@ -49,9 +56,11 @@ export class SummarySender {
   private async rounds<T>(key: string, run: Run, read: () => Promise<T>, publish: (summary: T) => Promise<void>) {
     let sent: string | undefined
     let sentAt = -Infinity
+    let failures = 0
+    let retryAt = -Infinity
     try {
       for (;;) {
-        const wait = sentAt + this.intervalMs - this.clock.now()
+        const wait = Math.max(sentAt + this.intervalMs, retryAt) - this.clock.now()
         if (wait > 0) await new Promise<void>((resolve) => this.timers.after(wait, resolve))
         // changes marked from now on are covered by the round after this one
         const settle = run.settleNext
@@ -67,13 +76,19 @@ export class SummarySender {
             sent = k
             sentAt = this.clock.now()
           } else if (!run.again) return
+          failures = 0
+        } catch (e) {
+          // the store or the broker failed (a failover, a timeout): the change is recorded, its
+          // summary is read and sent again after a wait that doubles, SUMMARY_RETRIES times at
+          // most; after that, the message's next change sends it (a summary is the whole state)
+          if (++failures > SUMMARY_RETRIES) throw e
+          retryAt = this.clock.now() + Math.min(SUMMARY_RETRY_MAX_MS, SUMMARY_RETRY_MS * 2 ** (failures - 1))
         } finally {
           settle()
         }
       }
     } catch {
-      // the store or the broker failed: the change is recorded, and the next change of the
-      // message sends its summary again (a summary is the whole state, never a difference)
+      // given up: see above
     } finally {
       this.running.delete(key)
       run.settleNext()
