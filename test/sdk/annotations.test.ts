@@ -356,7 +356,15 @@ describe.each(FORMATS)('pub/sub annotations over %s', (_format, binary) => {
     )
   })
 
-  test('an annotation refused (the message at its entry cap) is not delivered, nor summarised', async () => {
+  /**
+   * The scenario once; `dropped` is set when the client's connection dropped meanwhile. Bun's
+   * WebSocket client now and then misreads this test's ~50 KB summary frames in a long test
+   * process ("Invalid WebSocket frame: RSV2 and RSV3 must be clear", 2 in ~120 runs of it after
+   * test/realtime and test/sdk; a validating TCP proxy between them found every frame the server
+   * sent well formed): the client then resumes, and an annotation published while it re-attaches
+   * is not delivered (live-only entries are not replayed on resume).
+   */
+  const entryCap = async (dropped: { value: boolean }) => {
     const channelName = freshMutable('ann-cap')
     const serial = await publishOne(rt.gw, channelName, { name: 'm', data: 'x' })
     // 1,000 entries: multiple.v1 names of unidentified clients, 100 per request
@@ -367,6 +375,7 @@ describe.each(FORMATS)('pub/sub annotations over %s', (_format, binary) => {
     }
     // unidentified, as the entries' contributors were
     const client = await connectedClient(rt.port, { key: rt.gw.key }, binary)
+    client.connection.on('disconnected', () => (dropped.value = true))
     const ch = client.channels.get(channelName, {
       modes: ['PUBLISH', 'SUBSCRIBE', 'ANNOTATION_PUBLISH', 'ANNOTATION_SUBSCRIBE'],
     })
@@ -404,6 +413,17 @@ describe.each(FORMATS)('pub/sub annotations over %s', (_format, binary) => {
       await rt.gw.request(messagesPath(channelName, `/${serial}/annotations?limit=1000&cursor=900`))
     ).json()) as Array<{ name: string }>
     expect(list.map((x) => x.name).slice(-2)).toEqual(['n999', 'n0'])
+  }
+
+  test('an annotation refused (the message at its entry cap) is not delivered, nor summarised', async () => {
+    // run again (once) only when the client's connection dropped during the first run
+    const dropped = { value: false }
+    try {
+      await entryCap(dropped)
+    } catch (e) {
+      if (!dropped.value) throw e
+      await entryCap({ value: false })
+    }
   })
 })
 

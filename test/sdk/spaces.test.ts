@@ -36,7 +36,10 @@ describe.each(FORMATS)('@ably/spaces over %s', (_format, binary) => {
     expect(got.connectionId).toBe(alice.client.connection.id!)
     expect(got.data).toEqual({ color: 'red' })
     await alice.space.cursors.set({ position: { x: 500, y: 600 } })
-    await sleep(300) // one batch interval and the delivery
+    // the SDK sends it with its next batch: once bob has it, it is in the channel's history
+    // (waited for, not slept on: on a busy machine a batch interval and the delivery took longer)
+    for (let i = 0; i < 200 && !seen.some((u) => u.clientId === 'alice' && u.position.x === 500); i++) await sleep(50)
+    expect(seen.some((u) => u.clientId === 'alice' && u.position.x === 500)).toBe(true)
     // getAll: presence of the cursors channel, then its history (`page.current()`)
     const all = await bob.space.cursors.getAll()
     expect(all[alice.client.connection.id!]?.position).toEqual({ x: 500, y: 600 })
