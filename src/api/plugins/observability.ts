@@ -19,12 +19,12 @@ interface AfterResponse extends Resolved {
 export const observability = (core: Core, log: Logger, addressOf: AddressOf) => {
   metrics.gauge(
     'gateway_channels_subscribed',
-    'Channels with local subscribers (event-stream and realtime) on this node.',
+    'Channels with local subscribers (event-stream and realtime, and the keepers of realtime connections that dropped and may resume here) on this node.',
     () => core.hub.size().channels,
   )
   metrics.gauge(
     'gateway_subscriptions',
-    'Channel subscriptions of event-stream and realtime connections on this node.',
+    'Channel subscriptions of event-stream and realtime connections on this node (a realtime connection that dropped keeps one per channel for its resume, up to the connection state TTL).',
     () => core.hub.size().subscriptions,
   )
   metrics.gauge('gateway_ring_channels', 'Channels held in memory by the broker.', () => core.memory().channels)

@@ -8,6 +8,8 @@ import { Action, Flag } from './protocol'
 import type { AttachRequest } from './attach-request'
 import type { AttachStart } from './attach-start'
 import type { OutboundBudget } from './outbound-budget'
+import type { Hub } from '../fanout/hub'
+import { LiveOnlyKeeper } from './live-only-keeper'
 
 /** How an attachment with these modes counts in its channel's occupancy. */
 function occupancyRole(modes: number): OccupancyRole {
@@ -188,6 +190,38 @@ export class Attachment implements SessionSink {
         `Continuity lost on channel "${this.channel}": messages beyond this connection's outbound rate (${rate} a second) were not delivered; read them from history`,
       ),
     )
+  }
+
+  /**
+   * A keeper of the live-only entries this attachment delivers, left for the connection's resume
+   * (live-only-keeper.ts); none when it delivers none.
+   */
+  keeper(hub: Hub, connectionId: string): LiveOnlyKeeper | undefined {
+    const f = this.filter
+    const channel = this.session?.channels[0]
+    if (channel === undefined || this.closed || (!f.annotations && !f.messages)) return undefined
+    return new LiveOnlyKeeper(hub, this.appId, channel, connectionId, {
+      annotations: !!f.annotations,
+      summaries: f.messages,
+      exceptConnection: f.exceptConnection,
+    })
+  }
+
+  /**
+   * Hands on what the dropped connection's keeper kept of this channel (after ATTACHED, before
+   * the replay's first frame), but for what this attachment's session received itself; a keeper
+   * that let entries go tells the client (80020).
+   */
+  handOn(k: LiveOnlyKeeper): void {
+    const kept = k.kept(this.session?.firstLive?.[0])
+    if (kept.length) this.deliver(0, kept)
+    if (k.missed)
+      this.notice(
+        new GatewayError(
+          80020,
+          `Continuity lost on channel "${this.channel}": ${k.missed} annotation events or summaries were not kept while this connection was away; read them with the annotations of their messages`,
+        ),
+      )
   }
 
   /** A resume gap found after ATTACHED: an update without RESUMED carrying the error (the client sees the discontinuity). */

@@ -11,6 +11,7 @@ import { decideStart } from './attach-start'
 import { planSteps } from './attach-step'
 import { ATTACH_STEPS } from './attach-steps'
 import { deliveriesOf } from './attachment-stages'
+import type { LiveOnlyKeeper } from './live-only-keeper'
 
 /**
  * The attachments of one connection. Operations on one channel run one after another (an
@@ -155,10 +156,20 @@ export class ChannelOps {
     // counted once: among the attachments from here on, no longer among the ones under way
     this.attachments.set(wireName, att)
     this.attaching?.delete(wireName)
+    // what the connection's dropped transport left of this channel's live-only entries (a resume)
+    const keeper = this.conn.takeKeeper(wireName)
+    const handOn = keeper && start.kind === 'resume' && stream
     if (stream) {
       att.session = core.streams.create(stream, att)
-      await core.streams.start(att.session)
+      if (handOn) att.session.watchFirstLive()
+      try {
+        await core.streams.start(att.session)
+      } finally {
+        keeper?.release()
+      }
+      if (handOn) att.handOn(keeper)
     } else {
+      keeper?.release()
       att.sendAttached(await core.streams.position(principal.appId, req.channel))
     }
     if (this.conn.log.enabled('debug'))
@@ -204,6 +215,18 @@ export class ChannelOps {
 
   drained(): void {
     for (const att of this.attachments.values()) void att.session?.drained()
+  }
+
+  /** Keepers of every attachment's live-only entries, by channel name (a dropped transport's, for its resume). */
+  keepers(): Map<string, LiveOnlyKeeper> | undefined {
+    const hub = this.conn.core.hub
+    if (!hub) return undefined
+    let out: Map<string, LiveOnlyKeeper> | undefined
+    for (const [name, att] of this.attachments) {
+      const k = att.keeper(hub, this.conn.id)
+      if (k) (out ??= new Map()).set(name, k)
+    }
+    return out
   }
 
   closeAll(): void {

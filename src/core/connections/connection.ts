@@ -1,4 +1,5 @@
 import { OutboundBudget } from './outbound-budget'
+import type { LiveOnlyKeeper } from './live-only-keeper'
 import type { Credentials } from '../auth/authenticator'
 import { ConnectionKeys } from '../auth/connection-keys'
 import type { Principal } from '../auth/principal'
@@ -385,6 +386,32 @@ export class Connection implements ConnectionHost {
     this.transport.terminate()
   }
 
+  /** Keepers of live-only entries its earlier transport left (a resume), by channel, until it attaches those channels again. */
+  private kept?: Map<string, LiveOnlyKeeper>
+  private keptTimer?: () => void
+  /** What it leaves of its channels' live-only entries when it goes abruptly or is superseded (registry.ts hands them to its resume). */
+  leftKeepers?: Map<string, LiveOnlyKeeper>
+
+  /** Takes over the keepers its dropped transport left; those of channels not attached again within the state TTL are let go. */
+  adoptKeepers(keepers: Map<string, LiveOnlyKeeper> | undefined): void {
+    if (!keepers?.size) return
+    this.kept = keepers
+    this.keptTimer = this.core.timers.after(this.s.connectionStateTtlMs, () => this.releaseKept())
+  }
+
+  takeKeeper(channel: string): LiveOnlyKeeper | undefined {
+    const k = this.kept?.get(channel)
+    if (k) this.kept!.delete(channel)
+    return k
+  }
+
+  private releaseKept() {
+    for (const k of this.kept?.values() ?? []) k.release()
+    this.kept = undefined
+    this.keptTimer?.()
+    this.keptTimer = undefined
+  }
+
   /** A newer transport of the same connection (a resume) takes over: this socket goes quietly. */
   supersede(): void {
     this.gone(false, { reason: 'superseded by its resume on a new socket' }, true)
@@ -422,6 +449,17 @@ export class Connection implements ConnectionHost {
     this.renewTimer?.()
     this.expiryTimer?.()
     this.unwatch?.()
+    // the client may resume: what its channels get meanwhile of what no log keeps is kept for it
+    // (with what it had not attached again since its own resume), before the sessions end
+    if (abrupt || superseded) {
+      const left = this.channels.keepers()
+      for (const [channel, k] of this.kept ?? [])
+        if (left?.has(channel)) k.release()
+        else (this.leftKeepers ??= new Map()).set(channel, k)
+      if (left) for (const [channel, k] of left) (this.leftKeepers ??= new Map()).set(channel, k)
+      this.kept = undefined
+      this.keptTimer?.()
+    } else this.releaseKept()
     this.channels.closeAll()
     const cp = this.core.connectionPresence
     if (abrupt) cp.dropped(this.id, this.params.remainPresentForMs ?? this.s.presenceGraceMs)

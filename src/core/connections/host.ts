@@ -4,6 +4,7 @@ import type { Logger } from '../../lib/logger'
 import type { AckQueue } from './acks'
 import type { AttachmentHost } from './attachment'
 import type { RealtimeSettings } from './settings'
+import type { LiveOnlyKeeper } from './live-only-keeper'
 
 /**
  * What the connection's collaborators (the operations of operations.ts and their handlers, the
@@ -33,4 +34,6 @@ export interface ConnectionHost extends AttachmentHost {
    * ones wait for it). `op` settles its own failures: it never rejects.
    */
   inOrder(channel: string, op: () => Promise<void>): void
+  /** The keeper its dropped transport left of the channel's live-only entries (a resume), taken once. */
+  takeKeeper(channel: string): LiveOnlyKeeper | undefined
 }

@@ -8,6 +8,7 @@ import { Action } from './protocol'
 import type { ConnectionServices } from './services'
 import type { RealtimeLimits } from './settings'
 import type { Transport } from './transport'
+import type { LiveOnlyKeeper } from './live-only-keeper'
 
 /** How long a connection resumed without its earlier node's publish memory checks publishes against the log (ms). */
 const UNKNOWN_PAST_MS = 15_000
@@ -20,6 +21,12 @@ interface Remains {
   key: string
   /** The connection's app (its records count against that app's bound). */
   appId: string
+  /** What its channels got of their live-only entries since it dropped (live-only-keeper.ts), for its resume. */
+  keepers?: Map<string, LiveOnlyKeeper>
+}
+
+const releaseKeepers = (r: Remains | undefined) => {
+  for (const k of r?.keepers?.values() ?? []) k.release()
 }
 
 /**
@@ -82,6 +89,7 @@ export class ConnectionRegistry {
   /** A dropped connection not resumed here within the state TTL: the key it has from here is over on every node. */
   private expire(id: string, r: Remains) {
     this.remains.delete(id)
+    releaseKeepers(r)
     this.core.endedConnections
       .expired(r.key, r.appId)
       .catch((e) => this.log.warn('could not record an expired connection', { error: String(e) }))
@@ -103,14 +111,21 @@ export class ConnectionRegistry {
   private readonly gone = (conn: Connection, abrupt: boolean) => {
     this.dropLive(conn)
     if (abrupt) {
+      // a connection that dropped again before its remains were taken: the earlier keepers go
+      releaseKeepers(this.remains.get(conn.id))
       this.remains.set(conn.id, {
         memory: conn.acks.handOver(),
         until: this.core.clock.now() + this.s.connectionStateTtlMs,
         key: conn.key,
         appId: conn.principalOf.appId,
+        keepers: conn.leftKeepers,
       })
       // bounded: the oldest remains go first
-      if (this.remains.size > this.s.realtimeMaxConnections) this.remains.delete(this.remains.keys().next().value!)
+      if (this.remains.size > this.s.realtimeMaxConnections) {
+        const oldest = this.remains.keys().next().value!
+        releaseKeepers(this.remains.get(oldest))
+        this.remains.delete(oldest)
+      }
     }
   }
 
@@ -175,8 +190,11 @@ export class ConnectionRegistry {
         // the same connection resumed while its old transport looked alive here: the new one takes over
         conn.acks.adopt(before.acks.handOver())
         before.supersede()
-      } else if (left) conn.acks.adopt(left.memory)
-      else if (resumed) conn.operations.unknownPastUntil = core.clock.now() + UNKNOWN_PAST_MS
+        conn.adoptKeepers(before.leftKeepers)
+      } else if (left) {
+        conn.acks.adopt(left.memory)
+        conn.adoptKeepers(left.keepers)
+      } else if (resumed) conn.operations.unknownPastUntil = core.clock.now() + UNKNOWN_PAST_MS
       remains.delete(id)
     } catch (e) {
       this.refuse(transport, this.unexpected(e))

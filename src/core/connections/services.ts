@@ -13,6 +13,7 @@ import type { PresenceService } from '../presence/presence-service'
 import type { StatsService } from '../stats/stats-service'
 import type { LiveObjectService } from '../objects/live-service'
 import type { ConnectionPresence } from './connection-presence'
+import type { Hub } from '../fanout/hub'
 
 /** The core services a realtime connection uses (the node's `Core` is one; unit tests pass their own). */
 export interface ConnectionServices {
@@ -43,4 +44,6 @@ export interface ConnectionServices {
   liveObjects: LiveObjectService
   /** ANNOTATION publishes. */
   annotations: AnnotationService
+  /** The node's local subscriptions: a dropped connection's keepers of live-only entries subscribe there (live-only-keeper.ts). */
+  hub?: Hub
 }

@@ -91,6 +91,14 @@ export class StreamSession implements Subscriber {
   owner?: { closed(session: StreamSession): void }
   /** Delivery stages put in front of the sink (`interpose`), ended with the session. */
   private staged?: { dispose(): void }
+  /**
+   * Per channel, the serial of the first entry the hub handed this session (set once
+   * `watchFirstLive` asked for it): what a keeper of a dropped connection hands on must be older.
+   */
+  firstLive?: Array<string | undefined>
+  watchFirstLive(): void {
+    this.firstLive ??= []
+  }
   /** The stages a transport asked for, read when the session starts (streams.ts). */
   stageRequest?: { appendRollupWindowMs?: number }
 
@@ -192,6 +200,7 @@ export class StreamSession implements Subscriber {
     if ((this.mode === 'paused' && !this.hold) || this.closed) return
     const i = this.index ? this.index.get(channel) : this.channels.indexOf(channel)
     if (i === undefined || i < 0) return
+    if (this.firstLive && this.firstLive[i] === undefined) this.firstLive[i] = batch[0]!.serial
     if (this.mode === 'live') {
       if (!this.forward(i, batch)) this.pause()
       return

@@ -1,0 +1,66 @@
+import type { Hub, Subscriber } from '../fanout/hub'
+import type { Message } from '../types'
+
+/** Annotations a keeper holds at most; past them it only counts (the client is told of the loss). */
+export const KEPT_ANNOTATIONS = 1000
+/** Messages whose latest summary a keeper holds at most; past them it only counts. */
+export const KEPT_SUMMARIES = 100
+
+/**
+ * What a dropped connection's attachment would have been sent of the channel's live-only entries
+ * (annotations, summaries: the log keeps neither, so a resume's replay cannot give them back),
+ * from the drop until the resumed connection attaches the channel again on this node: a
+ * subscriber of the channel in the hub, kept with what the connection left for its resume
+ * (registry.ts). Annotations are kept in order, summaries the latest of each message; bounded,
+ * past the bounds it counts what it let go. Entries that reached the old socket before the drop
+ * are not here, so handing these on duplicates nothing.
+ */
+export class LiveOnlyKeeper implements Subscriber {
+  private readonly annotations: Message[] = []
+  private readonly summaries = new Map<string, Message>()
+  /** Entries let go past the bounds. */
+  missed = 0
+  private released = false
+
+  constructor(
+    private readonly hub: Hub,
+    readonly appId: string,
+    readonly channel: string,
+    readonly connectionId: string,
+    private readonly kinds: { annotations: boolean; summaries: boolean; exceptConnection?: string },
+  ) {
+    hub.add(appId, channel, this)
+  }
+
+  deliver(_channel: string, batch: Message[]): void {
+    for (const m of batch) {
+      if (m.kind === 'summary' && this.kinds.summaries) {
+        const key = m.name ?? m.id
+        this.summaries.delete(key)
+        if (this.summaries.size < KEPT_SUMMARIES) this.summaries.set(key, m)
+        else this.missed++
+      } else if (
+        m.kind === 'annotation' &&
+        this.kinds.annotations &&
+        (!m.connectionId || m.connectionId !== this.kinds.exceptConnection)
+      ) {
+        if (this.annotations.length < KEPT_ANNOTATIONS) this.annotations.push(m)
+        else this.missed++
+      }
+    }
+  }
+
+  /** Leaves the hub (idempotent); what it kept stays readable. */
+  release(): void {
+    if (this.released) return
+    this.released = true
+    this.hub.remove(this.appId, this.channel, this)
+  }
+
+  /** What it kept with a serial below `before` (when given: what the new session did not see itself), in channel order. */
+  kept(before?: string): Message[] {
+    const all = [...this.annotations, ...this.summaries.values()]
+    all.sort((a, b) => (a.serial < b.serial ? -1 : a.serial > b.serial ? 1 : 0))
+    return before === undefined ? all : all.filter((m) => m.serial < before)
+  }
+}
