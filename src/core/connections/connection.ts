@@ -452,14 +452,15 @@ export class Connection implements ConnectionHost {
     // the client may resume: what its channels get meanwhile of what no log keeps is kept for it
     // (with what it had not attached again since its own resume), before the sessions end
     if (abrupt || superseded) {
-      const left = this.channels.keepers()
-      for (const [channel, k] of this.kept ?? [])
-        if (left?.has(channel)) k.release()
-        else (this.leftKeepers ??= new Map()).set(channel, k)
-      if (left) for (const [channel, k] of left) (this.leftKeepers ??= new Map()).set(channel, k)
-      this.kept = undefined
-      this.keptTimer?.()
-    } else this.releaseKept()
+      const left = new Map(this.kept)
+      for (const [channel, k] of this.channels.keepers() ?? []) {
+        left.get(channel)?.release()
+        left.set(channel, k)
+      }
+      if (left.size) this.leftKeepers = left
+      this.kept = undefined // handed on: not released below
+    }
+    this.releaseKept()
     this.channels.closeAll()
     const cp = this.core.connectionPresence
     if (abrupt) cp.dropped(this.id, this.params.remainPresentForMs ?? this.s.presenceGraceMs)
