@@ -388,6 +388,25 @@ describe.each(FORMATS)('pub/sub annotations over %s', (_format, binary) => {
     expect(updates).toEqual([])
   })
 
+  test('a connection that drops keeps for its resume only the channels that may carry annotations or summaries', async () => {
+    const { raw, connected } = await rawConnected(rt.base, { key: rt.gw.key }, binary ? 'msgpack' : 'json')
+    // a mutable namespace's channel, a chat room's, one of a namespace without the rule, one of none
+    const mutable = freshMutable('ann-keep')
+    const chat = `${fresh('keep-room')}::$chat`
+    const plain = [`nomut:${fresh('keep')}`, fresh('keep')]
+    for (const channel of [mutable, chat, ...plain]) {
+      raw.send({ action: 10, channel })
+      await raw.next((pm) => pm.action === 11 && pm.channel === channel)
+    }
+    const hub = rt.gw.core.hub
+    for (const channel of [mutable, chat, ...plain]) expect(hub.count(APP_ID, channel)).toBe(1)
+    cutSocket(rt.gw, connected.connectionId) // abruptly, as a network would: it may resume
+    // its attachments end together when the server sees the socket closed; the keepers are made then
+    for (let waited = 0; hub.count(APP_ID, plain[1]!) > 0 && waited < 10_000; waited += 20) await Bun.sleep(20)
+    expect([mutable, chat, ...plain].map((channel) => hub.count(APP_ID, channel))).toEqual([1, 1, 0, 0])
+    raw.close()
+  })
+
   /**
    * The scenario once; `dropped` is set when the client's connection dropped meanwhile. Bun's
    * WebSocket client now and then misreads this test's ~50 KB summary frames in a long test

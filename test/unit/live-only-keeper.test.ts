@@ -76,3 +76,18 @@ test('bounded: past the bounds entries are counted, not kept', () => {
   expect(k.kept().filter((m) => m.kind === 'summary')).toHaveLength(KEPT_SUMMARIES)
   expect(k.missed).toBe(5 + 3)
 })
+
+test("one connection's keepers share its budget: past it each counts what it let go", () => {
+  const { hub } = fakeHub()
+  const budget = { left: 3 }
+  const kinds = { annotations: true, summaries: true }
+  const a = new LiveOnlyKeeper(hub, 'app', 'a', 'c', kinds, budget)
+  const b = new LiveOnlyKeeper(hub, 'app', 'b', 'c', kinds, budget)
+  a.deliver('a', [entry('annotation', 'x'), entry('summary', 'm1')])
+  // a newer summary of a message kept takes its place and its share of the budget
+  a.deliver('a', [entry('summary', 'm1')])
+  b.deliver('b', [entry('annotation', 'y'), entry('annotation', 'z'), entry('summary', 'm2')])
+  expect(a.kept().map((m) => m.name)).toEqual(['x', 'm1'])
+  expect(b.kept().map((m) => m.name)).toEqual(['y'])
+  expect([a.missed, b.missed, budget.left]).toEqual([0, 2, 0])
+})

@@ -183,6 +183,15 @@ export class AnnotationService {
     return clipSummary(summary, this.s.annotationSummaryMaxBytes)
   }
 
+  /**
+   * Whether the channel may carry annotations and summaries (a `mutableMessages` namespace, or a
+   * chat room's channel, whose message reactions are announced on it); true while its app's rules
+   * are not cached (it cannot be told without waiting for them).
+   */
+  mayCarry(appId: string, channel: string): boolean {
+    return qualifierOf(channel) === 'chat' || (this.namespaces.mutableCached(appId, channel) ?? true)
+  }
+
   /** Delivers an annotation recorded elsewhere (chat reactions) to the channel's annotation subscribers. */
   async announce(appId: string, channel: string, a: Omit<Annotation, 'id' | 'serial' | 'timestamp'>): Promise<string> {
     const { serials } = await this.broker.publish(

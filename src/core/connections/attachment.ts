@@ -9,7 +9,7 @@ import type { AttachRequest } from './attach-request'
 import type { AttachStart } from './attach-start'
 import type { OutboundBudget } from './outbound-budget'
 import type { Hub } from '../fanout/hub'
-import { LiveOnlyKeeper } from './live-only-keeper'
+import { LiveOnlyKeeper, type KeptBudget } from './live-only-keeper'
 
 /** How an attachment with these modes counts in its channel's occupancy. */
 function occupancyRole(modes: number): OccupancyRole {
@@ -196,15 +196,18 @@ export class Attachment implements SessionSink {
    * A keeper of the live-only entries this attachment delivers, left for the connection's resume
    * (live-only-keeper.ts); none when it delivers none.
    */
-  keeper(hub: Hub, connectionId: string): LiveOnlyKeeper | undefined {
+  keeper(hub: Hub, connectionId: string, budget: KeptBudget): LiveOnlyKeeper | undefined {
     const f = this.filter
     const channel = this.session?.channels[0]
     if (channel === undefined || this.closed || (!f.annotations && !f.messages)) return undefined
-    return new LiveOnlyKeeper(hub, this.appId, channel, connectionId, {
-      annotations: !!f.annotations,
-      summaries: f.messages,
-      exceptConnection: f.exceptConnection,
-    })
+    return new LiveOnlyKeeper(
+      hub,
+      this.appId,
+      channel,
+      connectionId,
+      { annotations: !!f.annotations, summaries: f.messages, exceptConnection: f.exceptConnection },
+      budget,
+    )
   }
 
   /**

@@ -11,7 +11,7 @@ import { decideStart } from './attach-start'
 import { planSteps } from './attach-step'
 import { ATTACH_STEPS } from './attach-steps'
 import { deliveriesOf } from './attachment-stages'
-import type { LiveOnlyKeeper } from './live-only-keeper'
+import { KEPT_PER_CONNECTION, type KeptBudget, type LiveOnlyKeeper } from './live-only-keeper'
 
 /**
  * The attachments of one connection. Operations on one channel run one after another (an
@@ -217,13 +217,20 @@ export class ChannelOps {
     for (const att of this.attachments.values()) void att.session?.drained()
   }
 
-  /** Keepers of every attachment's live-only entries, by channel name (a dropped transport's, for its resume). */
+  /**
+   * Keepers of the attachments' live-only entries, by channel name (a dropped transport's, for its
+   * resume): on the channels that may carry any (annotations.mayCarry), sharing one budget.
+   */
   keepers(): Map<string, LiveOnlyKeeper> | undefined {
-    const hub = this.conn.core.hub
+    const { hub, annotations } = this.conn.core
     if (!hub) return undefined
+    const budget: KeptBudget = { left: KEPT_PER_CONNECTION }
+    const appId = this.conn.principalOf.appId
     let out: Map<string, LiveOnlyKeeper> | undefined
     for (const [name, att] of this.attachments) {
-      const k = att.keeper(hub, this.conn.id)
+      const channel = att.session?.channels[0]
+      if (channel === undefined || !annotations.mayCarry(appId, channel)) continue
+      const k = att.keeper(hub, this.conn.id, budget)
       if (k) (out ??= new Map()).set(name, k)
     }
     return out

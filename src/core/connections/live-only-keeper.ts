@@ -5,14 +5,22 @@ import type { Message } from '../types'
 export const KEPT_ANNOTATIONS = 1000
 /** Messages whose latest summary a keeper holds at most; past them it only counts. */
 export const KEPT_SUMMARIES = 100
+/** Entries all the keepers of one dropped connection hold together at most (its channels share it). */
+export const KEPT_PER_CONNECTION = 5000
+
+/** What the keepers of one connection may still hold (one object shared by them). */
+export interface KeptBudget {
+  left: number
+}
 
 /**
  * What a dropped connection's attachment would have been sent of the channel's live-only entries
  * (annotations, summaries: the log keeps neither, so a resume's replay cannot give them back),
  * from the drop until the resumed connection attaches the channel again on this node: a
  * subscriber of the channel in the hub, kept with what the connection left for its resume
- * (registry.ts). Annotations are kept in order, summaries the latest of each message; bounded,
- * past the bounds it counts what it let go. Entries that reached the old socket before the drop
+ * (registry.ts). Annotations are kept in order, summaries the latest of each message; bounded per
+ * channel and, with the connection's other keepers, per connection (KEPT_PER_CONNECTION): past the
+ * bounds it counts what it let go. Entries that reached the old socket before the drop
  * are not here, so handing these on duplicates nothing.
  */
 export class LiveOnlyKeeper implements Subscriber {
@@ -28,6 +36,7 @@ export class LiveOnlyKeeper implements Subscriber {
     readonly channel: string,
     readonly connectionId: string,
     private readonly kinds: { annotations: boolean; summaries: boolean; exceptConnection?: string },
+    private readonly budget: KeptBudget = { left: KEPT_PER_CONNECTION },
   ) {
     hub.add(appId, channel, this)
   }
@@ -36,18 +45,26 @@ export class LiveOnlyKeeper implements Subscriber {
     for (const m of batch) {
       if (m.kind === 'summary' && this.kinds.summaries) {
         const key = m.name ?? m.id
-        this.summaries.delete(key)
-        if (this.summaries.size < KEPT_SUMMARIES) this.summaries.set(key, m)
+        // a newer summary of a message kept takes its place
+        if (this.summaries.delete(key)) this.budget.left++
+        if (this.summaries.size < KEPT_SUMMARIES && this.take()) this.summaries.set(key, m)
         else this.missed++
       } else if (
         m.kind === 'annotation' &&
         this.kinds.annotations &&
         (!m.connectionId || m.connectionId !== this.kinds.exceptConnection)
       ) {
-        if (this.annotations.length < KEPT_ANNOTATIONS) this.annotations.push(m)
+        if (this.annotations.length < KEPT_ANNOTATIONS && this.take()) this.annotations.push(m)
         else this.missed++
       }
     }
+  }
+
+  /** Takes one entry of the connection's budget, if any is left. */
+  private take(): boolean {
+    if (this.budget.left <= 0) return false
+    this.budget.left--
+    return true
   }
 
   /** Leaves the hub (idempotent); what it kept stays readable. */

@@ -56,6 +56,14 @@ export class Namespaces {
     return id === undefined ? undefined : this.cache.get(appId)?.get(id)
   }
 
+  /** Synchronous `isMutable` when the app's rules are cached, else undefined. */
+  mutableCached(appId: string, channel: string): boolean | undefined {
+    const id = namespaceOf(baseName(channel))
+    if (id === undefined) return false
+    const m = this.cache.get(appId)
+    return m ? m.get(id)?.mutableMessages === true : undefined
+  }
+
   /** Whether messages of the channel may be updated, deleted and appended to (`mutableMessages`). */
   async isMutable(appId: string, channel: string): Promise<boolean> {
     return (await this.of(appId, channel))?.mutableMessages === true
