@@ -10,16 +10,17 @@ import { BUN } from '../bench/lib/processes'
 import type { Backend, Plan } from './backend-run'
 import { makeRunTls } from './sandbox-host'
 import { writeScorecard, type RunSummary } from './scorecard'
-import { checkout, installAblyJs, installChat, source, type Source } from './sources'
+import { checkout, installAblyJs, installFromLock, source, type Source } from './sources'
 import { filesOf, SUITES, type Tree } from './suites'
 
-const USAGE = `usage: npx bun conformance/run.ts --ably-js <repo> [--chat <repo>] [options]
+const USAGE = `usage: npx bun conformance/run.ts --ably-js <repo> [--chat <repo>] [--ai-transport <repo>] [options]
 
   --ably-js <repo>      a clone (git clone --recurse-submodules https://github.com/ably/ably-js) or bare mirror
   --ably-js-ref <ref>   for test/rest, test/realtime, delta, LiveObjects (default: the newest release tag)
   --uts-ref <ref>       for test/uts (default: main)
   --ably-common <repo>  the ably-common repository, where the clones lack their submodule
   --chat <repo>         a clone of ably/ably-chat-js; --chat-ref <ref> (default: newest release tag)
+  --ai-transport <repo> a clone of ably/ably-ai-transport-js; --ai-transport-ref <ref> (default: newest release tag)
   --suites a,b          of: ${SUITES.map((s) => s.name).join(', ')} (default: all whose repository is given)
   --backends a,b        of: embedded, redis, cluster (default: all three)
   --only <text>         only files whose path contains <text>
@@ -37,6 +38,8 @@ const flags = parseFlags(process.argv.slice(2), {
   'ably-common': 'string',
   chat: 'string',
   'chat-ref': 'string',
+  'ai-transport': 'string',
+  'ai-transport-ref': 'string',
   suites: 'string',
   backends: 'string',
   only: 'string',
@@ -45,7 +48,7 @@ const flags = parseFlags(process.argv.slice(2), {
   scorecard: 'boolean',
   help: 'boolean',
 })
-if (flags.help || (!flags['ably-js'] && !flags.chat)) {
+if (flags.help || (!flags['ably-js'] && !flags.chat && !flags['ai-transport'])) {
   console.log(USAGE)
   process.exit(flags.help ? 0 : 2)
 }
@@ -69,19 +72,24 @@ if (flags['ably-js']) {
     trees[tree] = { root, source: src, client: installAblyJs(root, work) }
   }
 }
-if (flags.chat) {
-  const src = source(flags.chat, flags['chat-ref'])
-  const root = join(work, `ably-chat-js@${src.ref}`)
+// the SDKs' repositories: each at its ref, installed from its own lock file, run with the ably client it locks
+for (const [tree, repo, ref, dir, sdk] of [
+  ['chat', flags.chat, flags['chat-ref'], 'ably-chat-js', '@ably/chat'],
+  ['ai-transport', flags['ai-transport'], flags['ai-transport-ref'], 'ably-ai-transport-js', '@ably/ai-transport'],
+] as const) {
+  if (!repo) continue
+  const src = source(repo, ref)
+  const root = join(work, `${dir}@${src.ref}`)
   checkout(src, root, 'ably-common', flags['ably-common'])
-  installChat(root)
+  installFromLock(root)
   const ably = JSON.parse(readFileSync(join(root, 'node_modules/ably/package.json'), 'utf8')).version
-  trees.chat = { root, source: src, client: `@ably/chat ${src.ref} with ably ${ably}` }
+  trees[tree] = { root, source: src, client: `${sdk} ${src.ref} with ably ${ably}` }
 }
 
 const wanted = flags.suites?.split(',') ?? SUITES.filter((s) => trees[s.tree]).map((s) => s.name)
 const suites = SUITES.filter((s) => wanted.includes(s.name))
 for (const s of suites)
-  if (!trees[s.tree]) throw new Error(`suite ${s.name} needs --${s.tree === 'chat' ? 'chat' : 'ably-js'}`)
+  if (!trees[s.tree]) throw new Error(`suite ${s.name} needs --${s.tree === 'ably-js-main' ? 'ably-js' : s.tree}`)
 const files = suites.flatMap((s) =>
   filesOf(s, trees[s.tree]!.root)
     .filter((f) => !flags.only || f.includes(flags.only))

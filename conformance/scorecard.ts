@@ -1,7 +1,8 @@
 /**
  * docs/conformance.md from a run's summary: per suite and backend, per file, and every remaining
- * failure with its cause. `npx bun conformance/scorecard.ts <results dir> [<output file>]` writes it
- * again from a run's summary.json.
+ * failure with its cause. `npx bun conformance/scorecard.ts <results dir>... [<output .md>]` writes
+ * it again from runs' summary.json files: several runs (say, one suite run again on its own) make one
+ * scorecard, a later run's results of a suite taking the place of an earlier one's.
  */
 import { readFileSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
@@ -132,14 +133,36 @@ export function renderScorecard(s: RunSummary): string {
   ].join('\n')
 }
 
+/** Runs as one: the later's results of a suite replace the earlier's, per backend; the latest date; every gateway named. */
+export function mergeSummaries(runs: RunSummary[]): RunSummary {
+  const out: RunSummary = { date: '', gateway: '', trees: {}, suites: [], backends: [] }
+  const gateways: string[] = []
+  for (const run of runs) {
+    if (run.date > out.date) out.date = run.date
+    if (!gateways.includes(run.gateway)) gateways.push(run.gateway)
+    Object.assign(out.trees, run.trees)
+    for (const suite of run.suites) if (!out.suites.some((x) => x.name === suite.name)) out.suites.push(suite)
+    const names = new Set(run.suites.map((x) => x.name))
+    for (const b of run.backends) {
+      let into = out.backends.find((x) => x.backend === b.backend)
+      if (!into) out.backends.push((into = { backend: b.backend, gatewayStarts: 0, results: [] }))
+      into.results = [...into.results.filter((r) => !names.has(r.suite)), ...b.results]
+      into.gatewayStarts += b.gatewayStarts
+    }
+  }
+  out.gateway = gateways.join('` and `')
+  return out
+}
+
 export function writeScorecard(s: RunSummary, path: string): string {
   writeFileSync(path, renderScorecard(s))
   return path
 }
 
 if (import.meta.main) {
-  const [dir, outPath] = process.argv.slice(2)
-  if (!dir) throw new Error('usage: npx bun conformance/scorecard.ts <results dir> [<output file>]')
-  const s = JSON.parse(readFileSync(join(dir, 'summary.json'), 'utf8')) as RunSummary
-  console.log(writeScorecard(s, outPath ?? join(dir, 'conformance.md')))
+  const args = process.argv.slice(2)
+  const outPath = args.at(-1)?.endsWith('.md') ? args.pop() : undefined
+  if (!args.length) throw new Error('usage: npx bun conformance/scorecard.ts <results dir>... [<output .md>]')
+  const runs = args.map((dir) => JSON.parse(readFileSync(join(dir, 'summary.json'), 'utf8')) as RunSummary)
+  console.log(writeScorecard(mergeSummaries(runs), outPath ?? join(args[0]!, 'conformance.md')))
 }

@@ -124,7 +124,7 @@ export function installAblyJs(dir: string, work: string): string {
   return version
 }
 
-/** ably-chat-js installs from its own lock file (no GitHub-hosted packages there). */
-export function installChat(dir: string): void {
+/** ably-chat-js and ably-ai-transport-js install from their own lock files (no GitHub-hosted packages there). */
+export function installFromLock(dir: string): void {
   if (!existsSync(join(dir, 'node_modules', 'vitest'))) npmInstall(dir, ['ci'])
 }

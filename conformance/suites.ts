@@ -7,7 +7,7 @@ import { join } from 'node:path'
 /** Where the gateway of a run serves its fault control API (the uts-proxy's default control port). */
 export const FAULTS_PORT = 9100
 
-export type Tree = 'ably-js' | 'ably-js-main' | 'chat'
+export type Tree = 'ably-js' | 'ably-js-main' | 'chat' | 'ai-transport'
 export type Runner = 'mocha' | 'mocha-uts' | 'vitest'
 
 export interface Suite {
@@ -19,6 +19,8 @@ export interface Suite {
   exclude?: RegExp
   /** What the suite is, in the scorecard. */
   what: string
+  /** vitest: how the repository's configuration for these files is chosen. */
+  vitestArgs?: string[]
 }
 
 export const SUITES: Suite[] = [
@@ -73,6 +75,15 @@ export const SUITES: Suite[] = [
     runner: 'vitest',
     include: ['test/core/*.integration.test.ts'],
     what: '`@ably/chat` integration (`test/core`)',
+    vitestArgs: ['--project', 'chat'],
+  },
+  {
+    name: 'ai-transport',
+    tree: 'ai-transport',
+    runner: 'vitest',
+    include: ['test/**/*.integration.test.ts'],
+    what: '`@ably/ai-transport` integration (`test/**/*.integration.test.ts`, its own source against the gateway)',
+    vitestArgs: ['--config', 'vitest.config.integration.ts'],
   },
 ]
 
@@ -107,8 +118,7 @@ export function commandFor(suite: Suite, root: string, file: string, results: st
           node,
           join(root, 'node_modules/vitest/vitest.mjs'),
           'run',
-          '--project',
-          'chat',
+          ...(suite.vitestArgs ?? []),
           file,
           '--reporter=default',
           '--reporter=json',
