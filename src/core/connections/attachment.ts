@@ -8,7 +8,6 @@ import { Action, Flag } from './protocol'
 import type { AttachRequest } from './attach-request'
 import type { AttachStart } from './attach-start'
 import type { OutboundBudget } from './outbound-budget'
-import type { Hub } from '../fanout/hub'
 import { LiveOnlyKeeper, type KeptBudget } from './live-only-keeper'
 
 /** How an attachment with these modes counts in its channel's occupancy. */
@@ -194,17 +193,20 @@ export class Attachment implements SessionSink {
 
   /**
    * A keeper of the live-only entries this attachment delivers, left for the connection's resume
-   * (live-only-keeper.ts); none when it delivers none.
+   * (live-only-keeper.ts) and sharing `budget` with its other channels' keepers; none when it
+   * delivers none, or when its channel may carry none (annotations.mayCarry).
    */
-  keeper(hub: Hub, connectionId: string, budget: KeptBudget): LiveOnlyKeeper | undefined {
+  keeper(budget: KeptBudget): LiveOnlyKeeper | undefined {
     const f = this.filter
+    const { hub, annotations } = this.host.core
     const channel = this.session?.channels[0]
-    if (channel === undefined || this.closed || (!f.annotations && !f.messages)) return undefined
+    if (!hub || channel === undefined || this.closed || (!f.annotations && !f.messages)) return undefined
+    if (!annotations.mayCarry(this.appId, channel)) return undefined
     return new LiveOnlyKeeper(
       hub,
       this.appId,
       channel,
-      connectionId,
+      this.host.id,
       { annotations: !!f.annotations, summaries: f.messages, exceptConnection: f.exceptConnection },
       budget,
     )

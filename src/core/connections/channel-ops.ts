@@ -219,18 +219,13 @@ export class ChannelOps {
 
   /**
    * Keepers of the attachments' live-only entries, by channel name (a dropped transport's, for its
-   * resume): on the channels that may carry any (annotations.mayCarry), sharing one budget.
+   * resume), sharing one budget (KEPT_PER_CONNECTION).
    */
   keepers(): Map<string, LiveOnlyKeeper> | undefined {
-    const { hub, annotations } = this.conn.core
-    if (!hub) return undefined
     const budget: KeptBudget = { left: KEPT_PER_CONNECTION }
-    const appId = this.conn.principalOf.appId
     let out: Map<string, LiveOnlyKeeper> | undefined
     for (const [name, att] of this.attachments) {
-      const channel = att.session?.channels[0]
-      if (channel === undefined || !annotations.mayCarry(appId, channel)) continue
-      const k = att.keeper(hub, this.conn.id, budget)
+      const k = att.keeper(budget)
       if (k) (out ??= new Map()).set(name, k)
     }
     return out

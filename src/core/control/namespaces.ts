@@ -44,24 +44,27 @@ export class Namespaces {
   /** Synchronous answer when the app's rules are cached (the publish hot path), else undefined. */
   persistedCached(appId: string, channel: string): boolean | undefined {
     if (isServiceChannel(channel)) return true
-    const id = namespaceOf(baseName(channel))
-    if (id === undefined) return false
-    const m = this.cache.get(appId)
-    return m ? persists(m.get(id)) : undefined
+    const rule = this.known(appId, channel)
+    return rule === undefined ? undefined : persists(rule ?? undefined)
   }
 
   /** The rule of `channel` when the app's rules are cached (a subscription has read them: `of`), else undefined. */
   cached(appId: string, channel: string): Namespace | undefined {
-    const id = namespaceOf(baseName(channel))
-    return id === undefined ? undefined : this.cache.get(appId)?.get(id)
+    return this.known(appId, channel) ?? undefined
   }
 
   /** Synchronous `isMutable` when the app's rules are cached, else undefined. */
   mutableCached(appId: string, channel: string): boolean | undefined {
+    const rule = this.known(appId, channel)
+    return rule === undefined ? undefined : rule?.mutableMessages === true
+  }
+
+  /** The rule of `channel` as far as the cache knows: null when none applies, undefined while the app's rules are not cached. */
+  private known(appId: string, channel: string): Namespace | null | undefined {
     const id = namespaceOf(baseName(channel))
-    if (id === undefined) return false
+    if (id === undefined) return null
     const m = this.cache.get(appId)
-    return m ? m.get(id)?.mutableMessages === true : undefined
+    return m ? (m.get(id) ?? null) : undefined
   }
 
   /** Whether messages of the channel may be updated, deleted and appended to (`mutableMessages`). */
