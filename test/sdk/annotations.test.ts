@@ -22,6 +22,8 @@ import { onRedis } from '../helpers/redis-cluster'
 import { freshMutable, getMessage, messagesPath, mutableNamespace, publishOne } from '../helpers/mutable'
 import { rawConnected } from '../helpers/realtime-raw'
 import { connectedClient, cutSocket, FORMATS, fresh, realtimeGateway, secondNode } from '../helpers/realtime'
+import { newConnectionId } from '../../src/core/auth/connection-keys'
+import { Flag } from '../../src/core/connections/protocol'
 
 const rt = realtimeGateway()
 // annotations need the mutableMessages rule, as on the hosted service (93002 elsewhere)
@@ -124,7 +126,8 @@ describe.each(FORMATS)('@ably/chat message reactions over %s', (_format, binary)
     await alice.messages.reactions.send(msg.serial, { name: '👍', type: MessageReactionType.Distinct })
     const summary = await raw.next((pm) => pm.action === 15 && pm.messages[0].action === 4)
     expect(summary.messages[0].serial).toBe(msg.serial)
-    expect(summary.channelSerial).toBeUndefined()
+    // it names the summary's own place in the channel (RTL15b: the client's position follows it)
+    expect(summary.channelSerial > msg.serial).toBe(true)
     expect(summary.messages[0].annotations.summary['reaction:distinct.v1']).toEqual({
       '👍': { total: 1, clientIds: ['alice'], clipped: false },
     })
@@ -386,6 +389,50 @@ describe.each(FORMATS)('pub/sub annotations over %s', (_format, binary) => {
     expect(client.connection.id).toBe(id) // resumed, not a new connection
     expect(annotations.items.map((x) => x.name).sort()).toEqual(['away', 'before', 'own'])
     expect(updates).toEqual([])
+  })
+
+  test('a resume with nothing of its connection kept here is told of annotations or summaries it missed (80020), of none it saw', async () => {
+    const channel = freshMutable('ann-elsewhere')
+    const serial = await publishOne(rt.gw, channel, { name: 'm', data: 'x' })
+    const format = binary ? 'msgpack' : 'json'
+    const both = Flag.SUBSCRIBE | Flag.ANNOTATION_SUBSCRIBE
+    const { raw: seer } = await rawConnected(rt.base, { key: rt.gw.key }, format)
+    seer.send({ action: 10, channel, flags: both })
+    await seer.next((pm) => pm.action === 11 && pm.channel === channel)
+    await rt.rest({ binary }).channels.get(channel).annotations.publish(serial, { type: 'v:multiple.v1', name: 'a' })
+    // each frame names its entry's place in the channel: a client's position follows what it received
+    const annotation = (await seer.next((pm) => pm.action === 21)).channelSerial as string
+    const summary = (await seer.next((pm) => pm.action === 15 && pm.messages[0].action === 4)).channelSerial as string
+    expect(annotation > serial).toBe(true)
+    expect(summary > annotation).toBe(true)
+    seer.close()
+    // the summary's mark is written once it went out
+    for (let waited = 0; waited < 10_000; waited += 20) {
+      if (await rt.gw.core.annotations.missedSince(APP_ID, channel, annotation, ['summary'])) break
+      await Bun.sleep(20)
+    }
+    const principal = await rt.gw.core.auth.authenticate({ key: rt.gw.key, secure: () => false })
+    let n = 0
+    /** The errors a connection this node never saw (as after a drop on another node) is told when it attaches from `position`. */
+    const toldFrom = async (position: string, flags: number) => {
+      const resume = await rt.gw.core.connectionKeys.issue(newConnectionId(), principal)
+      const { raw } = await rawConnected(rt.base, { key: rt.gw.key, resume }, format)
+      raw.send({ action: 10, channel, channelSerial: position, flags })
+      const attached = await raw.next((pm) => pm.action === 11 && pm.channel === channel)
+      expect(attached.flags & Flag.RESUMED).toBe(Flag.RESUMED)
+      // a message published after ATTACHED comes after whatever the attach was told
+      const name = `after-${n++}`
+      await publishOne(rt.gw, channel, { name, data: 'y' })
+      await raw.next((pm) => pm.action === 15 && pm.messages.some((m: { name?: string }) => m.name === name))
+      raw.close()
+      return raw.frames.filter((pm) => pm.action === 11 && pm.error).map((pm) => pm.error.code)
+    }
+    // from before the annotation: it and its summary were missed
+    expect(await toldFrom(serial, both)).toEqual([80020])
+    // from the summary: nothing missed (nor from later, a message published since)
+    expect(await toldFrom(summary, both)).toEqual([])
+    // from the annotation, without the annotation_subscribe mode: the summary was missed
+    expect(await toldFrom(annotation, Flag.SUBSCRIBE)).toEqual([80020])
   })
 
   test('a connection that drops keeps for its resume only the channels that may carry annotations or summaries', async () => {

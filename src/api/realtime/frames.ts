@@ -165,7 +165,7 @@ export function deliveryFrame(entries: Message[], channel: string, format: Forma
     }
   const kind = entries[0]!.kind
   if (kind === 'annotation' || kind === 'summary') {
-    const pm = (kind === 'annotation' ? annotationsMessage : summariesMessage)(entries, channel)
+    const pm = (kind === 'annotation' ? annotationsMessage : summariesMessage)(entries, channel, channelSerial)
     return { kind, frame: encodeFrame(pm, format), entries, channelSerial }
   }
   if (kind === 'presence') {

@@ -5,6 +5,8 @@ import {
   type Annotation,
   type AnnotationStateOp,
   type AnnotationStore,
+  type LiveOnlyKind,
+  type LiveOnlyMarks,
 } from '../../core/channels/ports'
 
 const PRUNE_EVERY_MS = 60_000
@@ -33,6 +35,10 @@ export class SqliteAnnotationStore implements AnnotationStore {
     db.exec(`CREATE TABLE IF NOT EXISTS annotation_touch (
       app TEXT NOT NULL, channel TEXT NOT NULL, serial TEXT NOT NULL, ts INTEGER NOT NULL,
       PRIMARY KEY (app, channel, serial)) WITHOUT ROWID`)
+    // a channel's newest live-only serial of each kind (mark)
+    db.exec(`CREATE TABLE IF NOT EXISTS live_only_mark (
+      app TEXT NOT NULL, channel TEXT NOT NULL, kind TEXT NOT NULL, serial TEXT NOT NULL, ts INTEGER NOT NULL,
+      PRIMARY KEY (app, channel, kind)) WITHOUT ROWID`)
     db.exec('CREATE INDEX IF NOT EXISTS annotation_log_ts ON annotation_log (ts)')
     db.exec('CREATE INDEX IF NOT EXISTS annotation_state_ts ON annotation_state (ts)')
     db.exec('CREATE INDEX IF NOT EXISTS annotation_touch_ts ON annotation_touch (ts)')
@@ -54,6 +60,11 @@ export class SqliteAnnotationStore implements AnnotationStore {
       del: db.prepare('DELETE FROM annotation_state WHERE app = ? AND channel = ? AND serial = ? AND field = ?'),
       touch: db.prepare('INSERT OR REPLACE INTO annotation_touch (ts, app, channel, serial) VALUES (?, ?, ?, ?)'),
       state: db.prepare('SELECT field, value FROM annotation_state WHERE app = ? AND channel = ? AND serial = ?'),
+      mark: db.prepare(
+        `INSERT INTO live_only_mark (app, channel, kind, serial, ts) VALUES (?, ?, ?, ?, ?)
+          ON CONFLICT (app, channel, kind) DO UPDATE SET serial = max(serial, excluded.serial), ts = excluded.ts`,
+      ),
+      marks: db.prepare('SELECT kind, serial FROM live_only_mark WHERE app = ? AND channel = ?'),
     }
   }
 
@@ -127,6 +138,17 @@ export class SqliteAnnotationStore implements AnnotationStore {
     )
   }
 
+  async mark(app: string, channel: string, kind: LiveOnlyKind, serial: string, now: number): Promise<void> {
+    this.prune(now)
+    this.q.mark.run(app, channel, kind, serial, now)
+  }
+
+  async marks(app: string, channel: string): Promise<LiveOnlyMarks> {
+    const out: LiveOnlyMarks = {}
+    for (const r of this.q.marks.all(app, channel) as { kind: LiveOnlyKind; serial: string }[]) out[r.kind] = r.serial
+    return out
+  }
+
   private prune(now: number) {
     if (now - this.lastPrune < PRUNE_EVERY_MS) return
     this.lastPrune = now
@@ -140,5 +162,6 @@ export class SqliteAnnotationStore implements AnnotationStore {
       )
       .run(before)
     this.db.prepare('DELETE FROM annotation_touch WHERE ts < ?').run(before)
+    this.db.prepare('DELETE FROM live_only_mark WHERE ts < ?').run(before)
   }
 }

@@ -3,18 +3,21 @@ import {
   type Annotation,
   type AnnotationStateOp,
   type AnnotationStore,
+  type LiveOnlyKind,
+  type LiveOnlyMarks,
 } from '../../core/channels/ports'
 import { pack, unpack } from './codec'
 import { BUFFERS, type RedisCommander } from './clients'
 import { withTimeout } from './errors'
 import type { RedisKeys } from './keys'
-import { ANNOTATION_CHANGE_SCRIPT, ANNOTATION_RECORD_SCRIPT, VERSION } from './lua/annotations'
+import { ANNOTATION_CHANGE_SCRIPT, ANNOTATION_RECORD_SCRIPT, LIVE_ONLY_MARK_SCRIPT, VERSION } from './lua/annotations'
 import { ScriptRunner } from './script-runner'
 
 /** Annotations in Redis, shared by every node; each change and each record is one script in the channel's slot. */
 export class RedisAnnotationStore implements AnnotationStore {
   private readonly changeScript: ScriptRunner
   private readonly recordScript: ScriptRunner
+  private readonly markScript: ScriptRunner
 
   constructor(
     private readonly cmd: RedisCommander,
@@ -24,6 +27,7 @@ export class RedisAnnotationStore implements AnnotationStore {
   ) {
     this.changeScript = new ScriptRunner(cmd, ANNOTATION_CHANGE_SCRIPT)
     this.recordScript = new ScriptRunner(cmd, ANNOTATION_RECORD_SCRIPT)
+    this.markScript = new ScriptRunner(cmd, LIVE_ONLY_MARK_SCRIPT)
   }
 
   private t<T>(p: Promise<T>) {
@@ -89,7 +93,25 @@ export class RedisAnnotationStore implements AnnotationStore {
     )
     return items.map((b) => unpack<Annotation>(b))
   }
+
+  async mark(app: string, channel: string, kind: LiveOnlyKind, serial: string): Promise<void> {
+    await this.t(
+      this.markScript.run(
+        [this.keys.liveOnlyMarks(app, channel)],
+        [MARK_FIELD[kind], serial, String(this.retentionMs)],
+      ),
+    )
+  }
+
+  async marks(app: string, channel: string): Promise<LiveOnlyMarks> {
+    const [a, s] = await this.t(
+      this.cmd.sendCommand<Array<string | null>>(['HMGET', this.keys.liveOnlyMarks(app, channel), 'a', 's']),
+    )
+    return { ...(a ? { annotation: String(a) } : {}), ...(s ? { summary: String(s) } : {}) }
+  }
 }
+
+const MARK_FIELD: Record<LiveOnlyKind, string> = { annotation: 'a', summary: 's' }
 
 function flatten(reply: unknown): string[] {
   return Array.isArray(reply) ? reply.map(String) : Object.entries(reply as Record<string, string>).flat()

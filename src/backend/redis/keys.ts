@@ -170,6 +170,8 @@ export class RedisKeys {
     `${this.prefix}as:${this.ch(app, channel)}:${serial}`
   annotationLog = (app: string, channel: string, serial: string) =>
     `${this.prefix}al:${this.ch(app, channel)}:${serial}`
+  /** Hash of a channel's newest live-only serials (`a` annotation, `s` summary: AnnotationStore.mark). */
+  liveOnlyMarks = (app: string, channel: string) => `${this.prefix}lm:${this.ch(app, channel)}`
   /**
    * Versions of one mutable message: hash of `l` its latest version, `u` the newest version serial
    * and one field per version (serial -> body); sorted set (scores 0, so ordered by serial) of the

@@ -26,6 +26,7 @@ import {
   type AnnotationStateOp,
   type AnnotationStore,
   type AnnotationSummary,
+  type LiveOnlyKind,
 } from './ports'
 
 /** Annotations one request or protocol message may carry. */
@@ -142,7 +143,10 @@ export class AnnotationService {
       throw e
     }
     const record: Annotation = { ...a, serial, timestamp: parseSerial(serial)?.ms ?? this.clock.now() }
-    await this.store.record(appId, channel, record, MAX_ANNOTATION_LOG)
+    await Promise.all([
+      this.store.record(appId, channel, record, MAX_ANNOTATION_LOG),
+      this.marked(appId, channel, 'annotation', serial),
+    ])
     if (op)
       void this.summarizeCurrent(appId, channel, a.messageSerial, async () =>
         summaryOf((await this.store.current(appId, channel, a.messageSerial)).state),
@@ -152,12 +156,35 @@ export class AnnotationService {
 
   /** Delivers a message's summary to the channel's subscribers. */
   private async summarize(appId: string, channel: string, messageSerial: string, summary: AnnotationSummary) {
-    await this.broker.publish(
+    const { serials } = await this.broker.publish(
       appId,
       channel,
       [summaryEntry(`${this.ids.next()}:0`, { messageSerial, summary })],
       EPHEMERAL,
     )
+    await this.marked(appId, channel, 'summary', serials[0]!)
+  }
+
+  /**
+   * Notes a live-only entry the channel delivered (AnnotationStore.mark), for `missedSince`. A
+   * store that fails it fails nothing else: the entry went out, and only a resume elsewhere reads it.
+   */
+  private marked(appId: string, channel: string, kind: LiveOnlyKind, serial: string): Promise<void> {
+    return this.store.mark(appId, channel, kind, serial, this.clock.now()).catch(() => undefined)
+  }
+
+  /**
+   * Whether the channel delivered a live-only entry of one of `kinds` after `position` (a
+   * channelSerial the client received): what a resume that finds nothing kept of the connection
+   * (it dropped on another node, or this one restarted) cannot give back, and tells the client of
+   * (80020). Read before the resumed subscription starts, so an entry it receives live is not
+   * counted; one delivered between the read and that start, or whose mark is still being written,
+   * goes unseen (a few milliseconds).
+   */
+  async missedSince(appId: string, channel: string, position: string, kinds: LiveOnlyKind[]): Promise<boolean> {
+    if (!kinds.length) return false
+    const marks = await this.store.marks(appId, channel)
+    return kinds.some((k) => (marks[k] ?? '') > position)
   }
 
   /**
@@ -200,6 +227,7 @@ export class AnnotationService {
       [annotationEntry({ ...a, id: `${this.ids.next()}:0` })],
       EPHEMERAL,
     )
+    await this.marked(appId, channel, 'annotation', serials[0]!)
     return serials[0]!
   }
 

@@ -86,6 +86,12 @@ export type AnnotationStateOp =
   | { field: string; op: 'del'; value?: string }
   | { field: string; op: 'incr'; by: number }
 
+/** The kinds of live-only entries a channel delivers (never in its log: a resume's replay cannot give them back). */
+export type LiveOnlyKind = 'annotation' | 'summary'
+
+/** The newest serial of each kind of live-only entry a channel delivered, within the retention. */
+export type LiveOnlyMarks = Partial<Record<LiveOnlyKind, string>>
+
 /** A message's annotation summary, keyed by annotation type (the wire's `annotations.summary`). */
 export type AnnotationSummary = Record<string, unknown>
 
@@ -130,4 +136,12 @@ export interface AnnotationStore {
   states(appId: string, channel: string, serials: string[]): Promise<Map<string, Record<string, string>>>
   /** Annotations of a message, oldest first, from position `offset` (0: the oldest kept), at most `limit`. */
   list(appId: string, channel: string, messageSerial: string, offset: number, limit: number): Promise<Annotation[]>
+  /**
+   * Notes that the channel delivered a live-only entry of `kind` at `serial` (kept when newer than
+   * the one noted), so that a node resuming a connection it holds nothing of can tell whether the
+   * client missed one (AnnotationService.missedSince).
+   */
+  mark(appId: string, channel: string, kind: LiveOnlyKind, serial: string, now: number): Promise<void>
+  /** The channel's marks (`mark`). */
+  marks(appId: string, channel: string): Promise<LiveOnlyMarks>
 }

@@ -9,6 +9,7 @@ import type { AttachRequest } from './attach-request'
 import type { AttachStart } from './attach-start'
 import type { OutboundBudget } from './outbound-budget'
 import { LiveOnlyKeeper, type KeptBudget } from './live-only-keeper'
+import type { LiveOnlyKind } from '../channels/ports'
 
 /** How an attachment with these modes counts in its channel's occupancy. */
 function occupancyRole(modes: number): OccupancyRole {
@@ -213,6 +214,24 @@ export class Attachment implements SessionSink {
   }
 
   /**
+   * Whether a resume from `from` that found nothing kept of the connection here (it dropped on
+   * another node, or this one restarted) missed live-only entries this attachment delivers
+   * (annotations.missedSince); started before its session does, so what the session receives live
+   * is not counted. False when it delivers none or its channel may carry none, and when the store
+   * cannot tell.
+   */
+  missedLiveOnly(from: string): Promise<boolean> {
+    const f = this.filter
+    const { annotations } = this.host.core
+    const channel = this.session?.channels[0]
+    if (channel === undefined || !annotations.mayCarry(this.appId, channel)) return Promise.resolve(false)
+    const kinds: LiveOnlyKind[] = []
+    if (f.annotations) kinds.push('annotation')
+    if (f.messages) kinds.push('summary')
+    return annotations.missedSince(this.appId, channel, from, kinds).catch(() => false)
+  }
+
+  /**
    * Hands on what the dropped connection's keeper kept of this channel (after ATTACHED, before
    * the replay's first frame), but for what this attachment's session received itself; a keeper
    * that let entries go tells the client (80020).
@@ -220,13 +239,17 @@ export class Attachment implements SessionSink {
   handOn(k: LiveOnlyKeeper): void {
     const kept = k.kept(this.session?.firstLive?.[0])
     if (kept.length) this.deliver(0, kept)
-    if (k.missed)
-      this.notice(
-        new GatewayError(
-          80020,
-          `Continuity lost on channel "${this.channel}": ${k.missed} annotation events or summaries were not kept while this connection was away; read them with the annotations of their messages`,
-        ),
-      )
+    if (k.missed) this.liveOnlyLost(`${k.missed} annotation events or summaries were not kept`)
+  }
+
+  /** Tells the client that live-only entries it would have received were lost while it was away (80020). */
+  liveOnlyLost(what: string): void {
+    this.notice(
+      new GatewayError(
+        80020,
+        `Continuity lost on channel "${this.channel}": ${what} while this connection was away; read them with the annotations of their messages`,
+      ),
+    )
   }
 
   /** A resume gap found after ATTACHED: an update without RESUMED carrying the error (the client sees the discontinuity). */

@@ -162,12 +162,15 @@ export class ChannelOps {
     if (stream) {
       att.session = core.streams.create(stream, att)
       if (handOn) att.session.watchFirstLive()
+      // a resume that finds nothing kept of the connection here: asked before the session starts
+      const missed = !keeper && start.kind === 'resume' ? att.missedLiveOnly(start.from) : undefined
       try {
         await core.streams.start(att.session)
       } finally {
         keeper?.release()
       }
       if (handOn) att.handOn(keeper)
+      else if (missed && (await missed)) att.liveOnlyLost('annotation events or summaries were published')
     } else {
       keeper?.release()
       att.sendAttached(await core.streams.position(principal.appId, req.channel))

@@ -37,3 +37,14 @@ redis.call('PEXPIRE', KEYS[1], ARGV[2])
 redis.call('PEXPIRE', KEYS[2], ARGV[2])
 return 1
 `
+
+/**
+ * MARK: KEYS[1] the channel's marks hash; ARGV[1] field, ARGV[2] serial, ARGV[3] retention ms.
+ * Keeps the newer serial (serials are zero-padded: string order is their order).
+ */
+export const LIVE_ONLY_MARK_SCRIPT = `
+local cur = redis.call('HGET', KEYS[1], ARGV[1])
+if not cur or cur < ARGV[2] then redis.call('HSET', KEYS[1], ARGV[1], ARGV[2]) end
+redis.call('PEXPIRE', KEYS[1], ARGV[3])
+return 1
+`
