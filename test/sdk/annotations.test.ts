@@ -454,6 +454,40 @@ describe.each(FORMATS)('pub/sub annotations over %s', (_format, binary) => {
     raw.close()
   })
 
+  test('a connection that drops again before attaching every channel again keeps them all within one budget', async () => {
+    const format = binary ? 'msgpack' : 'json'
+    const { raw, connected } = await rawConnected(rt.base, { key: rt.gw.key }, format)
+    const [a, b] = [freshMutable('ann-twice-a'), freshMutable('ann-twice-b')]
+    const attach = async (client: typeof raw, channel: string) => {
+      client.send({ action: 10, channel })
+      await client.next((pm) => pm.action === 11 && pm.channel === channel)
+    }
+    await attach(raw, a)
+    await attach(raw, b)
+    const id = connected.connectionId as string
+    const realtime = rt.gw.server!.realtime
+    const first = realtime.connection(id)!
+    cutSocket(rt.gw, id)
+    for (let waited = 0; !first.leftKeepers && waited < 10_000; waited += 20) await Bun.sleep(20)
+    const budget = first.leftKeepers!.get(a)!.budget
+    expect(first.leftKeepers!.get(b)!.budget).toBe(budget)
+    // resumed; only b attached again, so a's keeper still waits for it
+    const resume = connected.connectionDetails.connectionKey as string
+    const again = await rawConnected(rt.base, { key: rt.gw.key, resume }, format)
+    expect(again.connected.connectionId).toBe(id)
+    await attach(again.raw, b)
+    const second = realtime.connection(id)!
+    cutSocket(rt.gw, id)
+    for (let waited = 0; !second.leftKeepers && waited < 10_000; waited += 20) await Bun.sleep(20)
+    const left = second.leftKeepers!
+    expect([...left.keys()].sort()).toEqual([a, b].sort())
+    // b's new keeper shares the budget of a's, kept since the first drop
+    expect(left.get(a)!.budget).toBe(budget)
+    expect(left.get(b)!.budget).toBe(budget)
+    raw.close()
+    again.raw.close()
+  })
+
   /**
    * The scenario once; `dropped` is set when the client's connection dropped meanwhile. Bun's
    * WebSocket client now and then misreads this test's ~50 KB summary frames in a long test

@@ -91,3 +91,15 @@ test("one connection's keepers share its budget: past it each counts what it let
   expect(b.kept().map((m) => m.name)).toEqual(['y'])
   expect([a.missed, b.missed, budget.left]).toEqual([0, 2, 0])
 })
+
+test('a released keeper gives what it held back to the budget, and can still be read once', () => {
+  const { hub } = fakeHub()
+  const budget = { left: 3 }
+  const k = new LiveOnlyKeeper(hub, 'app', 'ch', 'c', { annotations: true, summaries: true }, budget)
+  k.deliver('ch', [entry('annotation', 'a'), entry('summary', 'm')])
+  expect(budget.left).toBe(1)
+  k.release()
+  k.release()
+  expect(budget.left).toBe(3)
+  expect(k.kept()).toHaveLength(2)
+})

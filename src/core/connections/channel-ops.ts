@@ -222,10 +222,10 @@ export class ChannelOps {
 
   /**
    * Keepers of the attachments' live-only entries, by channel name (a dropped transport's, for its
-   * resume), sharing one budget (KEPT_PER_CONNECTION).
+   * resume), sharing `budget`: the connection's one (KEPT_PER_CONNECTION), which the keepers an
+   * earlier drop left and that are still waiting for their channel share too.
    */
-  keepers(): Map<string, LiveOnlyKeeper> | undefined {
-    const budget: KeptBudget = { left: KEPT_PER_CONNECTION }
+  keepers(budget: KeptBudget = { left: KEPT_PER_CONNECTION }): Map<string, LiveOnlyKeeper> | undefined {
     let out: Map<string, LiveOnlyKeeper> | undefined
     for (const [name, att] of this.attachments) {
       const k = att.keeper(budget)

@@ -453,7 +453,9 @@ export class Connection implements ConnectionHost {
     // (with what it had not attached again since its own resume), before the sessions end
     if (abrupt || superseded) {
       const left = new Map(this.kept)
-      for (const [channel, k] of this.channels.keepers() ?? []) {
+      // one budget for all of them: a connection that drops again holds no more than one drop's
+      const earlier = left.values().next().value?.budget
+      for (const [channel, k] of this.channels.keepers(earlier) ?? []) {
         left.get(channel)?.release()
         left.set(channel, k)
       }

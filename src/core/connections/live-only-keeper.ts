@@ -36,7 +36,8 @@ export class LiveOnlyKeeper implements Subscriber {
     readonly channel: string,
     readonly connectionId: string,
     private readonly kinds: { annotations: boolean; summaries: boolean; exceptConnection?: string },
-    private readonly budget: KeptBudget = { left: KEPT_PER_CONNECTION },
+    /** Shared with the connection's other keepers, those of its earlier drops too (channel-ops.ts keepers). */
+    readonly budget: KeptBudget = { left: KEPT_PER_CONNECTION },
   ) {
     hub.add(appId, channel, this)
   }
@@ -67,11 +68,15 @@ export class LiveOnlyKeeper implements Subscriber {
     return true
   }
 
-  /** Leaves the hub (idempotent); what it kept stays readable. */
+  /**
+   * Leaves the hub and gives its entries back to the budget (idempotent); what it kept stays
+   * readable (for the hand-on that follows, after which nothing holds them).
+   */
   release(): void {
     if (this.released) return
     this.released = true
     this.hub.remove(this.appId, this.channel, this)
+    this.budget.left += this.annotations.length + this.summaries.size
   }
 
   /** What it kept with a serial below `before` (when given: what the new session did not see itself), in channel order. */
