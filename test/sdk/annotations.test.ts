@@ -374,6 +374,9 @@ describe.each(FORMATS)('pub/sub annotations over %s', (_format, binary) => {
     const rest = rt.rest({ binary })
     await rest.channels.get(channelName).annotations.publish(serial, { type: 'v:multiple.v1', name: 'before' })
     await annotations.until((x) => x.name === 'before')
+    const names = (m: Ably.InboundMessage) => Object.keys(m.annotations?.summary?.['v:multiple.v1'] ?? {}).sort()
+    // its summary too: one sent as the socket is cut may not arrive, which the resume would tell (80020)
+    await messages.until((m) => m.action === 'message.summary' && names(m).join() === 'before')
     const id = client.connection.id!
     // the server cuts the socket (as a network would); while the client is away, another client
     // annotates, and the client's own annotation waits in its queue until it has resumed (it is
@@ -384,7 +387,6 @@ describe.each(FORMATS)('pub/sub annotations over %s', (_format, binary) => {
     await own
     await annotations.until((x) => x.name === 'own')
     await annotations.until((x) => x.name === 'away')
-    const names = (m: Ably.InboundMessage) => Object.keys(m.annotations?.summary?.['v:multiple.v1'] ?? {}).sort()
     await messages.until((m) => m.action === 'message.summary' && names(m).join() === 'away,before,own')
     expect(client.connection.id).toBe(id) // resumed, not a new connection
     expect(annotations.items.map((x) => x.name).sort()).toEqual(['away', 'before', 'own'])
@@ -433,6 +435,46 @@ describe.each(FORMATS)('pub/sub annotations over %s', (_format, binary) => {
     expect(await toldFrom(summary, both)).toEqual([])
     // from the annotation, without the annotation_subscribe mode: the summary was missed
     expect(await toldFrom(annotation, Flag.SUBSCRIBE)).toEqual([80020])
+  })
+
+  test('a resume on the same node from before an annotation or summary sent as it dropped is told it missed it (80020)', async () => {
+    const channel = freshMutable('ann-inflight')
+    const serial = await publishOne(rt.gw, channel, { name: 'm', data: 'x' })
+    const format = binary ? 'msgpack' : 'json'
+    const flags = Flag.SUBSCRIBE | Flag.ANNOTATION_SUBSCRIBE
+    const clients = await Promise.all([0, 1].map(() => rawConnected(rt.base, { key: rt.gw.key }, format)))
+    for (const { raw } of clients) {
+      raw.send({ action: 10, channel, flags })
+      await raw.next((pm) => pm.action === 11 && pm.channel === channel)
+    }
+    await rt.rest({ binary }).channels.get(channel).annotations.publish(serial, { type: 'v:multiple.v1', name: 'a' })
+    let summary = ''
+    for (const { raw } of clients) {
+      await raw.next((pm) => pm.action === 21)
+      summary = (await raw.next((pm) => pm.action === 15 && pm.messages[0].action === 4)).channelSerial
+    }
+    let n = 0
+    /** The errors a client is told when it resumes its connection and attaches from `position`. */
+    const toldFrom = async (client: (typeof clients)[number], position: string) => {
+      const id = client.connected.connectionId as string
+      cutSocket(rt.gw, id)
+      const resume = client.connected.connectionDetails.connectionKey as string
+      const { raw, connected } = await rawConnected(rt.base, { key: rt.gw.key, resume }, format)
+      expect(connected.connectionId).toBe(id)
+      raw.send({ action: 10, channel, channelSerial: position, flags })
+      const attached = await raw.next((pm) => pm.action === 11 && pm.channel === channel)
+      expect(attached.flags & Flag.RESUMED).toBe(Flag.RESUMED)
+      const name = `after-${n++}`
+      await publishOne(rt.gw, channel, { name, data: 'y' })
+      await raw.next((pm) => pm.action === 15 && pm.messages.some((m: { name?: string }) => m.name === name))
+      client.raw.close()
+      raw.close()
+      return raw.frames.filter((pm) => pm.action === 11 && pm.error).map((pm) => pm.error.code)
+    }
+    // it received both: nothing to tell
+    expect(await toldFrom(clients[0]!, summary)).toEqual([])
+    // as if the socket had lost them: its position before them
+    expect(await toldFrom(clients[1]!, serial)).toEqual([80020])
   })
 
   test('a connection that drops keeps for its resume only the channels that may carry annotations or summaries', async () => {

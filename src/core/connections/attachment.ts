@@ -88,6 +88,10 @@ export class Attachment implements SessionSink {
   private dropping = false
   /** Which entries this attachment delivers (by its modes and the connection's `echo`). */
   private readonly filter: DeliveryFilter
+  /** Its channel may carry annotations and summaries (annotations.mayCarry, when it was made). */
+  private readonly liveOnly: boolean
+  /** The serial of the newest annotation or summary handed to the transport ('' none): a drop's keeper notes it. */
+  private sentLiveOnly = ''
 
   /** The name attached (a filtered channel's whole): what the frames carry. */
   readonly channel: string
@@ -119,6 +123,8 @@ export class Attachment implements SessionSink {
       annotations: (modes & Flag.ANNOTATION_SUBSCRIBE) !== 0,
       exceptConnection: host.echo ? undefined : host.id,
     }
+    this.liveOnly =
+      (this.filter.annotations || this.filter.messages) && host.core.annotations.mayCarry(appId, this.base)
     this.role = occupancyRole(modes)
     host.core.occupancy.attach(appId, this.base, this.role)
   }
@@ -170,11 +176,27 @@ export class Attachment implements SessionSink {
         batch = batch.slice(0, k)
       } else this.dropping = false
     }
+    if (this.liveOnly) this.noteLiveOnly(batch)
     if (!this.frames) return this.host.deliver(this.channel, batch, this.filter)
     // every frame of its stage goes, room or not (a delta starts a frame of its own)
     let room = true
     for (const frame of this.frames.framed(batch)) room = this.host.deliver(this.channel, frame, this.filter) && room
     return room
+  }
+
+  /** Notes the newest annotation or summary of `batch` this attachment hands out. */
+  private noteLiveOnly(batch: Message[]) {
+    const f = this.filter
+    for (let i = batch.length - 1; i >= 0; i--) {
+      const m = batch[i]!
+      if (
+        (m.kind === 'summary' && f.messages) ||
+        (m.kind === 'annotation' && f.annotations && (!f.exceptConnection || m.connectionId !== f.exceptConnection))
+      ) {
+        this.sentLiveOnly = m.serial
+        return
+      }
+    }
   }
 
   /**
@@ -210,6 +232,7 @@ export class Attachment implements SessionSink {
       this.host.id,
       { annotations: !!f.annotations, summaries: f.messages, exceptConnection: f.exceptConnection },
       budget,
+      this.sentLiveOnly,
     )
   }
 
@@ -236,10 +259,12 @@ export class Attachment implements SessionSink {
    * the replay's first frame), but for what this attachment's session received itself; a keeper
    * that let entries go tells the client (80020).
    */
-  handOn(k: LiveOnlyKeeper): void {
+  handOn(k: LiveOnlyKeeper, from: string): void {
     const kept = k.kept(this.session?.firstLive?.[0])
     if (kept.length) this.deliver(0, kept)
     if (k.missed) this.liveOnlyLost(`${k.missed} annotation events or summaries were not kept`)
+    // sent before the drop, after what the client received: lost with the socket
+    else if (k.sent > from) this.liveOnlyLost('annotation events or summaries sent as it dropped did not reach it')
   }
 
   /** Tells the client that live-only entries it would have received were lost while it was away (80020). */

@@ -169,7 +169,7 @@ export class ChannelOps {
       } finally {
         keeper?.release()
       }
-      if (handOn) att.handOn(keeper)
+      if (handOn) att.handOn(keeper, start.from)
       else if (missed && (await missed)) att.liveOnlyLost('annotation events or summaries were published')
     } else {
       keeper?.release()

@@ -38,6 +38,11 @@ export class LiveOnlyKeeper implements Subscriber {
     private readonly kinds: { annotations: boolean; summaries: boolean; exceptConnection?: string },
     /** Shared with the connection's other keepers, those of its earlier drops too (channel-ops.ts keepers). */
     readonly budget: KeptBudget = { left: KEPT_PER_CONNECTION },
+    /**
+     * The newest annotation or summary the attachment handed its transport before the drop ('' none):
+     * a resume from a position before it did not receive it, and nothing here holds it.
+     */
+    readonly sent = '',
   ) {
     hub.add(appId, channel, this)
   }
