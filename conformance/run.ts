@@ -96,7 +96,8 @@ const files = suites.flatMap((s) =>
     .map((file) => ({ suite: s.name, root: trees[s.tree]!.root, file })),
 )
 
-const stamp = new Date().toISOString().replace(/[:.]/g, '-')
+const started = new Date().toISOString()
+const stamp = started.replace(/[:.]/g, '-')
 const out = join(work, 'results', stamp)
 mkdirSync(out, { recursive: true })
 const tls = makeRunTls(join(work, 'tls'))
@@ -124,6 +125,7 @@ for (const backend of backends) {
 
 const summary: RunSummary = {
   date: new Date().toISOString(),
+  started,
   gateway: Bun.spawnSync(['git', '-C', ROOT, 'rev-parse', '--short', 'HEAD']).stdout.toString().trim(),
   trees: Object.fromEntries(
     Object.entries(trees).map(([t, v]) => [t, { ref: v.source.ref, commit: v.source.commit, client: v.client }]),

@@ -1,7 +1,7 @@
 /**
  * The conformance scorecard made of several runs (conformance/scorecard.ts `mergeSummaries`): a
  * suite run again on its own replaces that suite's results of the earlier run on each backend and
- * keeps the others'; the sources of both runs are named, the latest date kept, every gateway named.
+ * keeps the others'; the sources of both runs are named, the earliest start and latest end kept, every gateway named.
  */
 import { expect, test } from 'bun:test'
 import { mergeSummaries, renderScorecard, type RunSummary } from '../../conformance/scorecard'
@@ -43,8 +43,14 @@ test('a later run of one suite takes its place on each backend; the other suites
     embedded: [result('sdk', 'b.ts', 2)],
     redis: [result('sdk', 'b.ts', 2)],
   })
-  const merged = mergeSummaries([first, again])
+  const merged = mergeSummaries([first, { ...again, started: '2026-12-02T07:40:00Z' }])
   expect(merged.date).toBe('2026-12-02T08:00:00Z')
+  // from the first run's start (its end, where its start was not kept) to the last one's end
+  expect(merged.started).toBe('2026-12-02T07:00:00Z')
+  expect(renderScorecard(merged)).toContain('Run of 2026-12-02 07:00-08:00 UTC')
+  expect(renderScorecard({ ...again, started: '2026-12-01T23:50:00Z' })).toContain(
+    'Run of 2026-12-01 23:50 - 2026-12-02 08:00 UTC',
+  )
   expect(merged.gateway).toBe('aaa` and `bbb')
   expect(Object.keys(merged.trees)).toEqual(['ably-js', 'sdk'])
   expect(merged.suites.map((s) => s.name)).toEqual(['rest', 'sdk'])
