@@ -245,19 +245,19 @@ export class Attachment implements SessionSink {
    */
   missedLiveOnly(from: string): Promise<boolean> {
     const f = this.filter
-    const { annotations } = this.host.core
     const channel = this.session?.channels[0]
-    if (channel === undefined || !annotations.mayCarry(this.appId, channel)) return Promise.resolve(false)
+    if (channel === undefined || !this.liveOnly) return Promise.resolve(false)
     const kinds: LiveOnlyKind[] = []
     if (f.annotations) kinds.push('annotation')
     if (f.messages) kinds.push('summary')
-    return annotations.missedSince(this.appId, channel, from, kinds).catch(() => false)
+    return this.host.core.annotations.missedSince(this.appId, channel, from, kinds).catch(() => false)
   }
 
   /**
    * Hands on what the dropped connection's keeper kept of this channel (after ATTACHED, before
    * the replay's first frame), but for what this attachment's session received itself; a keeper
-   * that let entries go tells the client (80020).
+   * that let entries go, or one whose attachment sent one after `from` (the client's position)
+   * before the drop, tells the client (80020).
    */
   handOn(k: LiveOnlyKeeper, from: string): void {
     const kept = k.kept(this.session?.firstLive?.[0])
