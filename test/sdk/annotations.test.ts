@@ -20,7 +20,7 @@ import { join } from 'node:path'
 import { addKey, APP_ID, createTestGateway } from '../helpers/gateway'
 import { onRedis } from '../helpers/redis-cluster'
 import { freshMutable, getMessage, messagesPath, mutableNamespace, publishOne } from '../helpers/mutable'
-import { rawConnected } from '../helpers/realtime-raw'
+import { rawConnected, type RawClient } from '../helpers/realtime-raw'
 import { connectedClient, cutSocket, FORMATS, fresh, realtimeGateway, secondNode } from '../helpers/realtime'
 import { newConnectionId } from '../../src/core/auth/connection-keys'
 import { Flag } from '../../src/core/connections/protocol'
@@ -137,6 +137,22 @@ describe.each(FORMATS)('@ably/chat message reactions over %s', (_format, binary)
 })
 
 describe.each(FORMATS)('pub/sub annotations over %s', (_format, binary) => {
+  let marker = 0
+  /**
+   * The errors a resumed raw connection is told when it attaches `channel` from `position`:
+   * ATTACHED must resume, and a message published after it marks the end of what the attach told.
+   */
+  const toldOnAttach = async (raw: RawClient, channel: string, position: string, flags: number) => {
+    raw.send({ action: 10, channel, channelSerial: position, flags })
+    const attached = await raw.next((pm) => pm.action === 11 && pm.channel === channel)
+    expect(attached.flags & Flag.RESUMED).toBe(Flag.RESUMED)
+    const name = `after-${marker++}`
+    await publishOne(rt.gw, channel, { name, data: 'y' })
+    await raw.next((pm) => pm.action === 15 && pm.messages.some((m: { name?: string }) => m.name === name))
+    raw.close()
+    return raw.frames.filter((pm) => pm.action === 11 && pm.error).map((pm) => pm.error.code)
+  }
+
   test('realtime publish and delete, subscription with the mode, summaries to subscribers, REST get pages', async () => {
     const channelName = freshMutable('ann')
     const pub = await connectedClient(rt.port, { key: rt.gw.key, clientId: 'ann' }, binary)
@@ -414,20 +430,11 @@ describe.each(FORMATS)('pub/sub annotations over %s', (_format, binary) => {
       await Bun.sleep(20)
     }
     const principal = await rt.gw.core.auth.authenticate({ key: rt.gw.key, secure: () => false })
-    let n = 0
     /** The errors a connection this node never saw (as after a drop on another node) is told when it attaches from `position`. */
     const toldFrom = async (position: string, flags: number) => {
       const resume = await rt.gw.core.connectionKeys.issue(newConnectionId(), principal)
       const { raw } = await rawConnected(rt.base, { key: rt.gw.key, resume }, format)
-      raw.send({ action: 10, channel, channelSerial: position, flags })
-      const attached = await raw.next((pm) => pm.action === 11 && pm.channel === channel)
-      expect(attached.flags & Flag.RESUMED).toBe(Flag.RESUMED)
-      // a message published after ATTACHED comes after whatever the attach was told
-      const name = `after-${n++}`
-      await publishOne(rt.gw, channel, { name, data: 'y' })
-      await raw.next((pm) => pm.action === 15 && pm.messages.some((m: { name?: string }) => m.name === name))
-      raw.close()
-      return raw.frames.filter((pm) => pm.action === 11 && pm.error).map((pm) => pm.error.code)
+      return toldOnAttach(raw, channel, position, flags)
     }
     // from before the annotation: it and its summary were missed
     expect(await toldFrom(serial, both)).toEqual([80020])
@@ -453,23 +460,15 @@ describe.each(FORMATS)('pub/sub annotations over %s', (_format, binary) => {
       await raw.next((pm) => pm.action === 21)
       summary = (await raw.next((pm) => pm.action === 15 && pm.messages[0].action === 4)).channelSerial
     }
-    let n = 0
     /** The errors a client is told when it resumes its connection and attaches from `position`. */
     const toldFrom = async (client: (typeof clients)[number], position: string) => {
       const id = client.connected.connectionId as string
       cutSocket(rt.gw, id)
+      client.raw.close()
       const resume = client.connected.connectionDetails.connectionKey as string
       const { raw, connected } = await rawConnected(rt.base, { key: rt.gw.key, resume }, format)
       expect(connected.connectionId).toBe(id)
-      raw.send({ action: 10, channel, channelSerial: position, flags })
-      const attached = await raw.next((pm) => pm.action === 11 && pm.channel === channel)
-      expect(attached.flags & Flag.RESUMED).toBe(Flag.RESUMED)
-      const name = `after-${n++}`
-      await publishOne(rt.gw, channel, { name, data: 'y' })
-      await raw.next((pm) => pm.action === 15 && pm.messages.some((m: { name?: string }) => m.name === name))
-      client.raw.close()
-      raw.close()
-      return raw.frames.filter((pm) => pm.action === 11 && pm.error).map((pm) => pm.error.code)
+      return toldOnAttach(raw, channel, position, flags)
     }
     // it received both: nothing to tell
     expect(await toldFrom(clients[0]!, summary)).toEqual([])
